@@ -1,0 +1,530 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench/run.sh: the bundled wrk benchmark.  Builds examples/hello.c in
+# Release mode, serves GET /hello/:name from it on 127.0.0.1 with the server
+# pinned to its own CPUs and wrk pinned to others, and measures two runs:
+# plain persistent connections ("keepalive") and HTTP/1.1 pipelining of DEPTH
+# requests per write ("pipelineDEPTH", bench/pipeline.lua).  For each run it
+# reports requests/s, latency p50 and p99, server CPU time per request (from
+# /proc/PID/stat) and, for hroute, heap allocations per request (from the
+# server's GET /__hroute/stats counters).  With --compare nginx it serves the
+# same response from nginx on the same CPUs and alternates the two servers
+# round by round, then prints medians and the hroute/nginx throughput ratio.
+# Everything it starts is stopped when it exits, also when interrupted.
+#
+#   bench/run.sh                                   # hroute alone, defaults
+#   bench/run.sh --duration 3s --compare nginx --rounds 1
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_DIR="$ROOT/bench"
+BUILD_DIR="$ROOT/build/release"
+
+# ---- options and their defaults -------------------------------------------
+
+DURATION=10s
+CONNECTIONS=100
+WRK_THREADS=1
+SERVER_THREADS=1
+URL_PATH=/hello/John
+PORT=8080
+SERVER_CPUS=      # default set after parsing: 0
+CLIENT_CPUS=      # default set after parsing: 1 (0 on a one-core machine)
+DEPTH=16
+ROUNDS=3
+COMPARE=none
+BUILD=1
+ONLY=             # hroute | nginx: benchmark one server only (script testing)
+WARMUP=1s         # one unmeasured keep-alive run per server before round 1
+
+# ---- state shared with the cleanup trap -----------------------------------
+
+TMP=
+HELLO_PID=
+NGINX_PID=
+WRK_PID=
+
+usage() {
+  cat <<EOF
+usage: bench/run.sh [options]
+
+Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
+
+  --duration D         length of each measured run, wrk syntax (default $DURATION)
+  --connections N      open connections (default $CONNECTIONS)
+  --threads N          wrk threads (default $WRK_THREADS)
+  --server-threads N   hello worker threads / nginx workers (default $SERVER_THREADS)
+  --path P             request path (default $URL_PATH)
+  --port N             first port to try; a busy port is skipped (default $PORT)
+  --server-cpus LIST   CPUs for the server, taskset syntax (default 0)
+  --client-cpus LIST   CPUs for wrk (default 1; 0 on a one-core machine)
+  --depth N            requests per write in the pipelined run (default $DEPTH)
+  --rounds N           measured rounds per server and run; the table shows
+                       medians (default $ROUNDS)
+  --compare nginx|none also benchmark nginx, alternating with hroute round
+                       by round (default $COMPARE)
+  --only hroute|nginx  benchmark one server only (nginx implies --compare nginx)
+  --no-build           use the existing build/release/hello
+  --help               show this text
+
+Latency for the pipelined run is per write: the time until all DEPTH
+responses of one write have arrived.
+EOF
+}
+
+die() {
+  echo "bench: $*" >&2
+  exit 1
+}
+
+note() {
+  echo "bench: $*" >&2
+}
+
+# Fails unless $2 is a whole number >= $3.
+check_int() {
+  if ! [[ $2 =~ ^[0-9]{1,9}$ ]] || ((10#$2 < $3)); then
+    die "$1 must be a whole number >= $3 (got '$2')"
+  fi
+}
+
+parse_args() {
+  local opt value
+  while (($# > 0)); do
+    opt=$1
+    value=
+    case $opt in
+      --help | -h) usage; exit 0 ;;
+      --no-build) BUILD=0; shift; continue ;;
+      --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
+      --*)
+        (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
+        value=$2; shift 2 ;;
+      *) usage >&2; echo "bench: unexpected argument '$opt'" >&2; exit 2 ;;
+    esac
+    case $opt in
+      --duration) DURATION=$value ;;
+      --connections) CONNECTIONS=$value ;;
+      --threads) WRK_THREADS=$value ;;
+      --server-threads) SERVER_THREADS=$value ;;
+      --path) URL_PATH=$value ;;
+      --port) PORT=$value ;;
+      --server-cpus) SERVER_CPUS=$value ;;
+      --client-cpus) CLIENT_CPUS=$value ;;
+      --depth) DEPTH=$value ;;
+      --rounds) ROUNDS=$value ;;
+      --compare) COMPARE=$value ;;
+      --only) ONLY=$value ;;
+      *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
+    esac
+  done
+
+  [[ $DURATION =~ ^[0-9]+[smh]?$ ]] || die "--duration must look like 10s, 2m or 30 (got '$DURATION')"
+  check_int --connections "$CONNECTIONS" 1
+  check_int --threads "$WRK_THREADS" 1
+  ((CONNECTIONS >= WRK_THREADS)) || die "--connections must be >= --threads"
+  check_int --server-threads "$SERVER_THREADS" 1
+  ((SERVER_THREADS <= 256)) || die "--server-threads must be <= 256"
+  check_int --port "$PORT" 1
+  ((PORT <= 65534)) || die "--port must be <= 65534"
+  check_int --depth "$DEPTH" 1
+  check_int --rounds "$ROUNDS" 1
+  [[ $URL_PATH == /* && $URL_PATH != *[[:space:]]* ]] || die "--path must start with / and have no spaces"
+  case $COMPARE in nginx | none) ;; *) die "--compare must be nginx or none" ;; esac
+  case $ONLY in '' | hroute) ;; nginx) COMPARE=nginx ;; *) die "--only must be hroute or nginx" ;; esac
+
+  if [[ -z $SERVER_CPUS ]]; then SERVER_CPUS=0; fi
+  if [[ -z $CLIENT_CPUS ]]; then
+    if (($(nproc) > 1)); then CLIENT_CPUS=1; else CLIENT_CPUS=0; fi
+  fi
+  [[ $SERVER_CPUS =~ ^[0-9,-]+$ ]] || die "--server-cpus must be a CPU list such as 0 or 0-1"
+  [[ $CLIENT_CPUS =~ ^[0-9,-]+$ ]] || die "--client-cpus must be a CPU list such as 1 or 2-3"
+  taskset -c "$SERVER_CPUS" true 2>/dev/null || die "cannot pin to --server-cpus $SERVER_CPUS"
+  taskset -c "$CLIENT_CPUS" true 2>/dev/null || die "cannot pin to --client-cpus $CLIENT_CPUS"
+}
+
+want_hroute() { [[ $ONLY != nginx ]]; }
+want_nginx() { [[ $COMPARE == nginx && $ONLY != hroute ]]; }
+
+# ---- processes ------------------------------------------------------------
+
+# Sends signal $2 to our child $1, waits up to $3 seconds for it to exit,
+# then kills it.  Prints the child's exit status ("killed" if it had to be
+# killed).  No-op for an empty pid.
+stop_process() {
+  local pid=$1 sig=$2 timeout=$3 i status=0
+  [[ -n $pid ]] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    for ((i = 0; i < timeout * 10; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -s KILL "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      echo killed
+      return 0
+    fi
+  fi
+  wait "$pid" 2>/dev/null || status=$?
+  echo "$status"
+}
+
+# The EXIT trap: stops whatever is still running and removes the temp dir.
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_process "$WRK_PID" INT 2 >/dev/null
+  stop_process "$HELLO_PID" TERM 7 >/dev/null
+  stop_process "$NGINX_PID" TERM 5 >/dev/null
+  if [[ -n $TMP && -d $TMP ]]; then rm -rf "$TMP"; fi
+  exit "$status"
+}
+
+# True when something listens on TCP port $1 of any local address.
+port_in_use() {
+  if command -v ss >/dev/null 2>&1; then
+    [[ -n $(ss -Htln "sport = :$1" 2>/dev/null) ]]
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  fi
+}
+
+# Prints the first free port from $1 on, skipping $2 (an empty $2 skips none).
+pick_port() {
+  local port=$1 skip=${2:-}
+  while [[ $port == "$skip" ]] || port_in_use "$port"; do
+    port=$((port + 1))
+    ((port <= 65535)) || die "no free port from $1 on"
+  done
+  echo "$port"
+}
+
+# Waits until URL $3 answers 2xx, for at most 10 s, while process $2 (named
+# $1, log file $4) is alive.
+wait_ready() {
+  local name=$1 pid=$2 url=$3 log=$4 i
+  for ((i = 0; i < 100; i++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 20 "$log" >&2 || true
+      die "$name exited during start-up"
+    fi
+    if curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  tail -n 20 "$log" >&2 || true
+  die "$name did not answer $url within 10 s"
+}
+
+# Checks that URL $2 of server $1 answers 200 with the expected body (for
+# /hello/NAME paths: exactly "Hello, NAME"); keeps the body in $TMP/$1.body.
+check_response() {
+  local name=$1 url=$2 code
+  code=$(curl -sS --max-time 5 -o "$TMP/$name.body" -w '%{http_code}' "$url") ||
+    die "$name: request to $url failed"
+  [[ $code == 200 ]] || die "$name: GET $URL_PATH answered $code, expected 200"
+  if [[ $URL_PATH =~ ^/hello/([^/?#]+)$ ]]; then
+    printf 'Hello, %s' "${BASH_REMATCH[1]}" >"$TMP/expected.body"
+    cmp -s "$TMP/expected.body" "$TMP/$name.body" ||
+      die "$name: GET $URL_PATH answered '$(head -c 200 "$TMP/$name.body")', expected '$(cat "$TMP/expected.body")'"
+  fi
+}
+
+# Prints the CPU time (utime + stime, in clock ticks) of process $1 and its
+# direct children (nginx workers under a master).  Threads are included in a
+# process's own figures.
+cpu_ticks() {
+  local pid=$1 pids p
+  pids=$pid
+  if ((SERVER_THREADS > 1)) && command -v ps >/dev/null 2>&1; then
+    pids="$pid $(ps -o pid= --ppid "$pid" 2>/dev/null || true)"
+  fi
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null || true; done |
+    awk '{ sub(/^.*\) /, "")     # drop "pid (comm) ": comm may hold spaces
+           total += $12 + $13 }  # utime, stime (fields 14 and 15 of stat)
+         END { print total + 0 }'
+}
+
+# Prints "REQUESTS ALLOCATIONS" from hello's stats endpoint.
+hello_counters() {
+  curl -fsS --max-time 5 "http://127.0.0.1:$HELLO_PORT/__hroute/stats" |
+    awk '{
+      r = $0; a = $0
+      if (!sub(/.*"requests":/, "", r) || !sub(/.*"allocations":/, "", a)) exit 1
+      sub(/[^0-9].*/, "", r); sub(/[^0-9].*/, "", a)
+      print r, a
+    }' || die "hello: cannot read GET /__hroute/stats"
+}
+
+# ---- servers --------------------------------------------------------------
+
+ensure_deps() {
+  local tools=(wrk curl taskset) t missing=()
+  want_nginx && tools+=(nginx)
+  want_hroute && ((BUILD)) && tools+=(cmake)
+  if [[ -x $ROOT/scripts/deps.sh ]] || [[ -f $ROOT/scripts/deps.sh ]]; then
+    bash "$ROOT/scripts/deps.sh" --bench
+  fi
+  for t in "${tools[@]}"; do
+    command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+  done
+  ((${#missing[@]} == 0)) || die "missing tools: ${missing[*]} (run scripts/deps.sh --bench)"
+}
+
+build_hello() {
+  local candidate
+  if ((BUILD)); then
+    note "building hello (Release) in ${BUILD_DIR#"$ROOT"/} ..."
+    if ! { cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DHROUTE_BUILD_TESTS=OFF &&
+      cmake --build "$BUILD_DIR" -j2 --target hello; } >"$TMP/build.log" 2>&1; then
+      tail -n 40 "$TMP/build.log" >&2
+      die "build failed"
+    fi
+  fi
+  for candidate in "$BUILD_DIR/hello" "$BUILD_DIR/examples/hello" "$BUILD_DIR/bin/hello"; do
+    if [[ -x $candidate ]]; then
+      HELLO=$candidate
+      return 0
+    fi
+  done
+  die "no hello executable under ${BUILD_DIR#"$ROOT"/} (drop --no-build to build it)"
+}
+
+start_hello() {
+  HELLO_PORT=$(pick_port "$PORT")
+  [[ $HELLO_PORT == "$PORT" ]] || note "port $PORT is busy: hello uses $HELLO_PORT"
+  taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$HELLO_PORT" \
+    --threads "$SERVER_THREADS" --stats 2>"$TMP/hello.log" &
+  HELLO_PID=$!
+  wait_ready hello "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT$URL_PATH" "$TMP/hello.log"
+  check_response hroute "http://127.0.0.1:$HELLO_PORT$URL_PATH"
+}
+
+# Stops hello with SIGTERM as a user would and checks it shuts down cleanly.
+stop_hello() {
+  local status
+  status=$(stop_process "$HELLO_PID" TERM 7)
+  HELLO_PID=
+  [[ $status == 0 ]] ||
+    note "warning: hello did not shut down cleanly on SIGTERM (exit status: $status); log: $(tail -n 5 "$TMP/hello.log" | tr '\n' ' ')"
+}
+
+# Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
+write_nginx_conf() {
+  local dir=$TMP/nginx master=off listen='' temp='' m
+  mkdir -p "$dir"
+  if ((SERVER_THREADS > 1)); then
+    master=on
+    listen=reuseport # one listening socket per worker, as hello's threads
+  fi
+  # Keep nginx's temp directories in the temp dir too (only for the modules
+  # this nginx was built with: naming another one is a config error).
+  for m in client_body proxy fastcgi uwsgi scgi; do
+    if [[ $m == client_body ]] || ! nginx -V 2>&1 | grep -q -- "--without-http_${m}_module"; then
+      temp+="    ${m}_temp_path $dir/${m}_temp;"$'\n'
+    fi
+  done
+  awk -v tmpdir="$dir" -v port="$NGINX_PORT" -v workers="$SERVER_THREADS" \
+    -v master="$master" -v listen="$listen" -v temp="$temp" '
+    $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
+    { gsub(/@TMPDIR@/, tmpdir); gsub(/@PORT@/, port); gsub(/@WORKERS@/, workers)
+      gsub(/@MASTER_PROCESS@/, master); gsub(/@LISTEN_OPTIONS@/, listen)
+      print }' "$BENCH_DIR/nginx.conf.in" >"$dir/nginx.conf"
+}
+
+start_nginx() {
+  NGINX_PORT=$(pick_port $((${HELLO_PORT:-$PORT} + 1)) "${HELLO_PORT:-}")
+  write_nginx_conf
+  nginx -t -q -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" ||
+    die "nginx rejected its configuration: $(tail -n 5 "$TMP/nginx/error.log" 2>/dev/null)"
+  taskset -c "$SERVER_CPUS" nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" \
+    -c "$TMP/nginx/nginx.conf" 2>"$TMP/nginx/stderr.log" &
+  NGINX_PID=$!
+  wait_ready nginx "$NGINX_PID" "http://127.0.0.1:$NGINX_PORT$URL_PATH" "$TMP/nginx/stderr.log"
+  check_response nginx "http://127.0.0.1:$NGINX_PORT$URL_PATH"
+}
+
+# ---- one measured run -----------------------------------------------------
+
+# Runs wrk against port $1 for duration $2 in mode $3 (keepalive or
+# pipeline), output to file $4.  Runs in the background so that the traps
+# fire at once when the script is interrupted.
+run_wrk() {
+  local port=$1 duration=$2 mode=$3 out=$4 status=0
+  local args=(--latency -t "$WRK_THREADS" -c "$CONNECTIONS" -d "$duration")
+  if [[ $mode == pipeline ]]; then
+    args+=(-s "$BENCH_DIR/pipeline.lua" "http://127.0.0.1:$port$URL_PATH" -- "$DEPTH")
+  else
+    args+=("http://127.0.0.1:$port$URL_PATH")
+  fi
+  taskset -c "$CLIENT_CPUS" wrk "${args[@]}" >"$out" 2>&1 &
+  WRK_PID=$!
+  wait "$WRK_PID" || status=$?
+  WRK_PID=
+  ((status == 0)) || die "wrk failed (status $status): $(tail -n 5 "$out")"
+}
+
+# Parses wrk --latency output (file $1) into
+# "REQ_PER_S P50_MS P99_MS REQUESTS ERRORS"; ERRORS counts socket errors and
+# non-2xx/3xx responses.
+parse_wrk() {
+  awk '
+    function ms(v) {  # wrk prints latencies as 512.00us, 1.20ms, 2.00s, 1.00m
+      if (v ~ /us$/) return v / 1000
+      if (v ~ /ms$/) return v + 0
+      if (v ~ /s$/) return v * 1000
+      if (v ~ /m$/) return v * 60000
+      if (v ~ /h$/) return v * 3600000
+      return -1
+    }
+    /Latency Distribution/ { in_dist = 1; next }
+    in_dist && $1 == "50%" { p50 = ms($2) }
+    in_dist && $1 == "99%" { p99 = ms($2); in_dist = 0 }
+    / requests in / { requests = $1 }
+    /Socket errors:/ { gsub(/,/, ""); errors += $4 + $6 + $8 + $10 }
+    /Non-2xx or 3xx responses:/ { errors += $NF }
+    /^Requests\/sec:/ { rps = $2 }
+    END {
+      if (rps == "" || p50 == "" || p99 == "") exit 1
+      printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, requests, errors
+    }' "$1"
+}
+
+# Measures server $1 ("hroute" or "nginx", process $2, port $3) in mode $4
+# for round $5 and appends one line to $TMP/results:
+#   server run round req/s p50_ms p99_ms cpu_us_per_req allocs_per_req errors
+measure() {
+  local server=$1 pid=$2 port=$3 mode=$4 round=$5
+  local run=keepalive out cpu0 cpu1 c0 c1 rps p50 p99 requests errors served allocs cpu_us
+  if [[ $mode == pipeline ]]; then run="pipeline$DEPTH"; fi
+  out="$TMP/wrk.$server.$run.$round"
+
+  if [[ $server == hroute ]]; then c0=$(hello_counters); fi
+  cpu0=$(cpu_ticks "$pid")
+  run_wrk "$port" "$DURATION" "$mode" "$out"
+  cpu1=$(cpu_ticks "$pid")
+  if [[ $server == hroute ]]; then c1=$(hello_counters); fi
+  kill -0 "$pid" 2>/dev/null || die "$server died during the $run run"
+
+  read -r rps p50 p99 requests errors < <(parse_wrk "$out") ||
+    die "cannot parse wrk output: $(cat "$out")"
+  # Requests the server completed: its own counter where it has one (this
+  # includes responses wrk had not read when it stopped), else wrk's count.
+  served=$requests
+  allocs=n/a
+  if [[ $server == hroute ]]; then
+    read -r served allocs < <(awk -v a="$c0" -v b="$c1" 'BEGIN {
+      split(a, x, " "); split(b, y, " "); n = y[1] - x[1]
+      if (n <= 0) { print 0, "n/a"; exit }
+      printf "%d %.2f\n", n, (y[2] - x[2]) / n }')
+  fi
+  cpu_us=$(awk -v t="$((cpu1 - cpu0))" -v hz="$CLK_TCK" -v n="$served" \
+    'BEGIN { if (n > 0) printf "%.2f", t * 1000000 / hz / n; else print "n/a" }')
+
+  echo "$server $run $round $rps $p50 $p99 $cpu_us $allocs $errors" >>"$TMP/results"
+  note "round $round/$ROUNDS  $(printf '%-7s %-11s' "$server" "$run") $rps req/s  p50 ${p50}ms  p99 ${p99}ms  cpu ${cpu_us}us/req  allocs/req $allocs$( ((errors == 0)) || echo "  ERRORS $errors")"
+}
+
+# ---- report ---------------------------------------------------------------
+
+header_line() {
+  local commit=unknown cores model
+  commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) || commit="none (no commits)"
+  cores=$(nproc)
+  model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+  echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)}; server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s)); $CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH"
+}
+
+# Prints the table of medians per server and run, and the ratio line.
+report() {
+  header_line
+  awk -v depth="$DEPTH" '
+    function median(list,   n, v, i, j, t) {
+      n = split(list, v, " ")
+      for (i = 2; i <= n; i++)          # insertion sort: a few rounds only
+        for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+          t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+        }
+      if (v[1] == "n/a") return "n/a"
+      return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    {
+      key = $1 " " $2
+      if (!(key in rps)) order[++nkeys] = key
+      rps[key] = rps[key] " " $4; p50[key] = p50[key] " " $5; p99[key] = p99[key] " " $6
+      cpu[key] = cpu[key] " " $7; al[key] = al[key] " " $8; err[key] += $9
+    }
+    END {
+      printf "%-8s %-11s %10s %9s %9s %11s %11s\n", "server", "run", "req/s", "p50", "p99", "cpu_us/req", "allocs/req"
+      for (k = 1; k <= nkeys; k++) {
+        key = order[k]; split(key, s, " ")
+        med[key] = median(rps[key])
+        c = median(cpu[key]); a = median(al[key])
+        printf "%-8s %-11s %10.0f %7.2fms %7.2fms %11s %11s\n", s[1], s[2], med[key],
+          median(p50[key]), median(p99[key]),
+          c == "n/a" ? c : sprintf("%.2f", c), a == "n/a" ? a : sprintf("%.2f", a)
+      }
+      line = ""
+      for (k = 1; k <= nkeys; k++) {
+        key = order[k]; split(key, s, " ")
+        if (s[1] != "hroute" || !(("nginx " s[2]) in med) || med["nginx " s[2]] == 0) continue
+        line = line (line == "" ? "" : ", ") sprintf("%s %.2fx", s[2], med[key] / med["nginx " s[2]])
+      }
+      if (line != "") print "ratio hroute/nginx: " line
+      for (key in err)
+        if (err[key] > 0)
+          printf "warning: %s: %d socket errors or non-2xx responses over all rounds\n", key, err[key]
+    }' "$TMP/results"
+}
+
+# ---- main -----------------------------------------------------------------
+
+main() {
+  local round mode
+
+  parse_args "$@"
+  if [[ $SERVER_CPUS == "$CLIENT_CPUS" ]]; then
+    if (($(nproc) == 1)); then
+      note "one-core machine: server and wrk share CPU 0, so the numbers measure both together"
+    else
+      note "warning: server and wrk share CPUs $SERVER_CPUS"
+    fi
+  fi
+
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/hroute-bench.XXXXXX")
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  ensure_deps
+  CLK_TCK=$(getconf CLK_TCK)
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true # room for many connections
+
+  if want_hroute; then
+    build_hello
+    start_hello
+    run_wrk "$HELLO_PORT" "$WARMUP" keepalive "$TMP/warmup.hroute"
+  fi
+  if want_nginx; then
+    start_nginx
+    run_wrk "$NGINX_PORT" "$WARMUP" keepalive "$TMP/warmup.nginx"
+  fi
+
+  : >"$TMP/results"
+  for ((round = 1; round <= ROUNDS; round++)); do
+    for mode in keepalive pipeline; do
+      if want_hroute; then measure hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
+      if want_nginx; then measure nginx "$NGINX_PID" "$NGINX_PORT" "$mode" "$round"; fi
+    done
+  done
+
+  if want_hroute; then stop_hello; fi
+  echo
+  report
+}
+
+main "$@"

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hello: the smallest complete hroute service, and the target of the bundled
+ * wrk benchmark (bench/run.sh).  It shows, in order: registering a route with
+ * a parameter and a constant response field (pre-rendered once, at
+ * registration), answering from a handler without touching the heap (a stack
+ * buffer, or the request's arena for long names), reading the server's
+ * counters, and the two ways to run a server -- attached to a libuv loop this
+ * program owns (one thread), or on hroute's own worker threads -- each with a
+ * graceful shutdown on SIGINT and SIGTERM.
+ *
+ *   hello [--host ADDR] [--port N] [--threads N] [--stats]
+ *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
+ */
+/* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
+ * ask for them unless the build already chose a feature set. */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "hroute.h"
+
+/* How long a shutdown waits for requests in flight before closing them. */
+#define SHUTDOWN_DEADLINE_MS 5000
+
+/* ---- command line ------------------------------------------------------ */
+
+typedef struct options_s {
+  const char *host;
+  int port;
+  unsigned threads;
+  int stats; /* also serve GET /__hroute/stats */
+} options_t;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: hello [--host ADDR] [--port N] [--threads N] [--stats]\n"
+          "\n"
+          "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
+          "(default 0.0.0.0)\n"
+          "  --port N       TCP port, 0 picks a free one (default 8080)\n"
+          "  --threads N    1 serves on this thread's loop; more starts N "
+          "worker\n"
+          "                 threads with SO_REUSEPORT listeners (default 1, "
+          "max 256)\n"
+          "  --stats        also serve GET /__hroute/stats (JSON counters)\n"
+          "  --help         show this text\n"
+          "\n"
+          "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n");
+}
+
+/* Parses a whole decimal number in [min, max]; returns 0 or -1. */
+static int parse_number(const char *text, long min, long max, long *out) {
+  char *end;
+  long value;
+
+  errno = 0;
+  value = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
+    return -1;
+  *out = value;
+  return 0;
+}
+
+/*
+ * Accepts "--name value" and "--name=value".  Returns 1 and sets *value when
+ * argv[*i] is option `name` (advancing *i past a separate value), 0 when it is
+ * another option, -1 when `name` lacks its value.
+ */
+static int option_value(int argc, char **argv, int *i, const char *name,
+                        const char **value) {
+  const char *arg = argv[*i];
+  size_t n = strlen(name);
+
+  if (strncmp(arg, name, n) != 0)
+    return 0;
+  if (arg[n] == '=') {
+    *value = arg + n + 1;
+    return 1;
+  }
+  if (arg[n] != '\0')
+    return 0;
+  if (*i + 1 >= argc)
+    return -1;
+  *i += 1;
+  *value = argv[*i];
+  return 1;
+}
+
+/* Returns 0 to run, 1 after --help, 2 on a bad command line (usage shown). */
+static int parse_options(int argc, char **argv, options_t *opts) {
+  opts->host = "0.0.0.0";
+  opts->port = 8080;
+  opts->threads = 1;
+  opts->stats = 0;
+
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *value = NULL;
+    long number;
+    int r;
+
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 1;
+    }
+    if (strcmp(argv[i], "--stats") == 0) {
+      opts->stats = 1;
+      continue;
+    }
+    if ((r = option_value(argc, argv, &i, "--host", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->host = value;
+    } else if ((r = option_value(argc, argv, &i, "--port", &value)) != 0) {
+      if (r < 0 || parse_number(value, 0, 65535, &number) != 0)
+        goto bad;
+      opts->port = (int)number;
+    } else if ((r = option_value(argc, argv, &i, "--threads", &value)) != 0) {
+      if (r < 0 || parse_number(value, 1, 256, &number) != 0)
+        goto bad;
+      opts->threads = (unsigned)number;
+    } else {
+      goto bad;
+    }
+    continue;
+
+  bad:
+    fprintf(stderr, "hello: bad or incomplete option '%s'\n", arg);
+    usage(stderr);
+    return 2;
+  }
+  return 0;
+}
+
+/* ---- handlers ------------------------------------------------------------ */
+
+/*
+ * GET /hello/:name.  The Content-Type field is not set here: it was given at
+ * registration (see add_routes) and is already part of the pre-rendered
+ * response head.  The server adds Date, Content-Length and, when needed,
+ * Connection.
+ */
+static void hello_handler(hr_request_t *req, hr_response_t *res, void *udata) {
+  static const char prefix[] = "Hello, ";
+  const size_t prefix_len = sizeof(prefix) - 1;
+  char small[128];
+  char *body = small;
+  hr_span_t name;
+  size_t len;
+  int err;
+
+  (void)udata;
+  /* A span into the request target: valid until the response completes, not
+   * NUL-terminated, and not percent-decoded. */
+  name = hr_request_param(req, 0);
+  len = prefix_len + name.len;
+
+  /* Names that do not fit the stack buffer go to the request's arena, which
+   * is released in one step when the response completes: no free() here. */
+  if (len > sizeof(small)) {
+    body = hr_request_alloc(req, len);
+    if (body == NULL) {
+      /* Out of memory: still complete the response, as every handler must. */
+      (void)hr_response_send(res, 500, NULL, 0);
+      return;
+    }
+  }
+  memcpy(body, prefix, prefix_len);
+  if (name.len > 0)
+    memcpy(body + prefix_len, name.ptr, name.len);
+
+  /* hr_response_send copies the body, so the stack buffer may go away as
+   * soon as it returns.  HR_ECLOSED means the client left: the response is
+   * complete anyway.  Any other error means it was not sent; answer 500 so
+   * that the response still completes. */
+  err = hr_response_send(res, 200, body, len);
+  if (err != 0 && err != HR_ECLOSED)
+    (void)hr_response_send(res, 500, NULL, 0);
+}
+
+/*
+ * GET /__hroute/stats: the server's counters as JSON.  `udata` is the server
+ * (see add_routes); hr_server_stats may be called from any thread.
+ */
+static void stats_handler(hr_request_t *req, hr_response_t *res, void *udata) {
+  const hr_server_t *server = udata;
+  hr_server_stats_t st;
+  char body[256];
+  int len;
+  int err;
+
+  (void)req;
+  hr_server_stats(server, &st);
+  len = snprintf(body, sizeof(body),
+                 "{\"requests\":%" PRIu64 ",\"allocations\":%" PRIu64
+                 ",\"connections_accepted\":%" PRIu64
+                 ",\"connections_active\":%" PRIu64 "}",
+                 st.requests, st.allocations, st.connections_accepted,
+                 st.connections_active);
+  /* Four 20-digit numbers and the names fit in 256 bytes; check anyway. */
+  if (len < 0 || (size_t)len >= sizeof(body)) {
+    (void)hr_response_send(res, 500, NULL, 0);
+    return;
+  }
+  err = hr_response_send(res, 200, body, (size_t)len);
+  if (err != 0 && err != HR_ECLOSED)
+    (void)hr_response_send(res, 500, NULL, 0);
+}
+
+/*
+ * Registers the routes.  Everything a request needs is resolved here, once:
+ * the pattern is parsed, the parameter slot fixed and the constant fields
+ * rendered into the route's response head.  The options and field arrays are
+ * copied, so automatic storage is fine.
+ */
+static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
+  const hr_field_t text_plain[] = {
+      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")},
+  };
+  const hr_field_t json[] = {
+      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("application/json")},
+  };
+  hr_route_options_t ro;
+  int err;
+
+  hr_route_options_init(&ro);
+  ro.fields = text_plain;
+  ro.nfields = sizeof(text_plain) / sizeof(text_plain[0]);
+  err = hr_router_add(router, "GET", "/hello/:name", hello_handler, NULL, &ro);
+  if (err != 0 || !stats)
+    return err;
+
+  hr_route_options_init(&ro);
+  ro.fields = json;
+  ro.nfields = sizeof(json) / sizeof(json[0]);
+  return hr_router_add(router, "GET", "/__hroute/stats", stats_handler, server,
+                       &ro);
+}
+
+/* ---- running: attached to our own loop (one thread) --------------------- */
+
+/* What the signal handlers need; lives on main's stack. */
+typedef struct app_s {
+  hr_server_t *server;
+  uv_signal_t sigint;
+  uv_signal_t sigterm;
+  int shutting_down;
+} app_t;
+
+static const char *signal_name(int signum) {
+  return signum == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+static void close_signals(app_t *app) {
+  /* Closing the watchers hands SIGINT/SIGTERM back to their default action,
+   * so a second Ctrl-C during a slow shutdown ends the process at once. */
+  uv_close((uv_handle_t *)&app->sigint, NULL);
+  uv_close((uv_handle_t *)&app->sigterm, NULL);
+}
+
+/* Runs on the loop thread once every connection is closed. */
+static void on_server_closed(hr_server_t *server, void *udata) {
+  (void)server;
+  (void)udata;
+  fprintf(stderr, "hello: stopped\n");
+}
+
+static void on_signal_attached(uv_signal_t *handle, int signum) {
+  app_t *app = handle->data;
+  int err;
+
+  if (app->shutting_down)
+    return;
+  app->shutting_down = 1;
+  fprintf(stderr, "hello: %s, shutting down\n", signal_name(signum));
+  /* Stop accepting, let requests in flight finish (up to the deadline).  The
+   * loop keeps running until the server's last handle is closed; with the
+   * signal watchers closed too, uv_run() in main returns. */
+  err = hr_server_close(app->server, SHUTDOWN_DEADLINE_MS, on_server_closed,
+                        NULL);
+  if (err != 0)
+    fprintf(stderr, "hello: hr_server_close: %s\n", hr_strerror(err));
+  close_signals(app);
+}
+
+/* ---- running: on hroute's worker threads ------------------------------- */
+
+static void on_signal_threaded(uv_signal_t *handle, int signum) {
+  app_t *app = handle->data;
+  int err;
+
+  if (app->shutting_down)
+    return;
+  app->shutting_down = 1;
+  fprintf(stderr, "hello: %s, shutting down\n", signal_name(signum));
+  /* Blocks until every worker has drained (up to the deadline) and been
+   * joined.  This is the main thread, never a worker, so it is allowed. */
+  err = hr_server_stop(app->server, SHUTDOWN_DEADLINE_MS);
+  if (err != 0)
+    fprintf(stderr, "hello: hr_server_stop: %s\n", hr_strerror(err));
+  else
+    fprintf(stderr, "hello: stopped\n");
+  close_signals(app);
+}
+
+/* Installs both signal watchers on `loop`.  Returns 0 or a libuv error. */
+static int watch_signals(uv_loop_t *loop, app_t *app, uv_signal_cb cb) {
+  int err;
+
+  if ((err = uv_signal_init(loop, &app->sigint)) != 0)
+    return err;
+  app->sigint.data = app;
+  if ((err = uv_signal_init(loop, &app->sigterm)) != 0) {
+    uv_close((uv_handle_t *)&app->sigint, NULL);
+    return err;
+  }
+  app->sigterm.data = app;
+  if ((err = uv_signal_start(&app->sigint, cb, SIGINT)) != 0 ||
+      (err = uv_signal_start(&app->sigterm, cb, SIGTERM)) != 0) {
+    close_signals(app);
+    return err;
+  }
+  return 0;
+}
+
+/* Reports a failed call and returns 1 (the exit status). */
+static int fail(const char *what, int err) {
+  fprintf(stderr, "hello: %s: %s (%s)\n", what, hr_strerror(err),
+          hr_err_name(err));
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  options_t opts;
+  app_t app;
+  hr_router_t *router = NULL;
+  hr_server_t *server = NULL;
+  uv_loop_t *loop = uv_default_loop();
+  int status = 1;
+  int err;
+
+  switch (parse_options(argc, argv, &opts)) {
+  case 0:
+    break;
+  case 1:
+    return 0;
+  default:
+    return 2;
+  }
+
+  /* A client that closes its end while a response is being written would
+   * otherwise kill the process with SIGPIPE; the write then fails with EPIPE
+   * instead, which hroute handles.  Libraries leave signal dispositions to the
+   * program, so this line belongs in every hroute service. */
+  signal(SIGPIPE, SIG_IGN);
+
+  memset(&app, 0, sizeof(app));
+
+  /* 1. The router: routes are compiled and published when added. */
+  if ((err = hr_router_new(&router, NULL)) != 0) {
+    status = fail("hr_router_new", err);
+    goto out;
+  }
+
+  /* 2. The server, with default limits and timeouts, and its address. */
+  if ((err = hr_server_new(&server, router, NULL)) != 0) {
+    status = fail("hr_server_new", err);
+    goto out;
+  }
+  app.server = server;
+  if ((err = add_routes(router, server, opts.stats)) != 0) {
+    status = fail("hr_router_add", err);
+    goto out;
+  }
+  if ((err = hr_server_listen(server, opts.host, opts.port)) != 0) {
+    status = fail("hr_server_listen", err);
+    goto out;
+  }
+
+  /* 3. Signal watchers.  Their callbacks only ever run inside uv_run(),
+   * so installing them before the server serves is safe, and a failure to
+   * serve below just closes them again. */
+  err = watch_signals(loop, &app, opts.threads == 1 ? on_signal_attached
+                                                    : on_signal_threaded);
+  if (err != 0) {
+    status = fail("uv_signal_start", err);
+    goto out;
+  }
+
+  /* 4. Serve. */
+  if (opts.threads == 1) {
+    /* Attached: the server's listener and connections live on our loop,
+     * next to anything else the program runs there.  Binds now. */
+    if ((err = hr_server_attach(server, loop)) != 0) {
+      status = fail("hr_server_attach", err);
+      close_signals(&app);
+      goto out;
+    }
+  } else {
+    /* Threaded: one loop per worker, each with its own SO_REUSEPORT
+     * listener; returns once all are ready.  Our loop only watches for
+     * signals. */
+    if ((err = hr_server_start(server, opts.threads)) != 0) {
+      status = fail("hr_server_start", err);
+      close_signals(&app);
+      goto out;
+    }
+  }
+
+  fprintf(stderr, "hello: listening on %s:%d with %u thread(s)\n", opts.host,
+          hr_server_port(server, 0), opts.threads);
+
+  /* Returns once the server and the signal watchers are all closed. */
+  uv_run(loop, UV_RUN_DEFAULT);
+  status = 0;
+
+out:
+  /* 5. Tear down in reverse order: finish closing handles still pending
+   * (after an error), then the server before the router it uses, the loop
+   * last (it fails with UV_EBUSY if a handle was left open). */
+  uv_run(loop, UV_RUN_NOWAIT);
+  hr_server_free(server);
+  hr_router_free(router);
+  if ((err = uv_loop_close(loop)) != 0)
+    status = fail("uv_loop_close", err);
+  return status;
+}

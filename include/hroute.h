@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hroute: an embeddable HTTP/1.1 routing library on libuv and llhttp.
+ * The umbrella header; the API lives in the headers under include/hroute/:
+ *   common.h  spans, allocator hook, version
+ *   error.h   error codes, hr_strerror(), hr_err_name()
+ *   router.h  routes, patterns, matching without a server
+ *   http.h    the request and response a handler works with
+ *   server.h  listeners, worker threads, limits, shutdown
+ */
+#ifndef HROUTE_H
+#define HROUTE_H
+
+#include "hroute/common.h"
+#include "hroute/error.h"
+#include "hroute/router.h"
+#include "hroute/http.h"
+#include "hroute/server.h"
+
+#endif /* HROUTE_H */

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared value types of the public API: the export macro, the {ptr, len} byte
+ * span every accessor returns, the allocator hook every instance takes, and the
+ * library version.  Nothing here allocates or has state.
+ */
+#ifndef HROUTE_COMMON_H
+#define HROUTE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HR_EXTERN __attribute__((visibility("default")))
+#else
+#define HR_EXTERN
+#endif
+
+#define HR_VERSION_MAJOR 0
+#define HR_VERSION_MINOR 1
+#define HR_VERSION_PATCH 0
+
+/* Returns the library version as "MAJOR.MINOR.PATCH" (static storage). Any
+ * thread. */
+HR_EXTERN const char *hr_version_string(void);
+
+/*
+ * A borrowed byte span, not NUL-terminated.  Whoever hands one out states how
+ * long `ptr` stays valid; request spans live until the response completes.
+ * An empty span has len 0 (ptr may be NULL).
+ */
+typedef struct hr_span_s {
+  const char *ptr;
+  size_t len;
+} hr_span_t;
+
+/* A span over a string literal, without its terminating NUL. */
+#define HR_SPAN_LIT(s) ((hr_span_t){(s), sizeof(s) - 1})
+
+/* Returns a span over a NUL-terminated string (NULL gives an empty span). */
+HR_EXTERN hr_span_t hr_span_cstr(const char *s);
+
+/* Returns 1 when both spans hold the same bytes, else 0. */
+HR_EXTERN int hr_span_eq(hr_span_t a, hr_span_t b);
+
+/* Returns 1 when both spans are equal ignoring ASCII case, else 0. */
+HR_EXTERN int hr_span_eq_nocase(hr_span_t a, hr_span_t b);
+
+/*
+ * Allocator hook.  Every allocation an instance (router, server) makes goes
+ * through the hook given in its options, with `ctx` passed back unchanged.
+ * `malloc` and `realloc` return NULL on failure; hroute turns that into
+ * HR_ENOMEM and never aborts.  `free(ctx, NULL)` must be a no-op.  The hook
+ * may be called from every thread the instance runs on, concurrently: it must
+ * be thread-safe when the server runs more than one worker thread.
+ * A NULL hook pointer in an options struct means libc malloc/realloc/free.
+ */
+typedef struct hr_allocator_s {
+  void *(*malloc)(void *ctx, size_t size);
+  void *(*realloc)(void *ctx, void *ptr, size_t size);
+  void (*free)(void *ctx, void *ptr);
+  void *ctx;
+} hr_allocator_t;
+
+/* Returns the libc allocator (static storage). */
+HR_EXTERN const hr_allocator_t *hr_allocator_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_COMMON_H */

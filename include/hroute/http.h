@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The handler's view of one exchange: the request (RFC 9112 §3, request line;
+ * §5, field lines; §6, message body) and the response it answers with.
+ *
+ * Threads: every function here must be called on the worker loop thread that
+ * runs the handler, except hr_response_post(), which any thread may call.
+ *
+ * Lifetimes: every span a request accessor returns borrows from the
+ * connection's buffers and stays valid until the response completes (the
+ * last hr_response_send* / hr_response_end call returned).  `req` and `res`
+ * themselves are valid until then too, even when the connection closes first
+ * (the completing call then returns HR_ECLOSED).
+ */
+#ifndef HROUTE_HTTP_H
+#define HROUTE_HTTP_H
+
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "common.h"
+#include "router.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- request ------------------------------------------------------------ */
+
+/* The method token, as sent (case-sensitive, RFC 9110 §9.1). */
+HR_EXTERN hr_span_t hr_request_method(const hr_request_t *req);
+
+/* The request target exactly as sent (RFC 9112 §3.2). */
+HR_EXTERN hr_span_t hr_request_target(const hr_request_t *req);
+
+/* The path part of the target: up to the first '?' (or '#'), without the
+ * scheme and authority of an absolute-form target.  Not percent-decoded. */
+HR_EXTERN hr_span_t hr_request_path(const hr_request_t *req);
+
+/* The query: the bytes after the first '?' (without it), empty if none. */
+HR_EXTERN hr_span_t hr_request_query(const hr_request_t *req);
+
+/* The HTTP version as 10 (HTTP/1.0) or 11 (HTTP/1.1). */
+HR_EXTERN int hr_request_version(const hr_request_t *req);
+
+/* Number of field lines in the header section (repeated fields count once
+ * per line). */
+HR_EXTERN size_t hr_request_field_count(const hr_request_t *req);
+
+/* Field line `index` (0-based, in arrival order): name as sent, value with
+ * surrounding whitespace removed.  Returns 0 or HR_EINVAL when out of range. */
+HR_EXTERN int hr_request_field_at(const hr_request_t *req, size_t index,
+                                  hr_span_t *name, hr_span_t *value);
+
+/*
+ * Finds a field by name, case-insensitively (RFC 9110 §5.1).  For repeated
+ * fields, pass a cursor initialised to 0 and call again: each call returns
+ * the next line with that name.  `cursor` may be NULL to get the first.
+ * Returns 0 and stores the value, or HR_ENOTFOUND.
+ */
+HR_EXTERN int hr_request_field(const hr_request_t *req, hr_span_t name,
+                               size_t *cursor, hr_span_t *value);
+
+/* Number of parameters the matched pattern declares. */
+HR_EXTERN size_t hr_request_param_count(const hr_request_t *req);
+
+/* Parameter `index` (in pattern order) as a span into the path; an empty span
+ * when out of range. */
+HR_EXTERN hr_span_t hr_request_param(const hr_request_t *req, size_t index);
+
+/* Parameter by name.  Returns 0 and stores the value, or HR_ENOTFOUND. */
+HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
+                                       hr_span_t *value);
+
+/* The buffered message body (routes with HR_BODY_BUFFER); empty when the
+ * request has none, or for streaming routes. */
+HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);
+
+/*
+ * Body callback for streaming routes.  `status` is 0 for a piece of the body
+ * in `chunk` (valid only during the call), 1 for the end of the body (chunk
+ * empty), or a negative error code when the body cannot complete
+ * (HR_ECLOSED: the connection was lost; HR_ETOOLARGE: the limit was exceeded
+ * and 413 is being sent).  After a status other than 0 it is not called
+ * again.  Chunk extensions and trailer fields are not delivered.
+ */
+typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
+                           void *udata);
+
+/*
+ * Starts delivering the body of a streaming route to `cb`.  Call it from the
+ * handler, before it returns; pieces that arrived with the header section
+ * are delivered after the handler returns, never inside this call.  A
+ * streaming handler that never calls it has the body read and discarded.
+ * Returns 0, HR_ESTATE (not a streaming route, or called twice).
+ */
+HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
+                                   void *udata);
+
+/* Copies the peer's address into *addr (*len in: its size; out: the
+ * address length).  Returns 0 or a libuv error. */
+HR_EXTERN int hr_request_peer(const hr_request_t *req, struct sockaddr *addr,
+                              int *len);
+
+/* Allocates `size` bytes from the request's arena (8-byte aligned), released
+ * in one step when the response completes.  Returns NULL when out of
+ * memory. */
+HR_EXTERN void *hr_request_alloc(hr_request_t *req, size_t size);
+
+/* The matched route (NULL for the server's own 404/405 answers). */
+HR_EXTERN const hr_route_t *hr_request_route(const hr_request_t *req);
+
+/* The loop this request is served on. */
+HR_EXTERN uv_loop_t *hr_request_loop(const hr_request_t *req);
+
+/* ---- response ----------------------------------------------------------- */
+
+/*
+ * Adds a response field line, copied.  Repeatable (each call adds a line).
+ * Must be called before the response starts.  The server adds Date,
+ * Content-Length or Transfer-Encoding, and Connection itself: adding those
+ * returns HR_EINVAL.  Returns 0, HR_EINVAL (name not a token, value with CR,
+ * LF or NUL), HR_ESTATE (already started), HR_ENOMEM.
+ */
+HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
+                                    hr_span_t value);
+
+/*
+ * Sends a complete response with a copy of `body` (may be NULL when len is
+ * 0).  `status` is 200..599 (1xx are sent by the server itself).  Responses
+ * to HEAD, and 204 and 304 responses, carry no body (RFC 9110 §9.3.2, §15):
+ * for HEAD the Content-Length still says `len`; for 204 and 304 a non-empty
+ * body returns HR_EINVAL.  Returns 0, or HR_EINVAL, HR_ESTATE (already
+ * started or completed), HR_ENOMEM, HR_ECLOSED (the connection was lost: the
+ * response is complete and `req`/`res` are no longer valid).
+ */
+HR_EXTERN int hr_response_send(hr_response_t *res, int status,
+                               const void *body, size_t len);
+
+/* Called when a borrowed body is no longer needed: after it was written, or
+ * when the connection was lost.  Runs on the loop thread, never inside the
+ * call that handed the body over. */
+typedef void (*hr_release_cb)(hr_response_t *res, const void *body,
+                              void *udata);
+
+/*
+ * Like hr_response_send(), but without copying: `body` must stay valid and
+ * unchanged until `release` is called (release may be NULL for static data).
+ * `release` is called exactly once when this returns 0 or HR_ECLOSED, and
+ * never when it returns another error.
+ */
+HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
+                                        const void *body, size_t len,
+                                        hr_release_cb release, void *udata);
+
+/* Content length value for hr_response_start meaning "unknown": the body is
+ * sent with the chunked transfer coding (HTTP/1.1, RFC 9112 §7.1) or
+ * delimited by closing the connection (HTTP/1.0). */
+#define HR_LENGTH_UNKNOWN (-1)
+
+/*
+ * Starts a streaming response: sends the status line and fields with the
+ * next write.  `content_length` is the exact body length in bytes, or
+ * HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
+ * HR_ECLOSED.
+ */
+HR_EXTERN int hr_response_start(hr_response_t *res, int status,
+                                int64_t content_length);
+
+/*
+ * Queues a copy of `len` bytes of body.  When the queue of unwritten bytes
+ * is above the server's write_high_water_bytes, nothing is queued and
+ * HR_EAGAIN is returned: wait for the drain callback, then write again.  (A
+ * write into an empty queue is always accepted, whatever its size.)  Writing
+ * past a declared content length returns HR_EINVAL.  For HEAD requests the
+ * bytes are counted and dropped.  Returns 0, HR_EAGAIN, HR_EINVAL,
+ * HR_ESTATE (not started, or ended), HR_ENOMEM, HR_ECLOSED.
+ */
+HR_EXTERN int hr_response_write(hr_response_t *res, const void *data,
+                                size_t len);
+
+/* Drain callback: the queue fell to half the high-water mark or less after a
+ * write returned HR_EAGAIN.  Runs on the loop thread.  `status` is 0, or
+ * HR_ECLOSED when the connection was lost (end the response then). */
+typedef void (*hr_drain_cb)(hr_response_t *res, int status, void *udata);
+
+/* Sets the drain callback (NULL to clear).  Returns 0 or HR_ESTATE. */
+HR_EXTERN int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb,
+                                   void *udata);
+
+/*
+ * Ends a streaming response (for unknown length over HTTP/1.1: writes the
+ * last chunk).  When fewer bytes than the declared content length were
+ * written the response cannot be framed: the connection is closed and
+ * HR_EINVAL returned.  Either way the response is complete afterwards.
+ * Returns 0, HR_EINVAL, HR_ESTATE, HR_ECLOSED.
+ */
+HR_EXTERN int hr_response_end(hr_response_t *res);
+
+/* Called when the connection is lost before the response completed (peer
+ * closed, timeout, server shutdown).  The handler must still complete the
+ * response (the completing call returns HR_ECLOSED); until then req and res
+ * stay valid.  Runs on the loop thread. */
+typedef void (*hr_abort_cb)(hr_response_t *res, void *udata);
+
+/* Sets the abort callback (NULL to clear).  Returns 0 or HR_ESTATE. */
+HR_EXTERN int hr_response_on_abort(hr_response_t *res, hr_abort_cb cb,
+                                   void *udata);
+
+/* Callback run on the response's loop thread by hr_response_post(). */
+typedef void (*hr_post_cb)(hr_response_t *res, void *udata);
+
+/*
+ * Runs `cb(res, udata)` on the loop thread that serves `res`, soon, never
+ * inside this call: the way to complete a response from another thread.
+ * Safe from any thread while the response is not complete.  Allocates one
+ * small node.  Returns 0 or HR_ENOMEM (cb will then not run).
+ */
+HR_EXTERN int hr_response_post(hr_response_t *res, hr_post_cb cb,
+                               void *udata);
+
+/* The request this response answers. */
+HR_EXTERN hr_request_t *hr_response_request(hr_response_t *res);
+
+/* Returns the standard reason phrase for `status` ("OK", "Not Found", ...)
+ * or "" for codes without one (static storage, RFC 9110 §15). */
+HR_EXTERN const char *hr_status_reason(int status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_HTTP_H */

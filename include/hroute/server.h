@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HTTP/1.1 server (RFC 9112): listeners, persistent connections,
+ * pipelining, limits and timeouts, graceful shutdown.  It serves a router
+ * either from a libuv loop the host owns (hr_server_attach) or from its own
+ * worker threads, one loop each with an SO_REUSEPORT listener
+ * (hr_server_start).  All workers share one router.
+ */
+#ifndef HROUTE_SERVER_H
+#define HROUTE_SERVER_H
+
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "common.h"
+#include "router.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hr_server_s hr_server_t;
+
+/* Severity for the log sink. */
+typedef enum hr_log_level_e {
+  HR_LOG_ERROR = 0,
+  HR_LOG_WARN = 1,
+  HR_LOG_INFO = 2,
+  HR_LOG_DEBUG = 3
+} hr_log_level_t;
+
+/* Log sink: `msg` is NUL-terminated and valid during the call.  May be called
+ * from every worker thread concurrently. */
+typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
+
+/* Server settings; hr_server_options_init() fills the defaults shown. */
+typedef struct hr_server_options_s {
+  const hr_allocator_t *allocator; /* NULL: libc */
+  /* Request line longer than this (bytes, without CRLF) -> 414.  8192. */
+  size_t max_request_line_bytes;
+  /* Header section (request line + field lines + empty line) longer than
+   * this (bytes) -> 431.  16384. */
+  size_t max_header_bytes;
+  /* More field lines than this -> 431.  100. */
+  size_t max_header_fields;
+  /* Default body limit in bytes (a route may set its own) -> 413.  1 MiB. */
+  uint64_t max_body_bytes;
+  /* Open connections per server; further ones are accepted and closed at
+   * once.  10000; 0 means no cap. */
+  unsigned max_connections;
+  /* Time to receive a whole header section, from its first byte -> 408 and
+   * close (slowloris).  10000 ms. */
+  uint64_t header_timeout_ms;
+  /* Idle time allowed between requests on a persistent connection, then
+   * close.  5000 ms. */
+  uint64_t keepalive_timeout_ms;
+  /* Longest gap between two pieces of a message body -> 408 and close.
+   * 10000 ms. */
+  uint64_t body_timeout_ms;
+  /* Longest time queued output may make no progress, then close.
+   * 10000 ms. */
+  uint64_t write_timeout_ms;
+  /* Queued unwritten bytes above which hr_response_write answers HR_EAGAIN
+   * and the server stops reading pipelined requests.  65536. */
+  size_t write_high_water_bytes;
+  /* listen(2) backlog.  511. */
+  int backlog;
+  hr_log_cb log;  /* NULL: no logging */
+  void *log_ctx;
+} hr_server_options_t;
+
+/* Fills `opts` with the defaults above. */
+HR_EXTERN void hr_server_options_init(hr_server_options_t *opts);
+
+/*
+ * Creates a server for `router` (which must outlive it).  `opts` may be NULL.
+ * Returns 0 and stores the server in *out, or HR_EINVAL / HR_ENOMEM.  Any
+ * thread.
+ */
+HR_EXTERN int hr_server_new(hr_server_t **out, hr_router_t *router,
+                            const hr_server_options_t *opts);
+
+/*
+ * Adds a TCP listening address: `host` is a numeric IPv4 or IPv6 address
+ * ("127.0.0.1", "::1", "0.0.0.0", "::"); IPv6 listeners are IPv6-only, so
+ * "0.0.0.0" and "::" can both be added.  `port` 0 picks a free port when the
+ * server starts (read it back with hr_server_port).  Call before
+ * hr_server_attach / hr_server_start.  Returns 0, HR_EINVAL (bad address or
+ * port, or already started), HR_ENOMEM.
+ */
+HR_EXTERN int hr_server_listen(hr_server_t *server, const char *host, int port);
+
+/*
+ * Serves on a loop the host owns and runs.  Binds and listens on every
+ * address now (errors are returned here: UV_EADDRINUSE, ...).  Call on the
+ * loop's thread, once per server.  Returns 0, HR_ESTATE, HR_EINVAL (no
+ * address), HR_ENOMEM, or a libuv error.
+ */
+HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
+
+/*
+ * Starts `nthreads` (1..256) worker threads, each with its own loop and its
+ * own SO_REUSEPORT listener per address.  Binds every socket before
+ * returning (errors are returned here) and returns once every worker is
+ * ready to accept.  Any thread.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
+ * or a libuv error.
+ */
+HR_EXTERN int hr_server_start(hr_server_t *server, unsigned nthreads);
+
+/* Called when a graceful shutdown has finished: nothing of the server is
+ * running any more and hr_server_free() may be called. */
+typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
+
+/*
+ * Graceful shutdown of an attached server: stops accepting, closes idle
+ * connections, lets requests in flight finish for up to `deadline_ms`
+ * milliseconds, then closes what remains (handlers still running see their
+ * abort callback).  `cb` runs on the loop thread once every connection is
+ * closed and every response completed, never inside this call.  Call on the
+ * attached loop's thread.  Returns 0, HR_ESTATE (not attached, or already
+ * closing).
+ */
+HR_EXTERN int hr_server_close(hr_server_t *server, uint64_t deadline_ms,
+                              hr_shutdown_cb cb, void *udata);
+
+/*
+ * Graceful shutdown of a started server, as hr_server_close() does for each
+ * worker; blocks until every worker thread has finished and been joined.
+ * Call from any thread that is not a worker (for example a signal handler's
+ * loop on the main thread).  Returns 0, HR_ESTATE (not started), HR_ETHREAD
+ * (called from a worker).
+ */
+HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
+
+/* Frees the server.  It must be new, or closed / stopped completely.
+ * hr_server_free(NULL) is a no-op. */
+HR_EXTERN void hr_server_free(hr_server_t *server);
+
+/* The port of listening address `index` (in hr_server_listen order) once
+ * bound, else 0.  Any thread after attach / start returned. */
+HR_EXTERN int hr_server_port(const hr_server_t *server, size_t index);
+
+/* Counters summed over all workers; each is read atomically, the set is not
+ * a snapshot. */
+typedef struct hr_server_stats_s {
+  uint64_t requests;            /* responses completed */
+  uint64_t allocations;         /* calls to the allocator's malloc/realloc */
+  uint64_t connections_accepted;
+  uint64_t connections_active;
+  uint64_t connections_rejected; /* over max_connections */
+  uint64_t bad_requests;         /* answered 4xx by the server itself */
+} hr_server_stats_t;
+
+/* Fills *out.  Any thread. */
+HR_EXTERN void hr_server_stats(const hr_server_t *server,
+                               hr_server_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_SERVER_H */

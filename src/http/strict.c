@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Strictness scanners for the header section and chunked framing (see
+ * strict.h for the rules and why they exist).
+ */
+#include "http/strict.h"
+
+void hr__head_scan_init(hr__head_scan_t *s) {
+  s->pos = 0;
+  s->line_len = 0;
+  s->fields = 0;
+  s->cr = 0;
+  s->in_request_line = 1;
+}
+
+long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
+                   const hr__head_limits_t *lim) {
+  size_t i;
+  for (i = s->pos; i < n; i++) {
+    unsigned char c = (unsigned char)msg[i];
+    if (s->cr) {
+      if (c != '\n') return -400; /* bare CR */
+      s->cr = 0;
+      if (s->in_request_line) {
+        /* Empty lines before the request line are ignored (RFC 9112 §2.2). */
+        if (s->line_len != 0) s->in_request_line = 0;
+      } else if (s->line_len == 0) {
+        s->pos = i + 1;
+        return (long)(i + 1); /* the empty line: end of the section */
+      } else if (++s->fields > lim->max_fields) {
+        return -431;
+      }
+      s->line_len = 0;
+      continue;
+    }
+    if (c == '\r') {
+      s->cr = 1;
+    } else if (c == '\n') {
+      return -400; /* bare LF */
+    } else {
+      if (s->line_len == 0 && !s->in_request_line &&
+          (c == ' ' || c == '\t' || c == ':'))
+        return -400; /* obs-fold, or an empty field name */
+      s->line_len++;
+      if (s->in_request_line && s->line_len > lim->max_request_line)
+        return -414;
+    }
+    if (i + 1 > lim->max_header) return s->in_request_line ? -414 : -431;
+  }
+  s->pos = n;
+  return 0;
+}
+
+void hr__frame_scan_init(hr__frame_scan_t *s) {
+  s->cr = 0;
+  s->line_start = 1;
+}
+
+void hr__frame_scan_after_data(hr__frame_scan_t *s) {
+  s->cr = 0;
+  s->line_start = 0;
+}
+
+int hr__frame_scan(hr__frame_scan_t *s, const char *p, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (s->cr) {
+      if (c != '\n') return -400;
+      s->cr = 0;
+      s->line_start = 1;
+      continue;
+    }
+    if (c == '\r') {
+      s->cr = 1;
+    } else if (c == '\n') {
+      return -400;
+    } else {
+      if (s->line_start && (c == ' ' || c == '\t' || c == ':')) return -400;
+      s->line_start = 0;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,937 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A connection: reading, the strictness pass, llhttp, routing at the end of
+ * the header section, body delivery, dispatch, persistence (RFC 9112 §9.3),
+ * timeouts and closing.
+ *
+ * Input lives in one read buffer per connection, taken from the loop's pool
+ * while bytes are pending and given back when the connection is idle.  A
+ * request's header section stays where it was read until its response
+ * completes, so request spans point straight into the buffer.  The header
+ * section is checked by hr__head_scan() before llhttp sees a byte of it and
+ * is handed to llhttp in one call; llhttp pauses at each message end, so the
+ * next pipelined request is only parsed once the current one is answered.
+ * Handlers therefore always run outside llhttp callbacks, and responses leave
+ * in request order.
+ */
+#include <string.h>
+
+#include "server/internal.h"
+
+/* Bytes kept free after a header section for the body to stream through. */
+#define HR__BODY_ROOM 4096
+/* How long a closing connection drains the peer's bytes after our FIN. */
+#define HR__LINGER_MS 2000
+
+static void conn_process(hr__conn_t *c);
+static void conn_fail(hr__conn_t *c, int status);
+static void update_timer(hr__conn_t *c);
+static void update_reading(hr__conn_t *c);
+
+/* ---- llhttp callbacks ---------------------------------------------------- */
+
+static hr__conn_t *conn_of(llhttp_t *p) { return p->data; }
+
+/* Appends a data span, merging with `s` when contiguous (the header section
+ * is parsed in one call, so a span normally arrives in one piece). */
+static void span_extend(hr_span_t *s, const char *at, size_t len) {
+  if (s->ptr == NULL || s->len == 0)
+    s->ptr = at, s->len = len;
+  else
+    s->len = (size_t)(at + len - s->ptr);
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len) {
+  span_extend(&conn_of(p)->req.target, at, len);
+  return 0;
+}
+
+static int new_field(hr__conn_t *c) {
+  hr_request_t *r = &c->req;
+  if (r->nfields == r->fields_cap) {
+    size_t cap = r->fields_cap ? r->fields_cap * 2 : 16;
+    hr_field_t *f = hr__arena_grow(&c->arena, r->fields,
+                                   r->fields_cap * sizeof(*f), cap * sizeof(*f));
+    if (f == NULL) {
+      c->fail_status = 503;
+      return HPE_USER;
+    }
+    r->fields = f;
+    r->fields_cap = cap;
+  }
+  memset(&r->fields[r->nfields++], 0, sizeof(hr_field_t));
+  return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  if (c->phase != HR__PH_HEAD) return 0; /* trailer fields are not kept */
+  if (r->nfields == 0 || r->in_field_value) {
+    int err = new_field(c);
+    if (err) return err;
+    r->in_field_value = 0;
+  }
+  span_extend(&r->fields[r->nfields - 1].name, at, len);
+  return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  if (c->phase != HR__PH_HEAD) return 0;
+  r->in_field_value = 1;
+  span_extend(&r->fields[r->nfields - 1].value, at, len);
+  return 0;
+}
+
+static int has_token(hr_span_t list, hr_span_t token) {
+  /* Comma-separated list of tokens, OWS around each (RFC 9110 §5.6.1). */
+  const char *s = list.ptr, *end = list.ptr + list.len;
+  while (s < end) {
+    const char *e = memchr(s, ',', (size_t)(end - s)), *t;
+    hr_span_t item;
+    if (e == NULL) e = end;
+    t = e;
+    while (s < t && (*s == ' ' || *s == '\t')) s++;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
+    item.ptr = s;
+    item.len = (size_t)(t - s);
+    if (hr_span_eq_nocase(item, token)) return 1;
+    s = e + 1;
+  }
+  return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  hr_field_t *f;
+  if (c->phase != HR__PH_HEAD) return 0;
+  if (r->nfields == 0) return 0;
+  f = &r->fields[r->nfields - 1];
+  if (!r->in_field_value) { /* a field with an empty value */
+    f->value.ptr = NULL;
+    f->value.len = 0;
+  }
+  r->in_field_value = 1;
+  while (f->value.len && (f->value.ptr[0] == ' ' || f->value.ptr[0] == '\t'))
+    f->value.ptr++, f->value.len--;
+  while (f->value.len && (f->value.ptr[f->value.len - 1] == ' ' ||
+                          f->value.ptr[f->value.len - 1] == '\t'))
+    f->value.len--;
+  switch (f->name.len) {
+    case 4:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Host"))) r->host_count++;
+      break;
+    case 6:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Expect"))) {
+        if (hr_span_eq_nocase(f->value, HR_SPAN_LIT("100-continue")))
+          r->expect_continue = 1;
+        else
+          r->expect_other = 1;
+      }
+      break;
+    case 10:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Connection"))) {
+        if (has_token(f->value, HR_SPAN_LIT("close"))) r->conn_close = 1;
+        if (has_token(f->value, HR_SPAN_LIT("keep-alive"))) r->conn_keep_alive = 1;
+      }
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p) {
+  hr__conn_t *c = conn_of(p);
+  /* A value may be empty, in which case on_header_value never runs: mark the
+   * name as finished so the next name starts a new field. */
+  if (c->phase == HR__PH_HEAD) c->req.in_field_value = 0;
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  if (r->chunked) {
+    if (hr__frame_scan(&c->fscan, c->gap_start, (size_t)(at - c->gap_start))) {
+      c->fail_status = 400;
+      return HPE_USER;
+    }
+    hr__frame_scan_after_data(&c->fscan);
+    c->gap_start = at + len;
+  }
+  c->body_data += len;
+  if (c->body_data > c->body_limit) {
+    c->fail_status = 413;
+    return HPE_USER;
+  }
+  if (c->discard_body) return 0;
+  if (r->route != NULL && r->route->body_mode == HR_BODY_STREAM) {
+    if (r->body_cb != NULL && !r->body_done) {
+      hr_span_t chunk = {at, len};
+      r->body_cb(r, chunk, 0, r->body_udata);
+      if (c->closed) return HPE_USER;
+    }
+    return 0;
+  }
+  if (r->body_cap - r->body_len < len) {
+    size_t cap = r->body_cap ? r->body_cap * 2 : 1024;
+    char *b;
+    while (cap < r->body_len + len) cap *= 2;
+    if (cap > c->body_limit && c->body_limit >= r->body_len + len)
+      cap = (size_t)c->body_limit;
+    b = hr__arena_grow(&c->arena, r->body, r->body_cap, cap);
+    if (b == NULL) {
+      c->fail_status = 503;
+      return HPE_USER;
+    }
+    r->body = b;
+    r->body_cap = cap;
+  }
+  memcpy(r->body + r->body_len, at, len);
+  r->body_len += len;
+  return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  (void)p;
+  /* Stop after each message: the next one is parsed only after this one is
+   * answered, and only after hr__head_scan() has checked its bytes. */
+  return HPE_PAUSED;
+}
+
+static const llhttp_settings_t parser_settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value_complete = on_header_value_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ---- exchange ------------------------------------------------------------ */
+
+static void exchange_reset(hr__conn_t *c) {
+  hr__arena_reset(&c->arena);
+  memset(&c->req, 0, sizeof(c->req));
+  c->req.conn = c;
+  hr__res_reset(&c->res, c);
+  c->dispatched = 0;
+  c->msg_complete = 0;
+  c->discard_body = 0;
+  c->body_bytes = 0;
+  c->body_data = 0;
+  c->fail_status = 0;
+  hr__head_scan_init(&c->hscan);
+}
+
+/* Splits the request target into path and query (RFC 9112 §3.2). */
+static void split_target(hr_request_t *r) {
+  const char *s = r->target.ptr, *end = s + r->target.len, *q, *h;
+  if (r->target.len == 0) return;
+  if (s[0] != '/' && !(r->target.len == 1 && s[0] == '*')) {
+    /* absolute-form: scheme "://" authority path-abempty [ "?" query ] */
+    const char *sep = NULL, *t;
+    for (t = s; t + 2 < end; t++)
+      if (t[0] == ':' && t[1] == '/' && t[2] == '/') {
+        sep = t + 3;
+        break;
+      }
+    if (sep != NULL) {
+      const char *slash = sep;
+      while (slash < end && *slash != '/' && *slash != '?' && *slash != '#')
+        slash++;
+      if (slash == end || *slash != '/') {
+        r->path = HR_SPAN_LIT("/");
+        s = slash;
+        if (s < end && *s == '?') {
+          h = memchr(s, '#', (size_t)(end - s));
+          r->query.ptr = s + 1;
+          r->query.len = (size_t)((h ? h : end) - s - 1);
+        }
+        return;
+      }
+      s = slash;
+    }
+  }
+  h = memchr(s, '#', (size_t)(end - s));
+  if (h != NULL) end = h;
+  q = memchr(s, '?', (size_t)(end - s));
+  r->path.ptr = s;
+  r->path.len = (size_t)((q ? q : end) - s);
+  if (q != NULL) {
+    r->query.ptr = q + 1;
+    r->query.len = (size_t)(end - q - 1);
+  }
+}
+
+/* Answers with the server's own response (404, 405) on the keep-alive
+ * path; the request body, if any, is read and discarded. */
+static void answer_internal(hr__conn_t *c, int status, hr_span_t allow) {
+  hr_response_t *res = &c->res;
+  const char *reason = hr_status_reason(status);
+  char body[64];
+  size_t n = strlen(reason);
+  memcpy(body, reason, n);
+  body[n++] = '\n';
+  c->discard_body = 1;
+  c->handler_active = 0;
+  if (hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
+                            HR_SPAN_LIT("text/plain")) != 0 ||
+      (allow.len && hr_response_add_field(res, HR_SPAN_LIT("Allow"), allow) != 0)) {
+    conn_fail(c, 503);
+    return;
+  }
+  hr__stat_inc(&c->w->st_bad);
+  hr_response_send(res, status, body, n);
+}
+
+/* The header section has been parsed.  Returns 0 to go on, -1 when the
+ * connection is failing or must stop. */
+static int headers_complete(hr__conn_t *c) {
+  hr_request_t *r = &c->req;
+  hr__worker_t *w = c->w;
+  hr_server_t *s = w->server;
+  hr_match_t m;
+  uint8_t major = llhttp_get_http_major(&c->parser);
+  uint8_t minor = llhttp_get_http_minor(&c->parser);
+  int body_expected;
+
+  if (major != 1 || minor > 1) {
+    conn_fail(c, 505);
+    return -1;
+  }
+  r->version = minor == 0 ? 10 : 11;
+  r->method = hr_span_cstr(llhttp_method_name(llhttp_get_method(&c->parser)));
+  r->is_head = hr_span_eq(r->method, HR_SPAN_LIT("HEAD"));
+  r->chunked = (c->parser.flags & F_CHUNKED) != 0;
+  r->has_length = (c->parser.flags & F_CONTENT_LENGTH) != 0;
+  r->content_length = r->has_length ? c->parser.content_length : 0;
+  split_target(r);
+  if (r->host_count > 1 || (r->version == 11 && r->host_count == 0) ||
+      r->path.len == 0) {
+    conn_fail(c, 400);
+    return -1;
+  }
+  if (r->expect_other) {
+    conn_fail(c, 417);
+    return -1;
+  }
+  r->keep_alive = (unsigned)(r->version == 11 ? !r->conn_close
+                                              : (r->conn_keep_alive && !r->conn_close));
+  if (w->stopping) r->keep_alive = 0;
+  body_expected = r->chunked || (r->has_length && r->content_length > 0);
+  c->body_limit = s->opts.max_body_bytes;
+
+  if (r->path.ptr[0] == '/' &&
+      hr_router_match(s->router, r->method, r->path, &m) == 0 && m.status == 200) {
+    r->route = m.route;
+    r->nparams = m.nparams;
+    memcpy(r->params, m.params, m.nparams * sizeof(hr_param_t));
+    if (m.route->max_body_bytes) c->body_limit = m.route->max_body_bytes;
+  } else {
+    if (r->path.ptr[0] != '/') m.status = 404, m.allow.len = 0;
+    if (r->has_length && r->content_length > c->body_limit) {
+      conn_fail(c, 413);
+      return -1;
+    }
+    if (r->expect_continue && body_expected) c->closing = 1; /* no body read */
+    answer_internal(c, m.status, m.allow);
+    return c->closing ? -1 : 0;
+  }
+  if (r->has_length && r->content_length > c->body_limit) {
+    conn_fail(c, 413);
+    return -1;
+  }
+  if (r->expect_continue && body_expected && r->version == 11 &&
+      hr__out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
+    conn_fail(c, 503);
+    return -1;
+  }
+  if (r->route->body_mode == HR_BODY_BUFFER && r->has_length &&
+      r->content_length > 0) {
+    r->body = hr__arena_alloc(&c->arena, (size_t)r->content_length);
+    if (r->body == NULL) {
+      conn_fail(c, 503);
+      return -1;
+    }
+    r->body_cap = (size_t)r->content_length;
+  }
+  if (r->route->body_mode == HR_BODY_STREAM) {
+    c->dispatched = 1;
+    c->handler_active = 1;
+    r->route->handler(r, &c->res, r->route->udata);
+    if (c->closed) return -1;
+  }
+  return 0;
+}
+
+/* The message is complete: run the handler (buffered routes) or end the
+ * body stream. */
+static void message_complete(hr__conn_t *c) {
+  hr_request_t *r = &c->req;
+  if (!c->dispatched) {
+    c->dispatched = 1;
+    if (r->route != NULL) {
+      c->handler_active = 1;
+      r->route->handler(r, &c->res, r->route->udata);
+      return;
+    }
+  }
+  if (r->route != NULL && r->body_cb != NULL && !r->body_done) {
+    hr_span_t none = {NULL, 0};
+    r->body_done = 1;
+    r->body_cb(r, none, 1, r->body_udata);
+  }
+}
+
+/* The response is complete and so is the message: next request. */
+static void finish_exchange(hr__conn_t *c) {
+  int keep = c->req.keep_alive && !c->closing && !c->w->stopping;
+  c->requests_served++;
+  hr__stat_inc(&c->w->st_requests);
+  exchange_reset(c);
+  c->phase = HR__PH_HEAD;
+  c->msg_start = c->rpos;
+  c->head_started = uv_now(c->w->loop);
+  if (!keep) c->closing = 1;
+}
+
+void hr__conn_response_done(hr__conn_t *c) {
+  c->handler_active = 0;
+  if (!c->in_process) hr__conn_kick(c);
+}
+
+/* ---- failing and closing -------------------------------------------------- */
+
+/* Tells a handler that is still running that its exchange is lost. */
+static void abort_handler(hr__conn_t *c, int body_status) {
+  hr_request_t *r = &c->req;
+  hr_response_t *res = &c->res;
+  if (!c->handler_active || res->state == HR__RES_DONE || c->aborted) return;
+  c->aborted = 1;
+  if (r->body_cb != NULL && !r->body_done) {
+    hr_span_t none = {NULL, 0};
+    r->body_done = 1;
+    r->body_cb(r, none, body_status, r->body_udata);
+  }
+  if (res->want_drain && res->drain_cb != NULL) {
+    res->want_drain = 0;
+    res->drain_cb(res, HR_ECLOSED, res->drain_udata);
+  }
+  if (res->abort_cb != NULL && res->state != HR__RES_DONE)
+    res->abort_cb(res, res->abort_udata);
+}
+
+/* Answers `status` and closes: for requests that cannot be trusted or
+ * served (RFC 9112 §9.6: framing in doubt means the connection ends). */
+static void conn_fail(hr__conn_t *c, int status) {
+  if (c->closed) return;
+  c->closing = 1;
+  hr__stat_inc(&c->w->st_bad);
+  switch (c->res.state) {
+    case HR__RES_DONE:
+      return; /* the answer is already queued: close after it */
+    case HR__RES_STREAMING:
+      hr__conn_close(c); /* a response under way cannot be replaced */
+      return;
+    case HR__RES_NEW:
+      break;
+  }
+  if (hr__out_error_response(c, status, (hr_span_t){NULL, 0}) != 0) {
+    hr__conn_close(c);
+    return;
+  }
+  /* A handler still running has lost its exchange: its calls now answer
+   * HR_ECLOSED. */
+  abort_handler(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
+}
+
+static void on_close(uv_handle_t *h) {
+  hr__conn_t *c = h->data;
+  c->handles_open--;
+  hr__conn_maybe_free(c);
+}
+
+void hr__conn_close(hr__conn_t *c) {
+  if (c->closed) return;
+  c->closed = 1;
+  c->closing = 1;
+  if (c->reading) uv_read_stop((uv_stream_t *)&c->tcp);
+  c->reading = 0;
+  abort_handler(c, HR_ECLOSED);
+  hr__out_discard(c);
+  if (c->counted) {
+    atomic_fetch_sub_explicit(&c->w->server->active_conns, 1,
+                              memory_order_relaxed);
+    c->counted = 0;
+  }
+  uv_close((uv_handle_t *)&c->tcp, on_close);
+  uv_close((uv_handle_t *)&c->timer, on_close);
+}
+
+static void unlink_resume(hr__conn_t *c) {
+  hr__conn_t **pp = &c->w->resume_head;
+  while (*pp != NULL) {
+    if (*pp == c) {
+      *pp = c->resume_next;
+      break;
+    }
+    pp = &(*pp)->resume_next;
+  }
+  c->on_resume = 0;
+}
+
+void hr__conn_maybe_free(hr__conn_t *c) {
+  hr__worker_t *w = c->w;
+  if (!c->closed || c->handles_open != 0 || c->handler_active || c->writing)
+    return;
+  if (c->on_resume) unlink_resume(c);
+  if (c->prev != NULL)
+    c->prev->next = c->next;
+  else
+    w->conns = c->next;
+  if (c->next != NULL) c->next->prev = c->prev;
+  hr__arena_reset(&c->arena);
+  if (c->rbuf != NULL) hr__pool_put(&w->rpool, c->rbuf);
+  hr__out_discard(c);
+  hr__out_discard(c);
+  hr__mem_free(&w->mem, c->pending.segs);
+  hr__mem_free(&w->mem, c->inflight.segs);
+  hr__mem_free(&w->mem, c);
+  hr__worker_conn_gone(w);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  hr__conn_t *c = req->data;
+  if (status < 0 && !c->closed) hr__conn_close(c);
+  if (c->closed) hr__conn_maybe_free(c);
+}
+
+/* Once a closing connection has written everything: close, or send FIN and
+ * drain the peer's bytes for a while so our last response is not lost to a
+ * reset (lingering close). */
+static void maybe_finish_close(hr__conn_t *c) {
+  if (!c->closing || c->closed) return;
+  if (c->handler_active && !c->aborted) return; /* response still to come */
+  if (c->writing || hr__out_queued(c) > 0) return;
+  if (c->peer_eof) {
+    hr__conn_close(c);
+    return;
+  }
+  if (!c->shutting) {
+    c->shutting = 1;
+    if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+      c->shutting = 0;
+      hr__conn_close(c);
+      return;
+    }
+    c->deadline = uv_now(c->w->loop) + HR__LINGER_MS;
+  }
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  hr__conn_t *c = h->data;
+  size_t cap = c->w->server->rbuf_size;
+  (void)suggested;
+  if (c->closing) {
+    /* Lingering: the bytes are discarded, and the read buffer may still hold
+     * spans of an aborted handler's request, so read into the loop's
+     * scratch buffer instead. */
+    *buf = uv_buf_init(c->w->drain_buf, sizeof(c->w->drain_buf));
+    return;
+  }
+  if (c->rbuf == NULL) {
+    c->rbuf = hr__pool_get(&c->w->rpool);
+    c->rlen = c->rpos = c->msg_start = 0;
+  }
+  if (c->rbuf == NULL) {
+    *buf = uv_buf_init(NULL, 0); /* read_cb gets UV_ENOBUFS */
+    return;
+  }
+  *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(cap - c->rlen));
+}
+
+/* Gives the read buffer back when nothing in it is needed any more. */
+static void release_rbuf(hr__conn_t *c) {
+  if (c->rbuf == NULL || c->phase != HR__PH_HEAD || c->handler_active) return;
+  if (c->msg_start != c->rlen && !c->closing) return;
+  hr__pool_put(&c->w->rpool, c->rbuf);
+  c->rbuf = NULL;
+  c->rlen = c->rpos = c->msg_start = 0;
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  hr__conn_t *c = stream->data;
+  (void)buf;
+  if (c->closed) return;
+  if (nread > 0) {
+    c->last_activity = uv_now(c->w->loop);
+    if (c->closing) return; /* lingering: discard */
+    c->rlen += (size_t)nread;
+    conn_process(c);
+    return;
+  }
+  if (nread == 0) { /* EAGAIN */
+    release_rbuf(c);
+    return;
+  }
+  if (nread == UV_EOF) {
+    c->peer_eof = 1;
+    if (c->reading) uv_read_stop(stream);
+    c->reading = 0;
+    if (c->closing && c->shutting) {
+      if (!c->writing) hr__conn_close(c);
+      return;
+    }
+    conn_process(c);
+    return;
+  }
+  hr__conn_close(c); /* ECONNRESET, ENOBUFS, ... */
+}
+
+static void update_reading(hr__conn_t *c) {
+  int want;
+  if (c->closed) return;
+  if (c->peer_eof)
+    want = 0;
+  else if (c->closing)
+    want = c->shutting != 0; /* drain only once our FIN is out */
+  else if (c->phase == HR__PH_DONE)
+    want = 0; /* waiting for the response; pipelined bytes wait too */
+  else
+    want = hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes;
+  if (want && !c->reading) {
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+      c->reading = 1;
+  } else if (!want && c->reading) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+  }
+}
+
+/* ---- the processing loop ------------------------------------------------- */
+
+/* Scans and parses a header section.  Returns 1 to continue with the body,
+ * 0 when more bytes are needed, -1 to stop. */
+static int step_head(hr__conn_t *c) {
+  hr_server_t *s = c->w->server;
+  long r;
+  llhttp_errno_t e;
+  size_t avail = c->rlen - c->msg_start;
+  if (avail == 0 || c->hscan.pos == avail) return 0;
+  if (c->hscan.pos == 0) c->head_started = uv_now(c->w->loop);
+  r = hr__head_scan(&c->hscan, c->rbuf + c->msg_start, avail, &s->head_limits);
+  if (r < 0) {
+    conn_fail(c, (int)-r);
+    return -1;
+  }
+  if (r == 0) return 0;
+  /* Keep room behind the section for the body to stream through. */
+  if (c->msg_start > 0 &&
+      s->rbuf_size - (c->msg_start + (size_t)r) < HR__BODY_ROOM) {
+    memmove(c->rbuf, c->rbuf + c->msg_start, avail);
+    c->rlen = avail;
+    c->msg_start = 0;
+  }
+  c->rpos = c->msg_start;
+  c->hdr_end = c->msg_start + (size_t)r;
+  e = llhttp_execute(&c->parser, c->rbuf + c->msg_start, (size_t)r);
+  if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+    c->msg_complete = 1;
+    if (e == HPE_PAUSED)
+      llhttp_resume(&c->parser);
+    else
+      llhttp_resume_after_upgrade(&c->parser);
+  } else if (e != HPE_OK) {
+    conn_fail(c, c->fail_status ? c->fail_status : 400);
+    return -1;
+  }
+  c->rpos = c->hdr_end;
+  c->phase = HR__PH_BODY;
+  hr__frame_scan_init(&c->fscan);
+  if (headers_complete(c) != 0) return -1;
+  if (c->msg_complete) c->phase = HR__PH_DONE;
+  return 1;
+}
+
+/* Feeds body bytes.  Returns 1 when the message completed, 0 when more
+ * bytes are needed, -1 to stop. */
+static int step_body(hr__conn_t *c) {
+  const char *start = c->rbuf + c->rpos, *stop;
+  size_t n = c->rlen - c->rpos;
+  llhttp_errno_t e;
+  if (n == 0) return 0;
+  c->gap_start = start;
+  c->last_activity = uv_now(c->w->loop);
+  e = llhttp_execute(&c->parser, start, n);
+  if (c->closed) return -1;
+  if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+    stop = llhttp_get_error_pos(&c->parser);
+    if (e == HPE_PAUSED)
+      llhttp_resume(&c->parser);
+    else
+      llhttp_resume_after_upgrade(&c->parser);
+    c->msg_complete = 1;
+  } else if (e == HPE_OK) {
+    stop = start + n;
+  } else {
+    conn_fail(c, c->fail_status ? c->fail_status : 400);
+    return -1;
+  }
+  if (c->req.chunked &&
+      hr__frame_scan(&c->fscan, c->gap_start, (size_t)(stop - c->gap_start))) {
+    conn_fail(c, 400);
+    return -1;
+  }
+  c->body_bytes += (uint64_t)(stop - start);
+  if (c->body_bytes - c->body_data > c->w->server->opts.max_header_bytes +
+                                         c->body_data) {
+    conn_fail(c, 413); /* framing far beyond the data it carries */
+    return -1;
+  }
+  c->rpos = (size_t)(stop - c->rbuf);
+  return c->msg_complete ? 1 : 0;
+}
+
+static void compact(hr__conn_t *c) {
+  if (c->rbuf == NULL || c->closing) return;
+  if (c->phase == HR__PH_HEAD) {
+    size_t avail = c->rlen - c->msg_start;
+    if (c->msg_start == 0) return;
+    if (avail) memmove(c->rbuf, c->rbuf + c->msg_start, avail);
+    c->rlen = avail;
+    c->rpos = c->msg_start = 0;
+  } else if (c->phase == HR__PH_BODY && c->rpos > c->hdr_end) {
+    /* Body bytes already consumed are dropped; the header section stays. */
+    size_t rest = c->rlen - c->rpos;
+    if (rest) memmove(c->rbuf + c->hdr_end, c->rbuf + c->rpos, rest);
+    c->rlen = c->hdr_end + rest;
+    c->rpos = c->hdr_end;
+  }
+}
+
+static void conn_process(hr__conn_t *c) {
+  if (c->in_process || c->closed) return;
+  c->in_process = 1;
+  while (!c->closed && !c->closing) {
+    if (c->phase == HR__PH_HEAD) {
+      int r = step_head(c);
+      if (r <= 0) break;
+    }
+    if (c->phase == HR__PH_BODY) {
+      int r = step_body(c);
+      if (r < 0) break;
+      if (r == 0) break;
+      c->phase = HR__PH_DONE;
+    }
+    if (c->phase == HR__PH_DONE) {
+      if (!c->msg_complete) break;
+      message_complete(c);
+      if (c->closed || c->res.state != HR__RES_DONE) break;
+      finish_exchange(c);
+    }
+  }
+  c->in_process = 0;
+  if (c->closed) {
+    hr__conn_maybe_free(c);
+    return;
+  }
+  /* The peer sent its last byte: a request cut short cannot complete. */
+  if (c->peer_eof && !c->closing && c->phase == HR__PH_HEAD &&
+      !c->handler_active) {
+    if (c->rbuf != NULL && c->msg_start != c->rlen)
+      conn_fail(c, 400);
+    else
+      c->closing = 1;
+  } else if (c->peer_eof && !c->closing && c->phase == HR__PH_BODY) {
+    conn_fail(c, 400);
+  }
+  hr__out_flush(c);
+  if (c->closed) {
+    hr__conn_maybe_free(c);
+    return;
+  }
+  compact(c);
+  maybe_finish_close(c);
+  if (c->closed) {
+    hr__conn_maybe_free(c);
+    return;
+  }
+  update_reading(c);
+  release_rbuf(c);
+  update_timer(c);
+}
+
+void hr__conn_resume(hr__conn_t *c) {
+  hr_response_t *res = &c->res;
+  if (c->closed) {
+    hr__conn_maybe_free(c);
+    return;
+  }
+  if (res->want_drain && res->drain_cb != NULL && !c->writing &&
+      hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes / 2) {
+    res->want_drain = 0;
+    res->drain_cb(res, 0, res->drain_udata);
+    if (c->closed) {
+      hr__conn_maybe_free(c);
+      return;
+    }
+  }
+  conn_process(c);
+}
+
+void hr__conn_kick(hr__conn_t *c) {
+  hr__worker_t *w = c->w;
+  if (c->on_resume || c->in_process || c->closed) return;
+  c->on_resume = 1;
+  c->resume_next = w->resume_head;
+  w->resume_head = c;
+  hr__worker_schedule(w);
+}
+
+/* ---- timers -------------------------------------------------------------- */
+
+static void on_timer(uv_timer_t *t);
+
+static void arm(hr__conn_t *c, hr__timer_kind_t kind, uint64_t deadline) {
+  uint64_t now = uv_now(c->w->loop);
+  c->timer_kind = kind;
+  c->deadline = deadline;
+  if (kind == HR__T_NONE) return;
+  if (!uv_is_active((uv_handle_t *)&c->timer) || deadline < c->armed_due) {
+    c->armed_due = deadline;
+    uv_timer_start(&c->timer, on_timer, deadline > now ? deadline - now : 0, 0);
+  }
+}
+
+static void update_timer(hr__conn_t *c) {
+  const hr_server_options_t *o = &c->w->server->opts;
+  if (c->closed) return;
+  if (c->closing && c->shutting)
+    arm(c, HR__T_LINGER, c->deadline && c->timer_kind == HR__T_LINGER
+                             ? c->deadline
+                             : uv_now(c->w->loop) + HR__LINGER_MS);
+  else if (c->writing)
+    arm(c, HR__T_WRITE, c->last_activity + o->write_timeout_ms);
+  else if (c->phase == HR__PH_HEAD) {
+    int bytes = c->rbuf != NULL && c->rlen != c->msg_start;
+    if (!bytes && c->requests_served > 0)
+      arm(c, HR__T_IDLE, c->head_started + o->keepalive_timeout_ms);
+    else
+      arm(c, HR__T_HEADER, c->head_started + o->header_timeout_ms);
+  } else if (c->phase == HR__PH_BODY)
+    arm(c, HR__T_BODY, c->last_activity + o->body_timeout_ms);
+  else
+    arm(c, HR__T_NONE, 0);
+}
+
+static void on_timer(uv_timer_t *t) {
+  hr__conn_t *c = t->data;
+  uint64_t now = uv_now(c->w->loop);
+  if (c->closed || c->timer_kind == HR__T_NONE) return;
+  if (now < c->deadline) {
+    c->armed_due = c->deadline;
+    uv_timer_start(&c->timer, on_timer, c->deadline - now, 0);
+    return;
+  }
+  switch (c->timer_kind) {
+    case HR__T_HEADER:
+      if (c->rbuf != NULL && c->rlen != c->msg_start && !c->closing) {
+        conn_fail(c, 408);
+        break;
+      }
+      hr__conn_close(c);
+      break;
+    case HR__T_BODY:
+      if (!c->closing) {
+        conn_fail(c, 408);
+        break;
+      }
+      hr__conn_close(c);
+      break;
+    default:
+      hr__conn_close(c);
+      break;
+  }
+  if (c->closed) {
+    hr__conn_maybe_free(c);
+    return;
+  }
+  hr__out_flush(c);
+  maybe_finish_close(c);
+  if (!c->closed) {
+    update_reading(c);
+    update_timer(c);
+  }
+}
+
+/* ---- accepting ----------------------------------------------------------- */
+
+static void on_reject_close(uv_handle_t *h) {
+  hr__conn_t *c = h->data;
+  hr__worker_t *w = c->w;
+  hr__mem_free(&w->mem, c);
+}
+
+void hr__conn_accept(hr__worker_t *w, uv_stream_t *listener) {
+  hr_server_t *s = w->server;
+  hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c));
+  unsigned n;
+  if (c == NULL) return; /* the pending connection waits in the backlog */
+  memset(c, 0, sizeof(*c));
+  c->w = w;
+  uv_tcp_init(w->loop, &c->tcp);
+  c->tcp.data = c;
+  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    uv_close((uv_handle_t *)&c->tcp, on_reject_close);
+    return;
+  }
+  n = atomic_fetch_add_explicit(&s->active_conns, 1, memory_order_relaxed);
+  if (s->opts.max_connections && n >= s->opts.max_connections) {
+    atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->st_rejected, 1, memory_order_relaxed);
+    uv_close((uv_handle_t *)&c->tcp, on_reject_close);
+    return;
+  }
+  c->counted = 1;
+  uv_timer_init(w->loop, &c->timer);
+  c->timer.data = c;
+  c->handles_open = 2;
+  c->write_req.data = c;
+  c->shutdown_req.data = c;
+  uv_tcp_nodelay(&c->tcp, 1);
+  llhttp_init(&c->parser, HTTP_REQUEST, &parser_settings);
+  c->parser.data = c;
+  hr__arena_init(&c->arena, &w->bpool);
+  exchange_reset(c);
+  c->next = w->conns;
+  if (w->conns != NULL) w->conns->prev = c;
+  w->conns = c;
+  w->nconns++;
+  hr__stat_inc(&w->st_accepted);
+  c->head_started = c->last_activity = uv_now(w->loop);
+  update_reading(c);
+  update_timer(c);
+}
+
+int hr__conn_is_idle(const hr__conn_t *c) {
+  return c->phase == HR__PH_HEAD && !c->handler_active && !c->writing &&
+         hr__out_queued(c) == 0 && (c->rbuf == NULL || c->rlen == c->msg_start);
+}
+
+void hr__conn_drain_close(hr__conn_t *c) {
+  if (c->closed) return;
+  if (hr__conn_is_idle(c)) {
+    hr__conn_close(c);
+    return;
+  }
+  /* Busy: the current response says "Connection: close" if not yet sent,
+   * and the connection closes after it (finish_exchange sees stopping). */
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request accessors: request line parts, field lines (case-insensitive
+ * lookup, RFC 9110 §5.1), route parameters, body and peer address.
+ */
+#include <string.h>
+
+#include "server/internal.h"
+
+hr_span_t hr_request_method(const hr_request_t *req) { return req->method; }
+hr_span_t hr_request_target(const hr_request_t *req) { return req->target; }
+hr_span_t hr_request_path(const hr_request_t *req) { return req->path; }
+hr_span_t hr_request_query(const hr_request_t *req) { return req->query; }
+int hr_request_version(const hr_request_t *req) { return req->version; }
+size_t hr_request_field_count(const hr_request_t *req) { return req->nfields; }
+const hr_route_t *hr_request_route(const hr_request_t *req) { return req->route; }
+uv_loop_t *hr_request_loop(const hr_request_t *req) { return req->conn->w->loop; }
+size_t hr_request_param_count(const hr_request_t *req) { return req->nparams; }
+
+int hr_request_field_at(const hr_request_t *req, size_t index, hr_span_t *name,
+                        hr_span_t *value) {
+  if (index >= req->nfields) return HR_EINVAL;
+  if (name != NULL) *name = req->fields[index].name;
+  if (value != NULL) *value = req->fields[index].value;
+  return 0;
+}
+
+int hr_request_field(const hr_request_t *req, hr_span_t name, size_t *cursor,
+                     hr_span_t *value) {
+  size_t i = cursor != NULL ? *cursor : 0;
+  for (; i < req->nfields; i++) {
+    if (hr_span_eq_nocase(req->fields[i].name, name)) {
+      if (value != NULL) *value = req->fields[i].value;
+      if (cursor != NULL) *cursor = i + 1;
+      return 0;
+    }
+  }
+  if (cursor != NULL) *cursor = req->nfields;
+  return HR_ENOTFOUND;
+}
+
+hr_span_t hr_request_param(const hr_request_t *req, size_t index) {
+  hr_span_t none = {NULL, 0};
+  return index < req->nparams ? req->params[index].value : none;
+}
+
+int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
+                             hr_span_t *value) {
+  size_t i;
+  for (i = 0; i < req->nparams; i++)
+    if (hr_span_eq(req->params[i].name, name)) {
+      if (value != NULL) *value = req->params[i].value;
+      return 0;
+    }
+  return HR_ENOTFOUND;
+}
+
+hr_span_t hr_request_body(const hr_request_t *req) {
+  hr_span_t b = {req->body, req->body_len};
+  return b;
+}
+
+int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
+  if (req->route == NULL || req->route->body_mode != HR_BODY_STREAM ||
+      req->body_cb != NULL || cb == NULL || req->body_done)
+    return HR_ESTATE;
+  req->body_cb = cb;
+  req->body_udata = udata;
+  return 0;
+}
+
+int hr_request_peer(const hr_request_t *req, struct sockaddr *addr, int *len) {
+  return uv_tcp_getpeername(&req->conn->tcp, addr, len);
+}
+
+void *hr_request_alloc(hr_request_t *req, size_t size) {
+  return hr__arena_alloc(&req->conn->arena, size);
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server object: options, listening addresses and sockets
+ * (SO_REUSEPORT, one per worker), attaching to a host loop, worker threads,
+ * graceful shutdown and statistics.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/worker.h"
+
+void hr_server_options_init(hr_server_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->max_request_line_bytes = 8192;
+  o->max_header_bytes = 16384;
+  o->max_header_fields = 100;
+  o->max_body_bytes = 1024 * 1024;
+  o->max_connections = 10000;
+  o->header_timeout_ms = 10000;
+  o->keepalive_timeout_ms = 5000;
+  o->body_timeout_ms = 10000;
+  o->write_timeout_ms = 10000;
+  o->write_high_water_bytes = 65536;
+  o->backlog = 511;
+}
+
+int hr_server_new(hr_server_t **out, hr_router_t *router,
+                  const hr_server_options_t *opts) {
+  hr__mem_t mem;
+  hr_server_t *s;
+  hr_server_options_t o;
+  if (out == NULL) return HR_EINVAL;
+  *out = NULL;
+  if (router == NULL) return HR_EINVAL;
+  if (opts != NULL)
+    o = *opts;
+  else
+    hr_server_options_init(&o);
+  if (o.max_header_bytes < 64 || o.max_header_bytes > (1u << 24) ||
+      o.max_request_line_bytes == 0 || o.max_header_fields == 0 ||
+      o.write_high_water_bytes == 0 || o.backlog <= 0)
+    return HR_EINVAL;
+  hr__mem_init(&mem, o.allocator);
+  s = hr__mem_alloc(&mem, sizeof(*s));
+  if (s == NULL) return HR_ENOMEM;
+  memset(s, 0, sizeof(*s));
+  s->mem = mem;
+  s->router = router;
+  s->opts = o;
+  s->head_limits.max_request_line = o.max_request_line_bytes;
+  s->head_limits.max_header = o.max_header_bytes;
+  s->head_limits.max_fields = o.max_header_fields;
+  /* Room for a whole header section plus body data streaming through. */
+  s->rbuf_size = (o.max_header_bytes + 8192 + 4095) & ~(size_t)4095;
+  atomic_init(&s->active_conns, 0);
+  atomic_init(&s->st_rejected, 0);
+  *out = s;
+  return 0;
+}
+
+int hr_server_listen(hr_server_t *s, const char *host, int port) {
+  struct sockaddr_storage ss;
+  struct sockaddr_storage *na;
+  int *np;
+  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_EINVAL;
+  memset(&ss, 0, sizeof(ss));
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0)
+    return HR_EINVAL;
+  na = hr__mem_realloc(&s->mem, s->addrs, (s->naddrs + 1) * sizeof(*na));
+  if (na == NULL) return HR_ENOMEM;
+  s->addrs = na;
+  np = hr__mem_realloc(&s->mem, s->ports, (s->naddrs + 1) * sizeof(*np));
+  if (np == NULL) return HR_ENOMEM;
+  s->ports = np;
+  s->addrs[s->naddrs] = ss;
+  s->ports[s->naddrs] = port;
+  s->naddrs++;
+  return 0;
+}
+
+static void set_port(struct sockaddr_storage *ss, int port) {
+  if (ss->ss_family == AF_INET)
+    ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+  else
+    ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+/* A bound, listening, non-blocking socket with SO_REUSEPORT, so that every
+ * worker can have its own listener on the same address (the kernel spreads
+ * connections over them).  Returns 0 or a libuv error code. */
+static int make_socket(struct sockaddr_storage *ss, int backlog, int *out) {
+  int one = 1, fd;
+  socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                           : sizeof(struct sockaddr_in6);
+  fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+      (ss->ss_family == AF_INET6 &&
+       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+      bind(fd, (struct sockaddr *)ss, len) != 0 || listen(fd, backlog) != 0) {
+    int err = -errno;
+    close(fd);
+    return err;
+  }
+  *out = fd;
+  return 0;
+}
+
+/* Creates the workers array and binds every socket.  The first socket of
+ * each address resolves port 0; the other workers bind that port. */
+static int create_workers(hr_server_t *s, size_t n) {
+  size_t i, k;
+  int err;
+  s->workers = hr__mem_alloc(&s->mem, n * sizeof(hr__worker_t));
+  if (s->workers == NULL) return HR_ENOMEM;
+  memset(s->workers, 0, n * sizeof(hr__worker_t));
+  s->nworkers = n;
+  for (k = 0; k < n; k++) {
+    hr__worker_t *w = &s->workers[k];
+    w->index = k;
+    w->nlisteners = s->naddrs;
+    w->listeners = hr__mem_alloc(&s->mem, s->naddrs * sizeof(uv_tcp_t));
+    w->fds = hr__mem_alloc(&s->mem, s->naddrs * sizeof(int));
+    if (w->listeners == NULL || w->fds == NULL) return HR_ENOMEM;
+    for (i = 0; i < s->naddrs; i++) w->fds[i] = -1;
+  }
+  for (i = 0; i < s->naddrs; i++) {
+    for (k = 0; k < n; k++) {
+      struct sockaddr_storage ss = s->addrs[i];
+      set_port(&ss, s->ports[i]);
+      err = make_socket(&ss, s->opts.backlog, &s->workers[k].fds[i]);
+      if (err != 0) return err;
+      if (s->ports[i] == 0) {
+        socklen_t len = sizeof(ss);
+        if (getsockname(s->workers[k].fds[i], (struct sockaddr *)&ss, &len) != 0)
+          return -errno;
+        s->ports[i] = ntohs(ss.ss_family == AF_INET
+                                ? ((struct sockaddr_in *)&ss)->sin_port
+                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
+      }
+    }
+  }
+  return 0;
+}
+
+static void free_workers(hr_server_t *s) {
+  size_t k;
+  if (s->workers == NULL) return;
+  for (k = 0; k < s->nworkers; k++) {
+    hr__worker_t *w = &s->workers[k];
+    size_t i;
+    if (w->fds != NULL)
+      for (i = 0; i < w->nlisteners; i++)
+        if (w->fds[i] >= 0) close(w->fds[i]);
+    hr__mem_free(&s->mem, w->listeners);
+    hr__mem_free(&s->mem, w->fds);
+  }
+  hr__mem_free(&s->mem, s->workers);
+  s->workers = NULL;
+  s->nworkers = 0;
+}
+
+void hr__worker_finished(hr__worker_t *w) {
+  hr_server_t *s = w->server;
+  s->workers_done++;
+  if (s->state == HR__SRV_CLOSING && s->workers_done == s->nworkers) {
+    s->state = HR__SRV_DONE;
+    hr__worker_cleanup(w);
+    if (s->shutdown_cb != NULL) s->shutdown_cb(s, s->shutdown_udata);
+  }
+}
+
+int hr_server_attach(hr_server_t *s, uv_loop_t *loop) {
+  int err;
+  if (s == NULL || loop == NULL) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_ESTATE;
+  if (s->naddrs == 0) return HR_EINVAL;
+  err = create_workers(s, 1);
+  if (err == 0) err = hr__worker_init(&s->workers[0], s, loop);
+  if (err != 0) {
+    /* Handles initialised so far must be closed before the memory goes. */
+    if (s->workers != NULL && s->workers[0].base_handles) {
+      s->state = HR__SRV_CLOSING;
+      hr__worker_shutdown(&s->workers[0], 0);
+      /* The handles close on the host's next loop iteration; the server
+       * stays in CLOSING and hr_server_free() releases it after that. */
+      return err;
+    }
+    free_workers(s);
+    return err;
+  }
+  s->state = HR__SRV_ATTACHED;
+  return 0;
+}
+
+int hr_server_close(hr_server_t *s, uint64_t deadline_ms, hr_shutdown_cb cb,
+                    void *udata) {
+  if (s == NULL || s->state != HR__SRV_ATTACHED) return HR_ESTATE;
+  s->state = HR__SRV_CLOSING;
+  s->shutdown_cb = cb;
+  s->shutdown_udata = udata;
+  hr__worker_shutdown(&s->workers[0], deadline_ms);
+  return 0;
+}
+
+/* ---- worker threads ------------------------------------------------------ */
+
+typedef struct start_ctx_s {
+  hr__worker_t *w;
+  uv_sem_t *ready;
+} start_ctx_t;
+
+static void close_walk(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void worker_main(void *arg) {
+  hr__worker_t *w = arg;
+  hr_server_t *s = w->server;
+  uv_sem_t *ready = w->thread_ready;
+  int err = uv_loop_init(&w->own_loop);
+  if (err != 0) {
+    w->start_err = err;
+    uv_sem_post(ready);
+    return;
+  }
+  err = hr__worker_init(w, s, &w->own_loop);
+  w->start_err = err;
+  /* A worker that failed to start closes what it opened by itself; the
+   * starting thread never signals it. */
+  if (err != 0) hr__worker_shutdown(w, 0);
+  uv_sem_post(ready); /* `ready` must not be touched after this */
+  uv_run(&w->own_loop, UV_RUN_DEFAULT);
+  if (uv_loop_close(&w->own_loop) == UV_EBUSY) {
+    uv_walk(&w->own_loop, close_walk, NULL);
+    uv_run(&w->own_loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->own_loop);
+  }
+}
+
+static int is_worker_thread(const hr_server_t *s) {
+  uv_thread_t self = uv_thread_self();
+  size_t k;
+  for (k = 0; k < s->nworkers; k++)
+    if (uv_thread_equal(&self, &s->workers[k].thread)) return 1;
+  return 0;
+}
+
+static void stop_and_join(hr_server_t *s, size_t started, uint64_t deadline_ms) {
+  size_t k;
+  for (k = 0; k < started; k++) {
+    hr__worker_t *w = &s->workers[k];
+    if (w->start_err != 0) continue; /* already shutting itself down */
+    w->shutdown_deadline_ms = deadline_ms;
+    /* Pairs with the acquire load in on_async(): the deadline is visible
+     * before the flag. */
+    atomic_store_explicit(&w->stop_requested, 1, memory_order_release);
+    uv_async_send(&w->async);
+  }
+  for (k = 0; k < started; k++) {
+    uv_thread_join(&s->workers[k].thread);
+    hr__worker_cleanup(&s->workers[k]);
+  }
+}
+
+int hr_server_start(hr_server_t *s, unsigned nthreads) {
+  uv_sem_t ready;
+  size_t k, started = 0;
+  int err;
+  if (s == NULL || nthreads == 0 || nthreads > 256) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_ESTATE;
+  if (s->naddrs == 0) return HR_EINVAL;
+  err = create_workers(s, nthreads);
+  if (err != 0) {
+    free_workers(s);
+    return err;
+  }
+  if ((err = uv_sem_init(&ready, 0)) != 0) {
+    free_workers(s);
+    return err;
+  }
+  for (k = 0; k < nthreads; k++) {
+    hr__worker_t *w = &s->workers[k];
+    w->thread_ready = &ready;
+    w->server = s;
+    err = uv_thread_create(&w->thread, worker_main, w);
+    if (err != 0) break;
+    started++;
+  }
+  for (k = 0; k < started; k++) uv_sem_wait(&ready);
+  uv_sem_destroy(&ready);
+  for (k = 0; k < started && err == 0; k++)
+    if (s->workers[k].start_err != 0) err = s->workers[k].start_err;
+  if (err != 0) {
+    stop_and_join(s, started, 0);
+    free_workers(s);
+    return err;
+  }
+  s->state = HR__SRV_THREADS;
+  return 0;
+}
+
+int hr_server_stop(hr_server_t *s, uint64_t deadline_ms) {
+  if (s == NULL || s->state != HR__SRV_THREADS) return HR_ESTATE;
+  if (is_worker_thread(s)) return HR_ETHREAD;
+  stop_and_join(s, s->nworkers, deadline_ms);
+  s->state = HR__SRV_DONE;
+  return 0;
+}
+
+void hr_server_free(hr_server_t *s) {
+  hr__mem_t mem;
+  if (s == NULL) return;
+  if (s->state == HR__SRV_THREADS) hr_server_stop(s, 0);
+  if (s->state == HR__SRV_ATTACHED || (s->state == HR__SRV_CLOSING &&
+                                       s->workers_done < s->nworkers))
+    return; /* still running on the host's loop: freeing would crash it */
+  free_workers(s);
+  hr__mem_free(&s->mem, s->addrs);
+  hr__mem_free(&s->mem, s->ports);
+  mem = s->mem;
+  hr__mem_free(&mem, s);
+}
+
+int hr_server_port(const hr_server_t *s, size_t index) {
+  if (s == NULL || index >= s->naddrs || s->workers == NULL) return 0;
+  return s->ports[index];
+}
+
+void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {
+  size_t k;
+  memset(out, 0, sizeof(*out));
+  if (s == NULL) return;
+  out->allocations = hr__mem_count(&s->mem);
+  for (k = 0; k < s->nworkers; k++) {
+    const hr__worker_t *w = &s->workers[k];
+    out->requests += atomic_load_explicit(&w->st_requests, memory_order_relaxed);
+    out->allocations += hr__mem_count(&w->mem);
+    out->connections_accepted +=
+        atomic_load_explicit(&w->st_accepted, memory_order_relaxed);
+    out->bad_requests += atomic_load_explicit(&w->st_bad, memory_order_relaxed);
+  }
+  out->connections_active =
+      atomic_load_explicit(&s->active_conns, memory_order_relaxed);
+  out->connections_rejected =
+      atomic_load_explicit(&s->st_rejected, memory_order_relaxed);
+}

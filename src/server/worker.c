@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker: one loop's share of the server.  It owns the loop's listeners,
+ * the Date cache, the buffer pools, the queue of cross-thread posts, the list
+ * of connections to resume, and the graceful shutdown of its connections.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "server/worker.h"
+
+void hr__stat_inc(_Atomic uint64_t *c) {
+  /* Single writer (the owning worker); readers use relaxed loads. */
+  uint64_t n = atomic_load_explicit(c, memory_order_relaxed);
+  atomic_store_explicit(c, n + 1, memory_order_relaxed);
+}
+
+/* ---- Date (RFC 9110 §5.6.7, IMF-fixdate), refreshed once a second -------- */
+
+static void render_date(hr__worker_t *w) {
+  static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  w->date_len = (size_t)snprintf(
+      w->date, sizeof(w->date), "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
+      days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
+      tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void on_date_timer(uv_timer_t *t) { render_date(t->data); }
+
+/* ---- resume list and posts ----------------------------------------------- */
+
+static void on_resume_idle(uv_idle_t *idle) {
+  hr__worker_t *w = idle->data;
+  while (w->resume_head != NULL) {
+    hr__conn_t *c = w->resume_head;
+    w->resume_head = c->resume_next;
+    c->on_resume = 0;
+    hr__conn_resume(c);
+  }
+  uv_idle_stop(idle);
+}
+
+void hr__worker_schedule(hr__worker_t *w) {
+  if (!uv_is_active((uv_handle_t *)&w->resume_idle))
+    uv_idle_start(&w->resume_idle, on_resume_idle);
+}
+
+static void run_posts(hr__worker_t *w) {
+  hr__post_t *list, *rev = NULL;
+  uv_mutex_lock(&w->post_lock);
+  list = w->posts;
+  w->posts = NULL;
+  uv_mutex_unlock(&w->post_lock);
+  while (list != NULL) { /* posts were pushed LIFO: run them in order */
+    hr__post_t *n = list->next;
+    list->next = rev;
+    rev = list;
+    list = n;
+  }
+  while (rev != NULL) {
+    hr__post_t *n = rev->next;
+    rev->cb(rev->res, rev->udata);
+    w->mem.a->free(w->mem.a->ctx, rev);
+    rev = n;
+  }
+}
+
+static void on_async(uv_async_t *a) {
+  hr__worker_t *w = a->data;
+  run_posts(w);
+  /* Pairs with the release store in hr_server_stop(): the deadline written
+   * before the flag is visible here. */
+  if (atomic_load_explicit(&w->stop_requested, memory_order_acquire) &&
+      !w->stopping)
+    hr__worker_shutdown(w, w->shutdown_deadline_ms);
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static void on_connection(uv_stream_t *listener, int status) {
+  hr__worker_t *w = listener->data;
+  if (status < 0 || w->stopping) return;
+  hr__conn_accept(w, listener);
+}
+
+int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
+  size_t i;
+  int err;
+  w->server = s;
+  w->loop = loop;
+  hr__mem_init(&w->mem, s->opts.allocator);
+  hr__pool_init(&w->rpool, &w->mem, s->rbuf_size, 64);
+  hr__pool_init(&w->bpool, &w->mem, 4096, 256);
+  atomic_init(&w->stop_requested, 0);
+  atomic_init(&w->st_requests, 0);
+  atomic_init(&w->st_accepted, 0);
+  atomic_init(&w->st_bad, 0);
+  render_date(w);
+  if ((err = uv_mutex_init(&w->post_lock)) != 0) return err;
+  w->handles_open = 0;
+  /* The only handle init that can fail goes first, so that either all four
+   * base handles exist or none does. */
+  if ((err = uv_async_init(loop, &w->async, on_async)) != 0) {
+    return err;
+  }
+  w->async.data = w;
+  w->handles_open++;
+  uv_timer_init(loop, &w->date_timer);
+  w->date_timer.data = w;
+  uv_timer_start(&w->date_timer, on_date_timer, 1000, 1000);
+  uv_unref((uv_handle_t *)&w->date_timer);
+  w->handles_open++;
+  uv_idle_init(loop, &w->resume_idle);
+  w->resume_idle.data = w;
+  w->handles_open++;
+  uv_timer_init(loop, &w->shutdown_timer);
+  w->shutdown_timer.data = w;
+  w->handles_open++;
+  w->base_handles = 1;
+  for (i = 0; i < w->nlisteners; i++) {
+    uv_tcp_t *l = &w->listeners[i];
+    uv_tcp_init(loop, l);
+    l->data = w;
+    w->handles_open++;
+    w->nlisteners_open = i + 1;
+    if ((err = uv_tcp_open(l, w->fds[i])) != 0) goto fail;
+    w->fds[i] = -1; /* owned by the handle now */
+    if ((err = uv_listen((uv_stream_t *)l, s->opts.backlog, on_connection)) != 0)
+      goto fail;
+  }
+  return 0;
+fail:
+  return err;
+}
+
+static void on_worker_handle_close(uv_handle_t *h) {
+  hr__worker_t *w = h->data;
+  if (--w->handles_open == 0) hr__worker_finished(w);
+}
+
+/* Closes the worker's own handles once no connection is left. */
+static void maybe_close_handles(hr__worker_t *w) {
+  if (!w->stopping || w->nconns != 0 || w->handles_closing) return;
+  w->handles_closing = 1;
+  if (!w->base_handles) {
+    /* Listeners only (initialisation failed early). */
+    if (w->handles_open == 0) hr__worker_finished(w);
+    return;
+  }
+  uv_close((uv_handle_t *)&w->date_timer, on_worker_handle_close);
+  uv_close((uv_handle_t *)&w->resume_idle, on_worker_handle_close);
+  uv_close((uv_handle_t *)&w->shutdown_timer, on_worker_handle_close);
+  uv_close((uv_handle_t *)&w->async, on_worker_handle_close);
+}
+
+void hr__worker_conn_gone(hr__worker_t *w) {
+  w->nconns--;
+  maybe_close_handles(w);
+}
+
+static void on_shutdown_deadline(uv_timer_t *t) {
+  hr__worker_t *w = t->data;
+  hr__conn_t *c = w->conns, *next;
+  for (; c != NULL; c = next) {
+    next = c->next;
+    hr__conn_close(c);
+  }
+}
+
+static void on_listener_close(uv_handle_t *h) { on_worker_handle_close(h); }
+
+void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
+  hr__conn_t *c, *next;
+  size_t i;
+  if (w->stopping) return;
+  w->stopping = 1;
+  for (i = 0; i < w->nlisteners_open; i++)
+    if (!uv_is_closing((uv_handle_t *)&w->listeners[i]))
+      uv_close((uv_handle_t *)&w->listeners[i], on_listener_close);
+  for (c = w->conns; c != NULL; c = next) {
+    next = c->next;
+    hr__conn_drain_close(c);
+  }
+  uv_timer_start(&w->shutdown_timer, on_shutdown_deadline, deadline_ms, 0);
+  maybe_close_handles(w);
+}
+
+void hr__worker_cleanup(hr__worker_t *w) {
+  size_t i;
+  run_posts(w); /* none may be left; free defensively */
+  hr__pool_drain(&w->rpool);
+  hr__pool_drain(&w->bpool);
+  uv_mutex_destroy(&w->post_lock);
+  for (i = 0; i < w->nlisteners; i++)
+    if (w->fds != NULL && w->fds[i] >= 0) {
+      close(w->fds[i]);
+      w->fds[i] = -1;
+    }
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal memory helpers: an allocator wrapper that counts calls (the
+ * server's "allocations" statistic), a fixed-size block pool (read buffers
+ * and arena blocks are recycled per loop, so a persistent connection in
+ * steady state allocates nothing), and the per-request arena.
+ */
+#ifndef HR_UTIL_MEM_H
+#define HR_UTIL_MEM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hroute/common.h"
+
+/* An allocator plus a call counter.  The counter is written only by the
+ * thread owning this hr__mem_t (relaxed load + store, no RMW) and read by any
+ * thread with a relaxed load: it is a statistic, nothing is ordered by it. */
+typedef struct hr__mem_s {
+  const hr_allocator_t *a;
+  _Atomic uint64_t allocs;
+} hr__mem_t;
+
+void hr__mem_init(hr__mem_t *m, const hr_allocator_t *a);
+void *hr__mem_alloc(hr__mem_t *m, size_t size);
+void *hr__mem_realloc(hr__mem_t *m, void *ptr, size_t size);
+void hr__mem_free(hr__mem_t *m, void *ptr);
+uint64_t hr__mem_count(const hr__mem_t *m);
+
+/* A free list of equally sized blocks, owned by one loop thread.  Keeps at
+ * most `max_free` blocks; the rest go back to the allocator. */
+typedef struct hr__pool_s {
+  hr__mem_t *mem;
+  size_t block_size;
+  size_t max_free;
+  size_t nfree;
+  void *free_list;
+} hr__pool_t;
+
+void hr__pool_init(hr__pool_t *p, hr__mem_t *mem, size_t block_size,
+                   size_t max_free);
+void *hr__pool_get(hr__pool_t *p);
+void hr__pool_put(hr__pool_t *p, void *block);
+void hr__pool_drain(hr__pool_t *p);
+
+/* Bump allocator over pool blocks; oversized requests get their own heap
+ * block.  Reset releases everything in one step and returns the blocks to the
+ * pool. */
+typedef struct hr__arena_block_s hr__arena_block_t;
+typedef struct hr__arena_s {
+  hr__pool_t *pool;
+  hr__arena_block_t *head; /* current block, chain of earlier ones behind */
+  char *cur;
+  char *end;
+} hr__arena_t;
+
+void hr__arena_init(hr__arena_t *a, hr__pool_t *pool);
+void *hr__arena_alloc(hr__arena_t *a, size_t size);
+/* Grows the most recent allocation `ptr` (of `old` bytes) to `size` bytes,
+ * moving it when needed.  Returns the new pointer or NULL. */
+void *hr__arena_grow(hr__arena_t *a, void *ptr, size_t old, size_t size);
+void hr__arena_reset(hr__arena_t *a);
+
+#endif /* HR_UTIL_MEM_H */

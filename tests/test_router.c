@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The router without a server: pattern registration and its errors, and
+ * hr_router_match — priorities (literal > parameter > catch-all, whatever
+ * the registration order, with fallback when a more specific branch dead
+ * ends), parameters as spans into the input path, 404/405 with Allow, HEAD
+ * served by GET, and no allocation while matching.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <hroute.h>
+
+#include "countalloc.h"
+
+static void h_noop(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)res;
+  (void)udata;
+}
+
+#define ID(n) ((void *)(intptr_t)(n))
+
+static hr_router_t *new_router(void) {
+  hr_router_t *r = NULL;
+  assert_int_equal(hr_router_new(&r, NULL), 0);
+  assert_non_null(r);
+  return r;
+}
+
+static void add(hr_router_t *r, const char *methods, const char *pattern,
+                int id) {
+  int rc = hr_router_add(r, methods, pattern, h_noop, ID(id), NULL);
+  if (rc != 0) fail_msg("add %s %s: %s", methods, pattern, hr_err_name(rc));
+}
+
+static hr_match_t match(hr_router_t *r, const char *method, const char *path) {
+  hr_match_t m;
+  memset(&m, 0xEE, sizeof m);
+  assert_int_equal(
+      hr_router_match(r, hr_span_cstr(method), hr_span_cstr(path), &m), 0);
+  return m;
+}
+
+/* ---- priorities and parameters ------------------------------------------ */
+
+static const struct {
+  const char *pattern;
+  int id;
+} prio_routes[] = {
+    {"/", 1},
+    {"/users/me", 2},
+    {"/users/:id", 3},
+    {"/users/*rest", 4},
+    {"/users/:id/posts/:post", 5},
+    {"/files/*path", 6},
+    {"/a/:x/c", 7},
+    {"/a/b/d", 8},
+    {"/a/*rest", 9},
+    {"/static/x/y", 10},
+};
+#define N_PRIO (sizeof prio_routes / sizeof prio_routes[0])
+
+typedef struct prio_case_s {
+  const char *path;
+  int status;
+  int id;
+  size_t nparams;
+  const char *names[2];
+  const char *values[2];
+  size_t offsets[2]; /* where each value starts inside path */
+} prio_case_t;
+
+static const prio_case_t prio_cases[] = {
+    {"/", 200, 1, 0, {0}, {0}, {0}},
+    {"/users/me", 200, 2, 0, {0}, {0}, {0}},
+    {"/users/42", 200, 3, 1, {"id"}, {"42"}, {7}},
+    {"/users/42/x", 200, 4, 1, {"rest"}, {"42/x"}, {7}},
+    {"/users/42/posts/9", 200, 5, 2, {"id", "post"}, {"42", "9"}, {7, 16}},
+    /* literal "me" dead-ends at "posts": fall back to the parameter */
+    {"/users/me/posts/1", 200, 5, 2, {"id", "post"}, {"me", "1"}, {7, 16}},
+    {"/users/me/other", 200, 4, 1, {"rest"}, {"me/other"}, {7}},
+    {"/files/a/b/c.txt", 200, 6, 1, {"path"}, {"a/b/c.txt"}, {7}},
+    {"/files/x", 200, 6, 1, {"path"}, {"x"}, {7}},
+    {"/a/b/c", 200, 7, 1, {"x"}, {"b"}, {3}},
+    {"/a/b/d", 200, 8, 0, {0}, {0}, {0}},
+    {"/a/z/d", 200, 9, 1, {"rest"}, {"z/d"}, {3}},
+    {"/a/b", 200, 9, 1, {"rest"}, {"b"}, {3}},
+    {"/a/b/c/d", 200, 9, 1, {"rest"}, {"b/c/d"}, {3}},
+    {"/files", 404, 0, 0, {0}, {0}, {0}},
+    {"/files/", 404, 0, 0, {0}, {0}, {0}}, /* catch-all needs a non-empty rest */
+    {"/users", 404, 0, 0, {0}, {0}, {0}},
+    {"/nope", 404, 0, 0, {0}, {0}, {0}},
+    {"/static/x", 404, 0, 0, {0}, {0}, {0}},
+    {"/static/x/y/z", 404, 0, 0, {0}, {0}, {0}},
+    {"/USERS/me", 404, 0, 0, {0}, {0}, {0}}, /* paths are case-sensitive */
+};
+
+static void run_prio_cases(hr_router_t *r, const char *order) {
+  size_t i, k;
+  for (i = 0; i < sizeof prio_cases / sizeof prio_cases[0]; i++) {
+    const prio_case_t *c = &prio_cases[i];
+    hr_span_t path = hr_span_cstr(c->path);
+    hr_match_t m;
+    memset(&m, 0xEE, sizeof m);
+    assert_int_equal(hr_router_match(r, HR_SPAN_LIT("GET"), path, &m), 0);
+    if (m.status != c->status)
+      fail_msg("%s order, GET %s: status %d, want %d", order, c->path,
+               m.status, c->status);
+    if (c->status != 200) {
+      assert_null(m.route);
+      assert_int_equal(m.nparams, 0);
+      assert_int_equal(m.allow.len, 0);
+      continue;
+    }
+    assert_non_null(m.route);
+    if (hr_route_udata(m.route) != ID(c->id))
+      fail_msg("%s order, GET %s: route %d (%.*s), want %d", order, c->path,
+               (int)(intptr_t)hr_route_udata(m.route),
+               (int)hr_route_pattern(m.route).len,
+               hr_route_pattern(m.route).ptr, c->id);
+    assert_int_equal(m.nparams, c->nparams);
+    for (k = 0; k < c->nparams; k++) {
+      assert_true(hr_span_eq(m.params[k].name, hr_span_cstr(c->names[k])));
+      assert_true(hr_span_eq(m.params[k].value, hr_span_cstr(c->values[k])));
+      /* a span into the input, not a copy */
+      assert_ptr_equal(m.params[k].value.ptr, path.ptr + c->offsets[k]);
+    }
+  }
+}
+
+static void test_priority_forward_order(void **state) {
+  hr_router_t *r = new_router();
+  size_t i;
+  (void)state;
+  for (i = 0; i < N_PRIO; i++)
+    add(r, "GET", prio_routes[i].pattern, prio_routes[i].id);
+  run_prio_cases(r, "forward");
+  hr_router_free(r);
+}
+
+static void test_priority_reverse_order(void **state) {
+  hr_router_t *r = new_router();
+  size_t i;
+  (void)state;
+  for (i = N_PRIO; i-- > 0;)
+    add(r, "GET", prio_routes[i].pattern, prio_routes[i].id);
+  run_prio_cases(r, "reverse");
+  hr_router_free(r);
+}
+
+static void test_pattern_and_udata_accessors(void **state) {
+  hr_router_t *r = new_router();
+  hr_match_t m;
+  (void)state;
+  add(r, "GET", "/users/:id/posts/:post", 77);
+  m = match(r, "GET", "/users/1/posts/2");
+  assert_int_equal(m.status, 200);
+  assert_true(hr_span_eq(hr_route_pattern(m.route),
+                         HR_SPAN_LIT("/users/:id/posts/:post")));
+  assert_ptr_equal(hr_route_udata(m.route), ID(77));
+  hr_router_free(r);
+}
+
+/* HR_MAX_PARAMS parameters are fine; one more is a pattern error. */
+static void test_max_params(void **state) {
+  hr_router_t *r = new_router();
+  char pat[512], path[512];
+  size_t i, pl = 0, ql = 0;
+  hr_match_t m;
+  (void)state;
+  for (i = 0; i < HR_MAX_PARAMS; i++) {
+    pl += (size_t)snprintf(pat + pl, sizeof pat - pl, "/:p%zu", i);
+    ql += (size_t)snprintf(path + ql, sizeof path - ql, "/v%zu", i);
+  }
+  assert_int_equal(hr_router_add(r, "GET", pat, h_noop, NULL, NULL), 0);
+  m = match(r, "GET", path);
+  assert_int_equal(m.status, 200);
+  assert_int_equal(m.nparams, HR_MAX_PARAMS);
+  assert_true(hr_span_eq(m.params[15].name, HR_SPAN_LIT("p15")));
+  assert_true(hr_span_eq(m.params[15].value, HR_SPAN_LIT("v15")));
+  snprintf(pat + pl, sizeof pat - pl, "/:p%d", HR_MAX_PARAMS);
+  assert_int_equal(hr_router_add(r, "POST", pat, h_noop, NULL, NULL),
+                   HR_EPATTERN);
+  hr_router_free(r);
+}
+
+/* ---- methods, 404, 405 -------------------------------------------------- */
+
+static void test_methods_and_405(void **state) {
+  hr_router_t *r = new_router();
+  hr_match_t m;
+  (void)state;
+  add(r, "PUT", "/x", 1);
+  add(r, "DELETE,POST", "/x", 2);
+  add(r, "GET,POST", "/g", 3);
+  add(r, "*", "/any", 4);
+  add(r, "get", "/lower", 5);
+
+  m = match(r, "POST", "/x");
+  assert_int_equal(m.status, 200);
+  assert_ptr_equal(hr_route_udata(m.route), ID(2));
+  m = match(r, "DELETE", "/x");
+  assert_ptr_equal(hr_route_udata(m.route), ID(2));
+  m = match(r, "PUT", "/x");
+  assert_ptr_equal(hr_route_udata(m.route), ID(1));
+
+  m = match(r, "GET", "/x");
+  assert_int_equal(m.status, 405);
+  assert_null(m.route);
+  assert_true(hr_span_eq(m.allow, HR_SPAN_LIT("DELETE, POST, PUT")));
+  m = match(r, "HEAD", "/x"); /* no GET route, so HEAD is not served either */
+  assert_int_equal(m.status, 405);
+  assert_true(hr_span_eq(m.allow, HR_SPAN_LIT("DELETE, POST, PUT")));
+
+  /* GET answers HEAD. */
+  m = match(r, "HEAD", "/g");
+  assert_int_equal(m.status, 200);
+  assert_ptr_equal(hr_route_udata(m.route), ID(3));
+  m = match(r, "DELETE", "/g");
+  assert_int_equal(m.status, 405);
+  /* HEAD may or may not be listed next to GET, but sorted, once. */
+  assert_true(hr_span_eq(m.allow, HR_SPAN_LIT("GET, HEAD, POST")) ||
+              hr_span_eq(m.allow, HR_SPAN_LIT("GET, POST")));
+
+  m = match(r, "PURGE", "/any");
+  assert_int_equal(m.status, 200);
+  assert_ptr_equal(hr_route_udata(m.route), ID(4));
+  m = match(r, "GET", "/any");
+  assert_ptr_equal(hr_route_udata(m.route), ID(4));
+
+  /* Methods are case-sensitive. */
+  m = match(r, "get", "/lower");
+  assert_int_equal(m.status, 200);
+  m = match(r, "GET", "/lower");
+  assert_int_equal(m.status, 405);
+  assert_true(hr_span_eq(m.allow, HR_SPAN_LIT("get")));
+
+  m = match(r, "GET", "/missing");
+  assert_int_equal(m.status, 404);
+  assert_int_equal(m.allow.len, 0);
+  hr_router_free(r);
+}
+
+/* An explicit HEAD route wins over GET for HEAD, in either order. */
+static void test_head_route_wins(void **state) {
+  int order;
+  (void)state;
+  for (order = 0; order < 2; order++) {
+    hr_router_t *r = new_router();
+    hr_match_t m;
+    if (order == 0) {
+      add(r, "GET", "/h", 1);
+      add(r, "HEAD", "/h", 2);
+    } else {
+      add(r, "HEAD", "/h", 2);
+      add(r, "GET", "/h", 1);
+    }
+    m = match(r, "HEAD", "/h");
+    assert_ptr_equal(hr_route_udata(m.route), ID(2));
+    m = match(r, "GET", "/h");
+    assert_ptr_equal(hr_route_udata(m.route), ID(1));
+    hr_router_free(r);
+  }
+}
+
+/* Allow when several patterns match the path: sorted, no duplicates. */
+static void test_allow_sorted_unique(void **state) {
+  hr_router_t *r = new_router();
+  hr_match_t m;
+  char buf[128];
+  (void)state;
+  add(r, "POST,PUT", "/x", 1);
+  add(r, "PUT,DELETE", "/:p", 2);
+  m = match(r, "PATCH", "/x");
+  assert_int_equal(m.status, 405);
+  assert_true(m.allow.len < sizeof buf);
+  memcpy(buf, m.allow.ptr, m.allow.len);
+  buf[m.allow.len] = '\0';
+  /* Whether the parameter route's methods count is the router's choice; the
+   * list must be sorted and without duplicates either way. */
+  if (strcmp(buf, "DELETE, POST, PUT") != 0 && strcmp(buf, "POST, PUT") != 0)
+    fail_msg("Allow: \"%s\"", buf);
+  hr_router_free(r);
+}
+
+static void test_match_bad_path(void **state) {
+  hr_router_t *r = new_router();
+  hr_match_t m;
+  (void)state;
+  add(r, "GET", "/", 1);
+  assert_int_equal(
+      hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT("x/y"), &m),
+      HR_EINVAL);
+  assert_int_equal(hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT(""), &m),
+                   HR_EINVAL);
+  hr_router_free(r);
+}
+
+static void test_empty_router(void **state) {
+  hr_router_t *r = new_router();
+  hr_match_t m;
+  (void)state;
+  m = match(r, "GET", "/");
+  assert_int_equal(m.status, 404);
+  assert_null(m.route);
+  hr_router_free(r);
+  hr_router_free(NULL);
+}
+
+/* ---- registration errors ------------------------------------------------ */
+
+static const struct {
+  const char *methods;
+  const char *pattern;
+  int rc;
+} bad_cases[] = {
+    {"GET", "/a/*x/b", HR_EPATTERN},   /* catch-all not last */
+    {"GET", "/a/:", HR_EPATTERN},      /* empty parameter name */
+    {"GET", "/a/:b-c", HR_EPATTERN},   /* '-' not in [A-Za-z0-9_] */
+    {"GET", "/a/*", HR_EPATTERN},      /* empty catch-all name */
+    {"GET", "/a/*x-y", HR_EPATTERN},
+    {"GET", "a/b", HR_EPATTERN},       /* not starting with '/' */
+    {"GET", "", HR_EPATTERN},
+    {"GET", "*x", HR_EPATTERN},
+    {"", "/ok", HR_EINVAL},
+    {"G T", "/ok", HR_EINVAL},
+    {"GE(T", "/ok", HR_EINVAL},
+    {"GET,", "/ok", HR_EINVAL},
+    {",GET", "/ok", HR_EINVAL},
+    {"GET,,POST", "/ok", HR_EINVAL},
+    {"GET\r\n", "/ok", HR_EINVAL},
+};
+
+static void test_registration_errors(void **state) {
+  hr_router_t *r = new_router();
+  size_t i;
+  hr_match_t m;
+  (void)state;
+  for (i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+    int rc = hr_router_add(r, bad_cases[i].methods, bad_cases[i].pattern,
+                           h_noop, NULL, NULL);
+    if (rc != bad_cases[i].rc)
+      fail_msg("add \"%s\" \"%s\": %s, want %s", bad_cases[i].methods,
+               bad_cases[i].pattern, hr_err_name(rc),
+               hr_err_name(bad_cases[i].rc));
+  }
+  /* On error nothing changed. */
+  m = match(r, "GET", "/ok");
+  assert_int_equal(m.status, 404);
+  m = match(r, "GET", "/a/x/b");
+  assert_int_equal(m.status, 404);
+  hr_router_free(r);
+}
+
+static void test_bad_route_fields(void **state) {
+  hr_router_t *r = new_router();
+  hr_route_options_t o;
+  hr_field_t bad_name[] = {{HR_SPAN_LIT("Bad Name"), HR_SPAN_LIT("x")}};
+  hr_field_t bad_value[] = {{HR_SPAN_LIT("X-A"), HR_SPAN_LIT("a\r\nb")}};
+  hr_field_t nul_value[] = {{HR_SPAN_LIT("X-A"), {"a\0b", 3}}};
+  hr_field_t good[] = {{HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")}};
+  (void)state;
+  hr_route_options_init(&o);
+  o.fields = bad_name;
+  o.nfields = 1;
+  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), HR_EINVAL);
+  o.fields = bad_value;
+  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), HR_EINVAL);
+  o.fields = nul_value;
+  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), HR_EINVAL);
+  assert_int_equal(match(r, "GET", "/f").status, 404);
+  o.fields = good;
+  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), 0);
+  assert_int_equal(match(r, "GET", "/f").status, 200);
+  hr_router_free(r);
+}
+
+static void test_duplicates(void **state) {
+  hr_router_t *r = new_router();
+  hr_match_t m;
+  (void)state;
+  add(r, "GET", "/d", 1);
+  add(r, "GET", "/d/:x", 2);
+  assert_int_equal(hr_router_add(r, "GET", "/d", h_noop, ID(9), NULL),
+                   HR_EEXIST);
+  /* Same shape, other parameter name: still the same method + pattern slot
+   * or a conflict, never a second route. */
+  {
+    int rc = hr_router_add(r, "GET", "/d/:y", h_noop, ID(9), NULL);
+    if (rc != HR_EEXIST && rc != HR_ECONFLICT)
+      fail_msg("GET /d/:y next to GET /d/:x: %s", hr_err_name(rc));
+  }
+  /* One duplicate method fails the whole call: POST is not added. */
+  assert_int_equal(hr_router_add(r, "POST,GET", "/d", h_noop, ID(9), NULL),
+                   HR_EEXIST);
+  m = match(r, "POST", "/d");
+  assert_int_equal(m.status, 405);
+  m = match(r, "GET", "/d");
+  assert_ptr_equal(hr_route_udata(m.route), ID(1));
+  m = match(r, "GET", "/d/7");
+  assert_ptr_equal(hr_route_udata(m.route), ID(2));
+  /* Another method on the same pattern is fine. */
+  add(r, "POST", "/d", 3);
+  m = match(r, "POST", "/d");
+  assert_ptr_equal(hr_route_udata(m.route), ID(3));
+  hr_router_free(r);
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+static void test_match_does_not_allocate(void **state) {
+  ca_t ca;
+  hr_router_options_t ro;
+  hr_router_t *r = NULL;
+  uint64_t before;
+  int i;
+  hr_match_t m;
+  (void)state;
+  ca_init(&ca);
+  hr_router_options_init(&ro);
+  ro.allocator = &ca.hook;
+  assert_int_equal(hr_router_new(&r, &ro), 0);
+  assert_int_equal(hr_router_add(r, "GET", "/users/:id", h_noop, NULL, NULL),
+                   0);
+  assert_int_equal(hr_router_add(r, "GET", "/f/*rest", h_noop, NULL, NULL), 0);
+  assert_int_equal(hr_router_add(r, "POST", "/p", h_noop, NULL, NULL), 0);
+  assert_true(ca_calls(&ca) > 0); /* the hook is used */
+  before = ca_calls(&ca);
+  for (i = 0; i < 1000; i++) {
+    m = match(r, "GET", "/users/42");
+    assert_int_equal(m.status, 200);
+    m = match(r, "GET", "/f/a/b");
+    assert_int_equal(m.status, 200);
+    m = match(r, "GET", "/p");
+    assert_int_equal(m.status, 405);
+    m = match(r, "GET", "/zzz");
+    assert_int_equal(m.status, 404);
+  }
+  assert_int_equal(ca_calls(&ca), before);
+  hr_router_free(r);
+  assert_int_equal(ca_live(&ca), 0);
+  ca_destroy(&ca);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_priority_forward_order),
+      cmocka_unit_test(test_priority_reverse_order),
+      cmocka_unit_test(test_pattern_and_udata_accessors),
+      cmocka_unit_test(test_max_params),
+      cmocka_unit_test(test_methods_and_405),
+      cmocka_unit_test(test_head_route_wins),
+      cmocka_unit_test(test_allow_sorted_unique),
+      cmocka_unit_test(test_match_bad_path),
+      cmocka_unit_test(test_empty_router),
+      cmocka_unit_test(test_registration_errors),
+      cmocka_unit_test(test_bad_route_fields),
+      cmocka_unit_test(test_duplicates),
+      cmocka_unit_test(test_match_does_not_allocate),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
