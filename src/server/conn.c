@@ -226,6 +226,9 @@ static void exchange_reset(hr__conn_t *c) {
   c->body_bytes = 0;
   c->body_data = 0;
   c->fail_status = 0;
+  c->internal_status = 0;
+  c->internal_allow.ptr = NULL;
+  c->internal_allow.len = 0;
   hr__head_scan_init(&c->hscan);
 }
 
@@ -339,9 +342,19 @@ static int headers_complete(hr__conn_t *c) {
       conn_fail(c, 413);
       return -1;
     }
-    if (r->expect_continue && body_expected) c->closing = 1; /* no body read */
-    answer_internal(c, m.status, m.allow);
-    return c->closing ? -1 : 0;
+    c->discard_body = 1;
+    c->internal_status = m.status;
+    c->internal_allow = m.allow;
+    if (r->expect_continue && body_expected) {
+      /* Answer now without reading the body, then close (RFC 9110 §10.1.1). */
+      c->closing = 1;
+      c->dispatched = 1;
+      answer_internal(c, m.status, m.allow);
+      return -1;
+    }
+    /* Otherwise the answer waits for the end of the message, so a body
+     * that breaks the framing rules still gets its 400. */
+    return 0;
   }
   if (r->has_length && r->content_length > c->body_limit) {
     conn_fail(c, 413);
@@ -379,8 +392,10 @@ static void message_complete(hr__conn_t *c) {
     if (r->route != NULL) {
       c->handler_active = 1;
       r->route->handler(r, &c->res, r->route->udata);
-      return;
+    } else {
+      answer_internal(c, c->internal_status, c->internal_allow);
     }
+    return;
   }
   if (r->route != NULL && r->body_cb != NULL && !r->body_done) {
     hr_span_t none = {NULL, 0};
@@ -767,6 +782,11 @@ static void conn_process(hr__conn_t *c) {
   update_reading(c);
   release_rbuf(c);
   update_timer(c);
+  /* Everything went out at once: a writer waiting for room hears of it on
+   * the next loop turn (never inside its own call). */
+  if (c->res.want_drain && c->res.drain_cb != NULL && !c->writing &&
+      hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes / 2)
+    hr__conn_kick(c);
 }
 
 void hr__conn_resume(hr__conn_t *c) {
@@ -819,7 +839,7 @@ static void update_timer(hr__conn_t *c) {
                              ? c->deadline
                              : uv_now(c->w->loop) + HR__LINGER_MS);
   else if (c->writing)
-    arm(c, HR__T_WRITE, c->last_activity + o->write_timeout_ms);
+    arm(c, HR__T_WRITE, c->write_since + o->write_timeout_ms);
   else if (c->phase == HR__PH_HEAD) {
     int bytes = c->rbuf != NULL && c->rlen != c->msg_start;
     if (!bytes && c->requests_served > 0)

@@ -135,6 +135,8 @@ struct hr__conn_s {
   uint64_t body_data;    /* message body bytes (after decoding chunks) */
   uint64_t body_limit;
   int fail_status;       /* set by llhttp callbacks before HPE_USER */
+  int internal_status;   /* 404 or 405 answered by the server itself */
+  hr_span_t internal_allow;
 
   /* the exchange */
   hr_request_t req;
@@ -150,6 +152,7 @@ struct hr__conn_s {
   uint64_t armed_due;
   uint64_t head_started;
   uint64_t last_activity;
+  uint64_t write_since;  /* last write progress */
   hr__timer_kind_t timer_kind;
 
   uint64_t requests_served;

@@ -186,11 +186,13 @@ void hr__out_flush(hr__conn_t *c) {
   }
   if (bufs != small) hr__mem_free(&c->w->mem, bufs);
   c->writing = 1;
+  c->write_since = uv_now(c->w->loop);
 }
 
 static void on_write(uv_write_t *req, int status) {
   hr__conn_t *c = req->data;
   c->writing = 0;
+  c->write_since = uv_now(c->w->loop);
   batch_release(c, &c->inflight, 0);
   if (status < 0) {
     hr__conn_close(c);
