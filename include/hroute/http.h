@@ -146,8 +146,10 @@ typedef void (*hr_release_cb)(hr_response_t *res, const void *body,
 /*
  * Like hr_response_send(), but without copying: `body` must stay valid and
  * unchanged until `release` is called (release may be NULL for static data).
- * `release` is called exactly once when this returns 0 or HR_ECLOSED, and
- * never when it returns another error.
+ * `release` is called exactly once, later, when this returns 0 (also when the
+ * connection is lost before the body was written); it is never called when
+ * this returns an error (the caller keeps the body, and for HR_ECLOSED the
+ * response is complete).
  */
 HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
                                         const void *body, size_t len,

@@ -8,7 +8,8 @@
  * Patterns (this release): a path starting with '/', made of segments that
  * are literal text, `:name` (one whole, non-empty segment) or, as the last
  * segment only, `*name` (the non-empty rest of the path, without its leading
- * '/').  Names are [A-Za-z0-9_]+.  Literal segments win over parameters, and
+ * '/').  Names are [A-Za-z0-9_]+; a pattern has at most HR_MAX_PARAMS
+ * parameters and 40 segments.  Literal segments win over parameters, and
  * parameters over a catch-all, whatever the registration order.
  */
 #ifndef HROUTE_ROUTER_H
@@ -102,7 +103,8 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
  * A GET route also answers HEAD (the body is suppressed) unless a HEAD route
  * exists for the same path.
  * Returns 0, or HR_EPATTERN (malformed pattern, bad parameter name, a
- * catch-all that is not last, more than HR_MAX_PARAMS parameters),
+ * catch-all that is not last, more than HR_MAX_PARAMS parameters or 40
+ * segments),
  * HR_EEXIST (same method and pattern already registered), HR_EINVAL (bad
  * method or field), HR_ENOMEM.  On error nothing changed.
  * Any thread; writers are serialised, and the new route table is published
