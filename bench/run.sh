@@ -41,6 +41,7 @@ WARMUP=1s         # one unmeasured keep-alive run per server before round 1
 # ---- state shared with the cleanup trap -----------------------------------
 
 TMP=
+STOP_STATUS=0
 HELLO_PID=
 NGINX_PID=
 WRK_PID=
@@ -68,8 +69,10 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --no-build           use the existing build/release/hello
   --help               show this text
 
-Latency for the pipelined run is per write: the time until all DEPTH
-responses of one write have arrived.
+Latency p50/p99: for keepalive, wrk's Latency Distribution; for the
+pipelined run, per write (until all DEPTH responses of a write are in), from
+the measured samples without wrk's coordinated-omission correction, which
+wrk gets wrong for pipelining (see bench/pipeline.lua).
 EOF
 }
 
@@ -98,10 +101,11 @@ parse_args() {
       --help | -h) usage; exit 0 ;;
       --no-build) BUILD=0; shift; continue ;;
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
-      --*)
+      --duration | --connections | --threads | --server-threads | --path | --port | \
+        --server-cpus | --client-cpus | --depth | --rounds | --compare | --only)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
-      *) usage >&2; echo "bench: unexpected argument '$opt'" >&2; exit 2 ;;
+      *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
     esac
     case $opt in
       --duration) DURATION=$value ;;
@@ -150,10 +154,12 @@ want_nginx() { [[ $COMPARE == nginx && $ONLY != hroute ]]; }
 # ---- processes ------------------------------------------------------------
 
 # Sends signal $2 to our child $1, waits up to $3 seconds for it to exit,
-# then kills it.  Prints the child's exit status ("killed" if it had to be
-# killed).  No-op for an empty pid.
+# then kills it.  Sets STOP_STATUS to the child's exit status ("killed" if it
+# had to be killed).  No-op for an empty pid.  (Not meant for $(...): a
+# subshell cannot wait for the script's children.)
 stop_process() {
-  local pid=$1 sig=$2 timeout=$3 i status=0
+  local pid=$1 sig=$2 timeout=$3 i
+  STOP_STATUS=0
   [[ -n $pid ]] || return 0
   if kill -0 "$pid" 2>/dev/null; then
     kill -s "$sig" "$pid" 2>/dev/null || true
@@ -164,21 +170,20 @@ stop_process() {
     if kill -0 "$pid" 2>/dev/null; then
       kill -s KILL "$pid" 2>/dev/null || true
       wait "$pid" 2>/dev/null || true
-      echo killed
+      STOP_STATUS=killed
       return 0
     fi
   fi
-  wait "$pid" 2>/dev/null || status=$?
-  echo "$status"
+  wait "$pid" 2>/dev/null || STOP_STATUS=$?
 }
 
 # The EXIT trap: stops whatever is still running and removes the temp dir.
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  stop_process "$WRK_PID" INT 2 >/dev/null
-  stop_process "$HELLO_PID" TERM 7 >/dev/null
-  stop_process "$NGINX_PID" TERM 5 >/dev/null
+  stop_process "$WRK_PID" INT 2
+  stop_process "$HELLO_PID" TERM 7
+  stop_process "$NGINX_PID" TERM 5
   if [[ -n $TMP && -d $TMP ]]; then rm -rf "$TMP"; fi
   exit "$status"
 }
@@ -306,11 +311,10 @@ start_hello() {
 
 # Stops hello with SIGTERM as a user would and checks it shuts down cleanly.
 stop_hello() {
-  local status
-  status=$(stop_process "$HELLO_PID" TERM 7)
+  stop_process "$HELLO_PID" TERM 7
   HELLO_PID=
-  [[ $status == 0 ]] ||
-    note "warning: hello did not shut down cleanly on SIGTERM (exit status: $status); log: $(tail -n 5 "$TMP/hello.log" | tr '\n' ' ')"
+  [[ $STOP_STATUS == 0 ]] ||
+    note "warning: hello did not shut down cleanly on SIGTERM (exit status: $STOP_STATUS); log: $(tail -n 5 "$TMP/hello.log" | tr '\n' ' ')"
 }
 
 # Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
@@ -357,7 +361,7 @@ run_wrk() {
   local port=$1 duration=$2 mode=$3 out=$4 status=0
   local args=(--latency -t "$WRK_THREADS" -c "$CONNECTIONS" -d "$duration")
   if [[ $mode == pipeline ]]; then
-    args+=(-s "$BENCH_DIR/pipeline.lua" "http://127.0.0.1:$port$URL_PATH" -- "$DEPTH")
+    args+=(-s "$BENCH_DIR/pipeline.lua" "http://127.0.0.1:$port$URL_PATH" -- "$DEPTH" "$CONNECTIONS")
   else
     args+=("http://127.0.0.1:$port$URL_PATH")
   fi
@@ -370,7 +374,9 @@ run_wrk() {
 
 # Parses wrk --latency output (file $1) into
 # "REQ_PER_S P50_MS P99_MS REQUESTS ERRORS"; ERRORS counts socket errors and
-# non-2xx/3xx responses.
+# non-2xx/3xx responses.  Percentiles come from wrk's Latency Distribution,
+# or, for pipelined runs, from the "Raw write latency" line bench/pipeline.lua
+# prints (wrk's own percentiles are wrong with pipelining: see that file).
 parse_wrk() {
   awk '
     function ms(v) {  # wrk prints latencies as 512.00us, 1.20ms, 2.00s, 1.00m
@@ -384,11 +390,13 @@ parse_wrk() {
     /Latency Distribution/ { in_dist = 1; next }
     in_dist && $1 == "50%" { p50 = ms($2) }
     in_dist && $1 == "99%" { p99 = ms($2); in_dist = 0 }
+    /^Raw write latency:/ { raw50 = ms($7); raw99 = ms($11) }
     / requests in / { requests = $1 }
     /Socket errors:/ { gsub(/,/, ""); errors += $4 + $6 + $8 + $10 }
     /Non-2xx or 3xx responses:/ { errors += $NF }
     /^Requests\/sec:/ { rps = $2 }
     END {
+      if (raw50 != "") { p50 = raw50; p99 = raw99 }
       if (rps == "" || p50 == "" || p99 == "") exit 1
       printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, requests, errors
     }' "$1"

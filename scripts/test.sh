@@ -71,8 +71,9 @@ count_results() {
 
 # stage NAME BUILD_DIR LABEL_REGEX [cmake args...]
 # Configures and builds BUILD_DIR, then runs its tests (those whose label
-# matches LABEL_REGEX, or all when it is empty). A build failure ends the
-# script; a test failure is recorded and the next stage still runs.
+# matches LABEL_REGEX, or all when it is empty). A configure or build
+# failure counts as one failed test and ends the script; after a test
+# failure the next stage still runs.
 stage() {
   local name=$1 dir=$2 labels=$3 start=$SECONDS
   shift 3
@@ -83,6 +84,7 @@ stage() {
   banner "$name: configure ($dir)"
   if ! cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DHROUTE_WERROR=ON "$@"; then
     failed_stages+=("$name (configure)")
+    total_failed=$((total_failed + 1))
     return 1
   fi
 
@@ -102,6 +104,7 @@ stage() {
   banner "$name: build"
   if ! cmake --build "$dir" -j "$jobs" "${targets[@]}"; then
     failed_stages+=("$name (build)")
+    total_failed=$((total_failed + 1))
     return 1
   fi
 
@@ -119,6 +122,9 @@ stage() {
   count_results "$name" "$log"
   if [[ $rc -ne 0 ]]; then
     failed_stages+=("$name (tests)")
+    # ctest failed without a failed test to show for it (it was killed, or
+    # printed no result line): count the stage itself as one failure.
+    [[ ${summaries[-1]} == *" 0 failed"* ]] && total_failed=$((total_failed + 1))
   fi
   echo "$name: $((SECONDS - start)) s"
 }

@@ -11,6 +11,7 @@ void hr__head_scan_init(hr__head_scan_t *s) {
   s->fields = 0;
   s->cr = 0;
   s->in_request_line = 1;
+  s->in_name = 0;
 }
 
 long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
@@ -18,6 +19,7 @@ long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
   size_t i;
   for (i = s->pos; i < n; i++) {
     unsigned char c = (unsigned char)msg[i];
+    if (i + 1 > lim->max_header) return s->in_request_line ? -414 : -431;
     if (s->cr) {
       if (c != '\n') return -400; /* bare CR */
       s->cr = 0;
@@ -31,6 +33,7 @@ long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
         return -431;
       }
       s->line_len = 0;
+      s->in_name = 0;
       continue;
     }
     if (c == '\r') {
@@ -38,14 +41,21 @@ long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
     } else if (c == '\n') {
       return -400; /* bare LF */
     } else {
-      if (s->line_len == 0 && !s->in_request_line &&
-          (c == ' ' || c == '\t' || c == ':'))
-        return -400; /* obs-fold, or an empty field name */
+      if (s->line_len == 0 && !s->in_request_line) {
+        if (c == ' ' || c == '\t' || c == ':')
+          return -400; /* obs-fold, or an empty field name */
+        s->in_name = 1;
+      }
+      if (s->in_name) {
+        if (c == ':')
+          s->in_name = 0;
+        else if (c == ' ' || c == '\t')
+          return -400; /* whitespace before the colon (RFC 9112 §5.1) */
+      }
       s->line_len++;
       if (s->in_request_line && s->line_len > lim->max_request_line)
         return -414;
     }
-    if (i + 1 > lim->max_header) return s->in_request_line ? -414 : -431;
   }
   s->pos = n;
   return 0;

@@ -13,7 +13,8 @@
  *
  * Rules (RFC 9112 §2.2, §5.2, §7.1): every line ends with CRLF (a bare CR or
  * a bare LF is an error); no field line starts with SP or HTAB (obs-fold) or
- * with ':' (empty field name).
+ * with ':' (empty field name); no whitespace between a field name and its
+ * colon.
  */
 #ifndef HR_HTTP_STRICT_H
 #define HR_HTTP_STRICT_H
@@ -35,6 +36,7 @@ typedef struct hr__head_scan_s {
   size_t fields;   /* complete field lines */
   uint8_t cr;      /* last byte was CR */
   uint8_t in_request_line;
+  uint8_t in_name; /* inside a field name: before its colon */
 } hr__head_scan_t;
 
 void hr__head_scan_init(hr__head_scan_t *s);

@@ -100,14 +100,6 @@ void hr_router_free(hr_router_t *r) {
 
 /* ---- compiling a route --------------------------------------------------- */
 
-static char *dup_bytes(hr__mem_t *m, const char *s, size_t n) {
-  char *p = hr__mem_alloc(m, n + 1);
-  if (p == NULL) return NULL;
-  memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
 /* Splits the (copied) pattern into segments.  Returns 0 or HR_EPATTERN /
  * HR_ENOMEM. */
 static int compile_pattern(hr__mem_t *m, hr_route_t *rt) {
@@ -235,13 +227,13 @@ static int route_compile(hr__mem_t *m, const char *methods, const char *pattern,
   rt = hr__mem_alloc(m, sizeof(*rt));
   if (rt == NULL) return HR_ENOMEM;
   memset(rt, 0, sizeof(*rt));
-  copy = dup_bytes(m, pattern, plen + 1 + mlen);
+  copy = hr__mem_alloc(m, plen + 1 + mlen + 1);
   if (copy == NULL) {
     hr__mem_free(m, rt);
     return HR_ENOMEM;
   }
+  memcpy(copy, pattern, plen + 1);
   memcpy(copy + plen + 1, methods, mlen + 1);
-  copy[plen] = '\0';
   rt->pattern.ptr = copy;
   rt->pattern.len = plen;
   rt->handler = handler;
@@ -365,6 +357,18 @@ static int methods_overlap(const hr_route_t *a, const hr_route_t *b) {
   return 0;
 }
 
+/* Two patterns that match exactly the same paths ("/d/:x" and "/d/:y"). */
+static int same_shape(const hr_route_t *a, const hr_route_t *b) {
+  size_t i;
+  if (a->nsegs != b->nsegs) return 0;
+  for (i = 0; i < a->nsegs; i++) {
+    if (a->segs[i].kind != b->segs[i].kind) return 0;
+    if (a->segs[i].kind == HR__SEG_LIT && !hr_span_eq(a->segs[i].text, b->segs[i].text))
+      return 0;
+  }
+  return 1;
+}
+
 int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,
                   hr_handler_cb handler, void *udata,
                   const hr_route_options_t *opts) {
@@ -383,12 +387,19 @@ int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,
   if (err != 0) return err;
 
   pthread_mutex_lock(&r->lock);
-  for (i = 0; i < r->nroutes; i++)
-    if (hr_span_eq(r->routes[i]->pattern, rt->pattern) &&
-        methods_overlap(r->routes[i], rt)) {
+  for (i = 0; i < r->nroutes; i++) {
+    if (!same_shape(r->routes[i], rt)) continue;
+    if (!hr_span_eq(r->routes[i]->pattern, rt->pattern)) {
+      /* Same paths, other parameter names: a request could not say which
+       * names its parameters have. */
+      err = HR_ECONFLICT;
+      goto fail;
+    }
+    if (methods_overlap(r->routes[i], rt)) {
       err = HR_EEXIST;
       goto fail;
     }
+  }
   if (r->nroutes == r->routes_cap) {
     size_t cap = r->routes_cap ? r->routes_cap * 2 : 16;
     hr_route_t **nr = hr__mem_realloc(&r->mem, r->routes, cap * sizeof(*nr));

@@ -304,6 +304,10 @@ static int headers_complete(hr__conn_t *c) {
   uint8_t minor = llhttp_get_http_minor(&c->parser);
   int body_expected;
 
+  if (major == 0) { /* "GET /" without a version is not HTTP/1.x syntax */
+    conn_fail(c, 400);
+    return -1;
+  }
   if (major != 1 || minor > 1) {
     conn_fail(c, 505);
     return -1;
@@ -605,10 +609,18 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
       if (!c->writing) hr__conn_close(c);
       return;
     }
+    if (c->handler_active && c->phase == HR__PH_DONE) {
+      /* The peer left while its request is being answered: like nginx and
+       * Node.js, treat the end of its input as an abort. */
+      hr__conn_close(c);
+      hr__conn_maybe_free(c);
+      return;
+    }
     conn_process(c);
     return;
   }
   hr__conn_close(c); /* ECONNRESET, ENOBUFS, ... */
+  hr__conn_maybe_free(c);
 }
 
 static void update_reading(hr__conn_t *c) {
@@ -619,7 +631,11 @@ static void update_reading(hr__conn_t *c) {
   else if (c->closing)
     want = c->shutting != 0; /* drain only once our FIN is out */
   else if (c->phase == HR__PH_DONE)
-    want = 0; /* waiting for the response; pipelined bytes wait too */
+    /* Waiting for the response: pipelined bytes wait in the buffer, and
+     * reading goes on while there is room so that a peer that goes away is
+     * noticed (its handler hears of it through the abort callback). */
+    want = c->rbuf != NULL && c->rlen < c->w->server->rbuf_size &&
+           hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes;
   else
     want = hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes;
   if (want && !c->reading) {
@@ -900,11 +916,42 @@ static void on_reject_close(uv_handle_t *h) {
   hr__mem_free(&w->mem, c);
 }
 
+static void on_spare_close(uv_handle_t *h) {
+  hr__worker_t *w = h->data;
+  uv_stream_t *waiting = w->spare_waiting;
+  w->spare_busy = 0;
+  w->spare_waiting = NULL;
+  hr__worker_handle_closed(w);
+  /* A connection that arrived while the spare handle was busy is still
+   * pending in that listener: take it now. */
+  if (waiting != NULL && !w->stopping) hr__conn_accept(w, waiting);
+}
+
+/* Out of memory for a new connection: accept it into the worker's spare
+ * handle and close it, so the client sees a closed connection at once and
+ * the listener keeps accepting (libuv stops polling a listener until its
+ * pending connection is accepted). */
+static void reject_without_memory(hr__worker_t *w, uv_stream_t *listener) {
+  if (w->spare_busy) {
+    w->spare_waiting = listener;
+    return;
+  }
+  uv_tcp_init(w->loop, &w->spare);
+  w->spare.data = w;
+  w->spare_busy = 1;
+  w->handles_open++;
+  uv_accept(listener, (uv_stream_t *)&w->spare);
+  uv_close((uv_handle_t *)&w->spare, on_spare_close);
+}
+
 void hr__conn_accept(hr__worker_t *w, uv_stream_t *listener) {
   hr_server_t *s = w->server;
   hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c));
   unsigned n;
-  if (c == NULL) return; /* the pending connection waits in the backlog */
+  if (c == NULL) {
+    reject_without_memory(w, listener);
+    return;
+  }
   memset(c, 0, sizeof(*c));
   c->w = w;
   uv_tcp_init(w->loop, &c->tcp);

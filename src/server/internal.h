@@ -221,6 +221,9 @@ struct hr__worker_s {
   hr__pool_t bpool; /* arena and output blocks */
 
   char drain_buf[4096]; /* where closing connections' input is dropped */
+  uv_tcp_t spare;        /* accepts and closes connections when out of memory */
+  uv_stream_t *spare_waiting;
+  unsigned spare_busy : 1;
 
   hr__conn_t *conns;
   size_t nconns; /* including closed ones whose response is outstanding */
@@ -264,7 +267,7 @@ void hr__conn_maybe_free(hr__conn_t *c);
 /* write.c */
 int hr__out_append(hr__conn_t *c, const void *p, size_t n);
 char *hr__out_reserve(hr__conn_t *c, size_t n); /* then hr__out_commit */
-void hr__out_commit(hr__conn_t *c, size_t n);
+int hr__out_commit(hr__conn_t *c, size_t n); /* 0 or HR_ENOMEM */
 int hr__out_borrow(hr__conn_t *c, const void *p, size_t n, hr_release_cb cb,
                    void *udata);
 size_t hr__out_queued(const hr__conn_t *c);
@@ -281,6 +284,7 @@ int hr__res_render_head(hr_response_t *res, int status, int64_t length,
 void hr__worker_date_init(hr__worker_t *w);
 void hr__worker_conn_gone(hr__worker_t *w);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
+void hr__worker_handle_closed(hr__worker_t *w);
 void hr__stat_inc(_Atomic uint64_t *c);
 
 #endif /* HR_SERVER_INTERNAL_H */

@@ -119,7 +119,8 @@ int hr__res_render_head(hr_response_t *res, int status, int64_t length,
     *p++ = '\r';
     *p++ = '\n';
   }
-  if (!req->keep_alive || c->closing || (length < 0 && !chunked)) {
+  if (!req->keep_alive || c->closing || c->w->stopping ||
+      (length < 0 && !chunked)) {
     memcpy(p, "Connection: close\r\n", 19);
     p += 19;
   } else if (req->version == 10) {
@@ -128,8 +129,7 @@ int hr__res_render_head(hr_response_t *res, int status, int64_t length,
   }
   *p++ = '\r';
   *p++ = '\n';
-  hr__out_commit(c, (size_t)(p - p0));
-  return 0;
+  return hr__out_commit(c, (size_t)(p - p0));
 }
 
 static int check_send(hr_response_t *res, int status, size_t len) {

@@ -138,9 +138,12 @@ fail:
   return err;
 }
 
-static void on_worker_handle_close(uv_handle_t *h) {
-  hr__worker_t *w = h->data;
+void hr__worker_handle_closed(hr__worker_t *w) {
   if (--w->handles_open == 0) hr__worker_finished(w);
+}
+
+static void on_worker_handle_close(uv_handle_t *h) {
+  hr__worker_handle_closed(h->data);
 }
 
 /* Closes the worker's own handles once no connection is left. */

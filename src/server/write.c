@@ -74,31 +74,29 @@ char *hr__out_reserve(hr__conn_t *c, size_t n) {
   return b->buf + b->len;
 }
 
-void hr__out_commit(hr__conn_t *c, size_t n) {
+int hr__out_commit(hr__conn_t *c, size_t n) {
   hr__wbatch_t *b = &c->pending;
   hr__wseg_t *last = b->nsegs ? &b->segs[b->nsegs - 1] : NULL;
-  if (n == 0) return;
+  if (n == 0) return 0;
   if (last != NULL && last->borrowed == NULL && last->off + last->len == b->len) {
     last->len += n;
   } else {
     hr__wseg_t seg = {NULL, b->len, n, NULL, NULL};
     /* Out of memory for the segment array: the bytes stay unqueued. */
-    if (batch_add_seg(c, b, seg) != 0) return;
+    if (batch_add_seg(c, b, seg) != 0) return HR_ENOMEM;
   }
   b->len += n;
   b->bytes += n;
+  return 0;
 }
 
 int hr__out_append(hr__conn_t *c, const void *p, size_t n) {
   char *dst;
-  hr__wbatch_t *b = &c->pending;
-  size_t before = b->bytes;
   if (n == 0) return 0;
   dst = hr__out_reserve(c, n);
   if (dst == NULL) return HR_ENOMEM;
   memcpy(dst, p, n);
-  hr__out_commit(c, n);
-  return b->bytes == before ? HR_ENOMEM : 0;
+  return hr__out_commit(c, n);
 }
 
 int hr__out_borrow(hr__conn_t *c, const void *p, size_t n, hr_release_cb cb,

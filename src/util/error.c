@@ -11,7 +11,19 @@
 
 const char *hr_version_string(void) { return "0.1.0"; }
 
-#define HR__IS_OWN(err) ((err) <= -20001 && (err) >= -20999)
+/* hroute's own range, reserved whole so unknown codes in it are not passed
+ * to libuv. */
+#define HR__IS_OWN(err) ((err) <= -20000 && (err) >= -20999)
+
+/* Whether libuv knows `err`.  For codes it does not know, uv_err_name() and
+ * uv_strerror() allocate an "Unknown system error N" string that is never
+ * freed, so ask through the buffer variant first. */
+static int is_uv_code(int err) {
+  char buf[64];
+  if (err >= 0 || HR__IS_OWN(err)) return 0;
+  uv_err_name_r(err, buf, sizeof(buf));
+  return strncmp(buf, "Unknown system error", 20) != 0;
+}
 
 const char *hr_strerror(int err) {
   switch (err) {
@@ -23,7 +35,7 @@ const char *hr_strerror(int err) {
     default:
       break;
   }
-  if (err < 0 && !HR__IS_OWN(err)) return uv_strerror(err);
+  if (is_uv_code(err)) return uv_strerror(err);
   return "unknown error";
 }
 
@@ -37,11 +49,7 @@ const char *hr_err_name(int err) {
     default:
       break;
   }
-  if (err < 0 && !HR__IS_OWN(err)) {
-    const char *n = uv_err_name(err);
-    /* libuv answers "Unknown system error N" for codes it does not know. */
-    if (n != NULL && strncmp(n, "Unknown", 7) != 0) return n;
-  }
+  if (is_uv_code(err)) return uv_err_name(err);
   return "UNKNOWN";
 }
 

@@ -110,7 +110,7 @@ fi
 if [[ -n $static && -n $shared ]]; then
   read -r -a flags <<<"$(pkgconf --cflags --libs --static)"
   for i in "${!flags[@]}"; do
-    [[ ${flags[$i]} == -lhroute ]] && flags[$i]=$static
+    [[ ${flags[i]} == -lhroute ]] && flags[i]=$static
   done
   if quiet "$cc" -o "$tmp/consumer_pc_static" "$src/tests/install/consumer.c" "${flags[@]}"; then
     check_output "pkg-config --static" "$tmp/consumer_pc_static"
@@ -123,18 +123,19 @@ fi
 # (hr_*) out of the shared library's dynamic symbol table, and everything
 # that is not static must carry a prefix (hr_, hr__, llhttp's).
 if [[ -n $shared ]]; then
-  leaked=$(nm -D --defined-only "$shared" | awk '{print $3}' | grep -v -E '^(hr_|HR_)' || true)
+  leaked=$(nm -D --defined-only "$shared" | awk '{print $3}' |
+           grep -v -E '^(hr_|HR_)' | tr '\n' ' ' || true)
   if [[ -n $leaked ]]; then
-    fail "libhroute.so exports names outside hr_: $(echo $leaked)"
+    fail "libhroute.so exports names outside hr_: $leaked"
   else
     echo "ok: libhroute.so exports only hr_ names"
   fi
 fi
 if [[ -n $static ]]; then
   unprefixed=$(nm -g --defined-only "$static" 2>/dev/null | awk 'NF == 3 {print $3}' |
-               grep -v -E '^(hr_|HR_|llhttp_)' | sort -u || true)
+               grep -v -E '^(hr_|HR_|llhttp_)' | sort -u | tr '\n' ' ' || true)
   if [[ -n $unprefixed ]]; then
-    fail "libhroute.a defines global names without the hr_ prefix: $(echo $unprefixed)"
+    fail "libhroute.a defines global names without the hr_ prefix: $unprefixed"
   else
     echo "ok: libhroute.a defines only prefixed global names"
   fi

@@ -125,7 +125,7 @@ void fx_run_on_loop(fx_t *fx, fx_loop_fn fn, void *arg) {
   assert_true(ev_wait(&fx->ran, before + 1, RC_TIMEOUT_MS));
 }
 
-static void fx_on_shutdown(hr_server_t *server, void *udata) {
+void fx_on_shutdown(hr_server_t *server, void *udata) {
   fx_t *fx = udata;
   (void)server;
   fx->shutdown_called++;
@@ -145,6 +145,13 @@ void fx_close_attached(fx_t *fx, uint64_t deadline_ms) {
     /* Leave the process in a sane state before failing. */
     fail_msg("hr_server_close: %s", hr_err_name(fx->close_rc));
   }
+  fx->attached = 1;
+  fx_join_attached(fx);
+}
+
+void fx_join_attached(fx_t *fx) {
+  if (!fx->attached) return;
+  fx->attached = 0;
   uv_thread_join(&fx->thread);
   assert_int_equal(fx->shutdown_called, 1);
   fx->loop_close_rc = uv_loop_close(&fx->loop);
@@ -246,7 +253,7 @@ void ta_echo(hr_request_t *req, hr_response_t *res, void *udata) {
 }
 
 static size_t put(char *out, size_t cap, size_t at, const char *p, size_t n) {
-  if (at < cap) memcpy(out + at, p, at + n <= cap ? n : cap - at);
+  if (at < cap && n > 0) memcpy(out + at, p, at + n <= cap ? n : cap - at);
   return at + n;
 }
 

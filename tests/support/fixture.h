@@ -78,6 +78,12 @@ void fx_run_on_loop(fx_t *fx, fx_loop_fn fn, void *arg);
 /* hr_server_close(deadline) on the loop thread; waits for the shutdown
  * callback, the loop to end and uv_loop_close; asserts each. */
 void fx_close_attached(fx_t *fx, uint64_t deadline_ms);
+/* The shutdown callback fx_close_attached passes (udata: the fx_t); it
+ * closes the fixture's async handle so the loop can end. */
+void fx_on_shutdown(hr_server_t *server, void *udata);
+/* After a test called hr_server_close itself with fx_on_shutdown: waits for
+ * the loop thread, asserts one callback and a clean uv_loop_close. */
+void fx_join_attached(fx_t *fx);
 
 /* Connects to the server (closed at teardown unless fx_drop'ped). */
 rc_t *fx_connect(fx_t *fx);

@@ -81,10 +81,14 @@ void rc_close(rc_t *c) {
   free(c);
 }
 
-void rc_close_rst(rc_t *c) {
+void rc_set_rst_on_close(rc_t *c) {
   struct linger l = {1, 0};
-  if (c == NULL) return;
   setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+void rc_close_rst(rc_t *c) {
+  if (c == NULL) return;
+  rc_set_rst_on_close(c);
   rc_close(c);
 }
 

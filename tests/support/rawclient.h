@@ -65,6 +65,8 @@ rc_t *rc_connect_ex(const char *host, int port, int rcvbuf);
 void rc_close(rc_t *c);
 /* Closes with SO_LINGER 0, so the peer sees a reset. */
 void rc_close_rst(rc_t *c);
+/* Makes a later rc_close send a reset (SO_LINGER 0). */
+void rc_set_rst_on_close(rc_t *c);
 /* Half-closes the sending side (shutdown SHUT_WR). */
 void rc_shutdown_wr(rc_t *c);
 

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Size limits (request line 414, header section bytes and field count 431,
+ * max_connections) with their exact boundaries, and the timeouts: slowloris
+ * header (408), idle keep-alive (EOF), body inactivity (408) and a stalled
+ * writer (closed).  Timeouts are set short and the tests assert what
+ * happens, never how long it took; every timer restarts per request on a
+ * persistent connection.  Sleeps only make slow clients.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+
+static fx_t *start(void **state) {
+  fx_t *fx = *state;
+  fx_route(fx, "GET", "/", ta_text, "root");
+  fx_route(fx, "GET", "/*any", ta_text, "any");
+  fx_route(fx, "POST", "/echo", ta_echo, NULL);
+  fx_start(fx, 1);
+  return fx;
+}
+
+/* Sends `req` on a new connection and expects `status_line` then close. */
+static void expect_refused(fx_t *fx, const char *req, size_t len,
+                           const char *status_line) {
+  rc_t *c = fx_connect(fx);
+  rc_response_t r;
+  assert_int_equal(rc_send(c, req, len), 0);
+  expect_response(c, status_line, NULL, &r);
+  expect_field(&r, "Connection", "close", 1);
+  rc_response_free(&r);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  fx_drop(fx, c);
+}
+
+/* "GET /aaa…a HTTP/1.1" of exactly `line_len` bytes. */
+static char *request_with_line(size_t line_len, const char *rest) {
+  size_t plen = line_len - strlen("GET  HTTP/1.1"), n;
+  char *s = malloc(line_len + strlen(rest) + 8);
+  memcpy(s, "GET /", 5);
+  memset(s + 5, 'a', plen - 1);
+  n = 4 + plen;
+  memcpy(s + n, " HTTP/1.1\r\n", 11);
+  strcpy(s + n + 11, rest);
+  return s;
+}
+
+static void test_request_line_limit(void **state) {
+  fx_t *fx = *state;
+  char *req;
+  rc_t *c;
+  fx->opts.max_request_line_bytes = 100;
+  start(state);
+  req = request_with_line(100, "Host: a\r\n\r\n");
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "any", NULL);
+  free(req);
+  req = request_with_line(101, "Host: a\r\n\r\n");
+  expect_refused(fx, req, strlen(req), "HTTP/1.1 414 URI Too Long");
+  free(req);
+  /* Found while the line is still arriving: no CRLF ever comes. */
+  req = request_with_line(400, "");
+  expect_refused(fx, req, 300, "HTTP/1.1 414 URI Too Long");
+  free(req);
+  assert_int_equal(ta_calls(), 1);
+}
+
+/* A request whose header section (request line + fields + empty line) is
+ * exactly `total` bytes, padded with an X-Pad field. */
+static char *request_of_size(size_t total) {
+  static const char head[] = "GET / HTTP/1.1\r\nHost: a\r\nX-Pad: ";
+  size_t fixed = strlen(head) + strlen("\r\n\r\n");
+  char *s = malloc(total + 1);
+  memcpy(s, head, strlen(head));
+  memset(s + strlen(head), 'p', total - fixed);
+  memcpy(s + total - 4, "\r\n\r\n", 4);
+  s[total] = '\0';
+  return s;
+}
+
+static void test_header_bytes_limit(void **state) {
+  fx_t *fx = *state;
+  char *req;
+  rc_t *c;
+  fx->opts.max_header_bytes = 256;
+  start(state);
+  req = request_of_size(256);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+  free(req);
+  req = request_of_size(257);
+  expect_refused(fx, req, strlen(req),
+                 "HTTP/1.1 431 Request Header Fields Too Large");
+  /* Found before the section ends: the empty line never comes. */
+  req[200] = '\0';
+  {
+    char *big = malloc(4096);
+    memset(big, 'q', 4096);
+    memcpy(big, req, 200);
+    expect_refused(fx, big, 4096, "HTTP/1.1 431 Request Header Fields Too Large");
+    free(big);
+  }
+  free(req);
+  assert_int_equal(ta_calls(), 1);
+}
+
+static void test_header_count_limit(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx->opts.max_header_fields = 5;
+  start(state);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n"
+                                  "C: 3\r\nD: 4\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+  static const char six[] =
+      "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n\r\n";
+  expect_refused(fx, six, sizeof six - 1,
+                 "HTTP/1.1 431 Request Header Fields Too Large");
+  assert_int_equal(ta_calls(), 1);
+}
+
+static void test_max_connections(void **state) {
+  fx_t *fx = *state;
+  rc_t *a, *b, *extra;
+  rc_response_t r;
+  hr_server_stats_t st;
+  int rc;
+  fx->opts.max_connections = 2;
+  start(state);
+  a = fx_connect(fx);
+  b = fx_connect(fx);
+  assert_int_equal(rc_send_str(a, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(a, "HTTP/1.1 200 OK", "root", NULL);
+  assert_int_equal(rc_send_str(b, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(b, "HTTP/1.1 200 OK", "root", NULL);
+  /* The third is accepted by the kernel, then closed without an answer. */
+  extra = fx_connect(fx);
+  rc_send_str(extra, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"); /* may fail */
+  rc = rc_read_response(extra, &r, 0);
+  rc_response_free(&r);
+  assert_true(rc_closed_without_response(extra, rc));
+  fx_drop(fx, extra);
+  fx_stats(fx, &st);
+  assert_int_equal(st.connections_rejected, 1);
+  assert_int_equal(st.connections_active, 2);
+  /* Free a slot: a new connection is served. */
+  fx_drop(fx, a);
+  assert_true(fx_wait_active(fx, 1, RC_TIMEOUT_MS));
+  a = fx_connect(fx);
+  assert_int_equal(rc_send_str(a, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(a, "HTTP/1.1 200 OK", "root", NULL);
+  assert_int_equal(ta_calls(), 3);
+}
+
+/* ---- timeouts ----------------------------------------------------------- */
+
+static void test_header_timeout(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  size_t i;
+  static const char partial[] = "GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ";
+  fx->opts.header_timeout_ms = 200;
+  start(state);
+  /* Stops in the middle of the header section. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, partial), 0);
+  expect_response(c, "HTTP/1.1 408 Request Timeout", NULL, &r);
+  expect_field(&r, "Connection", "close", 1);
+  rc_response_free(&r);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  /* Slowloris: keeps sending a byte every 30 ms, never finishing; the
+   * timeout counts from the first byte, so trickling does not extend it. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, partial), 0);
+  for (i = 0; i < 1000 && rc_readable(c, 30) == 0; i++)
+    if (rc_send_str(c, "x") != 0) break;
+  assert_true(i < 1000);
+  expect_response(c, "HTTP/1.1 408 Request Timeout", NULL, NULL);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  assert_int_equal(ta_calls(), 0);
+}
+
+static void test_idle_keepalive_timeout(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx->opts.keepalive_timeout_ms = 150;
+  /* Whichever timer a fresh connection without a byte falls under. */
+  fx->opts.header_timeout_ms = 150;
+  start(state);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+  /* Nothing more is sent: the server closes without a response. */
+  assert_int_equal(rc_expect_closed(c), 1);
+  /* A connection that never sends a byte is closed too. */
+  c = fx_connect(fx);
+  assert_true(rc_drain_until_closed(c, NULL) == 1);
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+}
+
+static void test_body_timeout(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  fx->opts.body_timeout_ms = 200;
+  start(state);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /echo HTTP/1.1\r\nHost: a\r\n"
+                                  "Content-Length: 10\r\n\r\n012"),
+                   0);
+  expect_response(c, "HTTP/1.1 408 Request Timeout", NULL, &r);
+  expect_field(&r, "Connection", "close", 1);
+  rc_response_free(&r);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  assert_int_equal(ta_calls(), 0);
+}
+
+/* Each timer restarts per request or piece: three requests, each one well
+ * inside its timeout, spanning together much more than the timeout. */
+static void test_timers_restart_per_request(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  int i;
+  fx->opts.keepalive_timeout_ms = 400;
+  fx->opts.header_timeout_ms = 400;
+  fx->opts.body_timeout_ms = 400;
+  start(state);
+  c = fx_connect(fx);
+  for (i = 0; i < 3; i++) {
+    /* header section in two parts 150 ms apart */
+    assert_int_equal(rc_send_str(c, "POST /echo HTTP/1.1\r\nHost: a\r\n"), 0);
+    sleep_ms(150);
+    assert_int_equal(rc_send_str(c, "Content-Length: 6\r\n\r\nab"), 0);
+    /* body in three pieces 150 ms apart */
+    sleep_ms(150);
+    assert_int_equal(rc_send_str(c, "cd"), 0);
+    sleep_ms(150);
+    assert_int_equal(rc_send_str(c, "ef"), 0);
+    expect_response(c, "HTTP/1.1 200 OK", "abcdef", NULL);
+    /* idle between requests */
+    sleep_ms(150);
+  }
+  assert_int_equal(ta_calls(), 3);
+}
+
+/* ---- write stall -------------------------------------------------------- */
+
+static struct {
+  hr_response_t *res;
+  size_t sent;
+  int ended, end_rc, error, aborted;
+  ev_t done;
+} stall;
+
+static void stall_finish(int err) {
+  if (stall.ended) return;
+  stall.ended = 1;
+  stall.error = err;
+  stall.end_rc = hr_response_end(stall.res);
+  ev_signal(&stall.done);
+}
+
+static void stall_pump(void) {
+  static char piece[16384];
+  for (;;) {
+    int rc = hr_response_write(stall.res, piece, sizeof piece);
+    if (rc == HR_EAGAIN) return;
+    if (rc != 0) {
+      stall_finish(rc);
+      return;
+    }
+    stall.sent += sizeof piece;
+  }
+}
+
+static void stall_drain(hr_response_t *res, int status, void *udata) {
+  (void)res;
+  (void)udata;
+  if (status != 0)
+    stall_finish(status);
+  else if (!stall.ended)
+    stall_pump();
+}
+
+static void stall_abort(hr_response_t *res, void *udata) {
+  (void)res;
+  (void)udata;
+  stall.aborted = 1;
+  stall_finish(HR_ECLOSED);
+}
+
+static void h_endless(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  ta_count();
+  stall.res = res;
+  hr_response_on_drain(res, stall_drain, NULL);
+  hr_response_on_abort(res, stall_abort, NULL);
+  hr_response_start(res, 200, HR_LENGTH_UNKNOWN);
+  stall_pump();
+}
+
+/* A client that never reads a huge streamed response: the server closes
+ * the connection and the handler hears HR_ECLOSED. */
+static void test_write_stall(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  size_t got = 0;
+  memset(&stall, 0, sizeof stall);
+  ev_init(&stall.done);
+  fx->opts.write_timeout_ms = 200;
+  fx_route(fx, "GET", "/endless", h_endless, NULL);
+  fx_start(fx, 1);
+  c = rc_connect_ex("127.0.0.1", fx->port, 16384);
+  assert_non_null(c);
+  assert_int_equal(rc_send_str(c, "GET /endless HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&stall.done, 1, RC_TIMEOUT_MS));
+  assert_int_equal(stall.error, HR_ECLOSED);
+  assert_int_equal(stall.end_rc, HR_ECLOSED);
+  /* What the kernel had buffered still arrives, then the end. */
+  assert_int_equal(rc_drain_until_closed(c, &got), 1);
+  assert_true(got > 0);
+  rc_close(c);
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+  ev_destroy(&stall.done);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_request_line_limit),
+      T(test_header_bytes_limit),
+      T(test_header_count_limit),
+      T(test_max_connections),
+      T(test_header_timeout),
+      T(test_idle_keepalive_timeout),
+      T(test_body_timeout),
+      T(test_timers_restart_per_request),
+      T(test_write_stall),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
