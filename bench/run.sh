@@ -181,6 +181,7 @@ stop_process() {
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  set +e # clean up as much as possible, whatever fails
   stop_process "$WRK_PID" INT 2
   stop_process "$HELLO_PID" TERM 7
   stop_process "$NGINX_PID" TERM 5
@@ -235,7 +236,8 @@ check_response() {
   if [[ $URL_PATH =~ ^/hello/([^/?#]+)$ ]]; then
     printf 'Hello, %s' "${BASH_REMATCH[1]}" >"$TMP/expected.body"
     cmp -s "$TMP/expected.body" "$TMP/$name.body" ||
-      die "$name: GET $URL_PATH answered '$(head -c 200 "$TMP/$name.body")', expected '$(cat "$TMP/expected.body")'"
+      die "$name: GET $URL_PATH answered '$(head -c 200 "$TMP/$name.body")'," \
+        "expected '$(cat "$TMP/expected.body")'"
   fi
 }
 
@@ -314,7 +316,8 @@ stop_hello() {
   stop_process "$HELLO_PID" TERM 7
   HELLO_PID=
   [[ $STOP_STATUS == 0 ]] ||
-    note "warning: hello did not shut down cleanly on SIGTERM (exit status: $STOP_STATUS); log: $(tail -n 5 "$TMP/hello.log" | tr '\n' ' ')"
+    note "warning: hello did not shut down cleanly on SIGTERM" \
+      "(exit status: $STOP_STATUS); log: $(tail -n 5 "$TMP/hello.log" | tr '\n' ' ')"
 }
 
 # Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
@@ -407,7 +410,7 @@ parse_wrk() {
 #   server run round req/s p50_ms p99_ms cpu_us_per_req allocs_per_req errors
 measure() {
   local server=$1 pid=$2 port=$3 mode=$4 round=$5
-  local run=keepalive out cpu0 cpu1 c0 c1 rps p50 p99 requests errors served allocs cpu_us
+  local run=keepalive out cpu0 cpu1 c0 c1 rps p50 p99 requests errors served allocs cpu_us summary
   if [[ $mode == pipeline ]]; then run="pipeline$DEPTH"; fi
   out="$TMP/wrk.$server.$run.$round"
 
@@ -434,23 +437,32 @@ measure() {
     'BEGIN { if (n > 0) printf "%.2f", t * 1000000 / hz / n; else print "n/a" }')
 
   echo "$server $run $round $rps $p50 $p99 $cpu_us $allocs $errors" >>"$TMP/results"
-  note "round $round/$ROUNDS  $(printf '%-7s %-11s' "$server" "$run") $rps req/s  p50 ${p50}ms  p99 ${p99}ms  cpu ${cpu_us}us/req  allocs/req $allocs$( ((errors == 0)) || echo "  ERRORS $errors")"
+  summary=$(printf '%-7s %-11s %8s req/s  p50 %sms  p99 %sms  cpu %sus/req  allocs/req %s' \
+    "$server" "$run" "$rps" "$p50" "$p99" "$cpu_us" "$allocs")
+  if ((errors > 0)); then summary+="  ERRORS $errors"; fi
+  note "round $round/$ROUNDS  $summary"
 }
 
 # ---- report ---------------------------------------------------------------
 
 header_line() {
   local commit=unknown cores model
-  commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) || commit="none (no commits)"
+  if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
+    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
+  else
+    commit="none (no commits)"
+  fi
   cores=$(nproc)
   model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-  echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)}; server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s)); $CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH"
+  echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)};" \
+    "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
+    "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH"
 }
 
 # Prints the table of medians per server and run, and the ratio line.
 report() {
   header_line
-  awk -v depth="$DEPTH" '
+  awk -v pipe_run="pipeline$DEPTH" -v depth="$DEPTH" '
     function median(list,   n, v, i, j, t) {
       n = split(list, v, " ")
       for (i = 2; i <= n; i++)          # insertion sort: a few rounds only
@@ -460,29 +472,35 @@ report() {
       if (v[1] == "n/a") return "n/a"
       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
     }
+    function fmt(x) { return x == "n/a" ? x : sprintf("%.2f", x) }
     {
+      if (!($1 in seen_server)) { seen_server[$1] = 1; servers[++nservers] = $1 }
+      if (!($2 in seen_run)) { seen_run[$2] = 1; runs[++nruns] = $2 }
       key = $1 " " $2
-      if (!(key in rps)) order[++nkeys] = key
       rps[key] = rps[key] " " $4; p50[key] = p50[key] " " $5; p99[key] = p99[key] " " $6
       cpu[key] = cpu[key] " " $7; al[key] = al[key] " " $8; err[key] += $9
     }
     END {
-      printf "%-8s %-11s %10s %9s %9s %11s %11s\n", "server", "run", "req/s", "p50", "p99", "cpu_us/req", "allocs/req"
-      for (k = 1; k <= nkeys; k++) {
-        key = order[k]; split(key, s, " ")
-        med[key] = median(rps[key])
-        c = median(cpu[key]); a = median(al[key])
-        printf "%-8s %-11s %10.0f %7.2fms %7.2fms %11s %11s\n", s[1], s[2], med[key],
-          median(p50[key]), median(p99[key]),
-          c == "n/a" ? c : sprintf("%.2f", c), a == "n/a" ? a : sprintf("%.2f", a)
-      }
+      printf "%-8s %-11s %10s %9s %9s %11s %11s\n",
+        "server", "run", "req/s", "p50", "p99", "cpu_us/req", "allocs/req"
+      for (s = 1; s <= nservers; s++)
+        for (r = 1; r <= nruns; r++) {
+          key = servers[s] " " runs[r]
+          if (!(key in rps)) continue
+          med[key] = median(rps[key])
+          printf "%-8s %-11s %10.0f %7.2fms %7.2fms %11s %11s\n", servers[s], runs[r], med[key],
+            median(p50[key]), median(p99[key]), fmt(median(cpu[key])), fmt(median(al[key]))
+        }
       line = ""
-      for (k = 1; k <= nkeys; k++) {
-        key = order[k]; split(key, s, " ")
-        if (s[1] != "hroute" || !(("nginx " s[2]) in med) || med["nginx " s[2]] == 0) continue
-        line = line (line == "" ? "" : ", ") sprintf("%s %.2fx", s[2], med[key] / med["nginx " s[2]])
+      for (r = 1; r <= nruns; r++) {
+        h = "hroute " runs[r]; n = "nginx " runs[r]
+        if (!(h in med) || !(n in med) || med[n] == 0) continue
+        line = line (line == "" ? "" : ", ") sprintf("%s %.2fx", runs[r], med[h] / med[n])
       }
       if (line != "") print "ratio hroute/nginx: " line
+      if (pipe_run in seen_run)
+        printf "(%s latency: per write of %d requests, without wrk'"'"'s %s)\n",
+          pipe_run, depth, "coordinated-omission correction"
       for (key in err)
         if (err[key] > 0)
           printf "warning: %s: %d socket errors or non-2xx responses over all rounds\n", key, err[key]

@@ -247,7 +247,7 @@ static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
                        &ro);
 }
 
-/* ---- running: attached to our own loop (one thread) --------------------- */
+/* ---- graceful shutdown on SIGINT and SIGTERM ---------------------------- */
 
 /* What the signal handlers need; lives on main's stack. */
 typedef struct app_s {
@@ -268,13 +268,14 @@ static void close_signals(app_t *app) {
   uv_close((uv_handle_t *)&app->sigterm, NULL);
 }
 
-/* Runs on the loop thread once every connection is closed. */
+/* Attached mode.  Runs on the loop thread once every connection is closed. */
 static void on_server_closed(hr_server_t *server, void *udata) {
   (void)server;
   (void)udata;
   fprintf(stderr, "hello: stopped\n");
 }
 
+/* Attached mode: the server lives on the same loop as the signal watchers. */
 static void on_signal_attached(uv_signal_t *handle, int signum) {
   app_t *app = handle->data;
   int err;
@@ -293,8 +294,8 @@ static void on_signal_attached(uv_signal_t *handle, int signum) {
   close_signals(app);
 }
 
-/* ---- running: on hroute's worker threads ------------------------------- */
-
+/* Threaded mode: our loop only watches for signals; the server's loops run
+ * on its worker threads. */
 static void on_signal_threaded(uv_signal_t *handle, int signum) {
   app_t *app = handle->data;
   int err;
@@ -332,6 +333,8 @@ static int watch_signals(uv_loop_t *loop, app_t *app, uv_signal_cb cb) {
   }
   return 0;
 }
+
+/* ---- main -------------------------------------------------------------- */
 
 /* Reports a failed call and returns 1 (the exit status). */
 static int fail(const char *what, int err) {
@@ -390,8 +393,8 @@ int main(int argc, char **argv) {
   /* 3. Signal watchers.  Their callbacks only ever run inside uv_run(),
    * so installing them before the server serves is safe, and a failure to
    * serve below just closes them again. */
-  err = watch_signals(loop, &app, opts.threads == 1 ? on_signal_attached
-                                                    : on_signal_threaded);
+  err = watch_signals(
+      loop, &app, opts.threads == 1 ? on_signal_attached : on_signal_threaded);
   if (err != 0) {
     status = fail("uv_signal_start", err);
     goto out;

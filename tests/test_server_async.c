@@ -1,4 +1,6 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: MIT *
+ * ctest-labels: tsan
+ */
 /*
  * Handlers that answer later: from a uv_timer on the loop thread, from
  * another thread through hr_response_post, out of order under pipelining

@@ -1,4 +1,6 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: MIT *
+ * ctest-labels: tsan
+ */
 /*
  * Persistent connections (RFC 9112 §9.3), HTTP/1.0, pipelining (also with
  * every possible split of the bytes across reads), routing through the
@@ -361,6 +363,27 @@ static void test_two_workers(void **state) {
   assert_int_equal(ta_calls(), 24);
 }
 
+/* A route added while the server runs is served by the next request: the
+ * new route table is published before hr_router_add returns. */
+static void test_route_added_while_serving(void **state) {
+  static const char *const paths[] = {"/new0", "/new1", "/new2", "/new3"};
+  fx_t *fx = start(state);
+  rc_t *c = fx_connect(fx);
+  size_t i;
+  char req[128];
+  for (i = 0; i < 4; i++) {
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", paths[i]);
+    assert_int_equal(rc_send_str(c, req), 0);
+    expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+    fx_route(fx, "GET", paths[i], ta_text, (void *)paths[i]);
+    assert_int_equal(rc_send_str(c, req), 0);
+    expect_response(c, "HTTP/1.1 200 OK", paths[i], NULL);
+  }
+  /* the earlier routes are all still there */
+  assert_int_equal(rc_send_str(c, GET_ROOT), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+}
+
 static int have_ipv6_loopback(void) {
   struct sockaddr_in6 sa;
   int fd = socket(AF_INET6, SOCK_STREAM, 0), ok;
@@ -415,6 +438,7 @@ int main(void) {
       T(test_routing_through_server),
       T(test_request_accessors),
       T(test_two_workers),
+      T(test_route_added_while_serving),
       T(test_ipv6_loopback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,7 @@ static const bad_case_t cases[] = {
     {"HTTP/1.1 without Host", L("GET / HTTP/1.1\r\nX: y\r\n\r\n")},
     {"two Host fields", L("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")},
     {"two identical Host fields", L("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n")},
+    {"invalid Host value", L("GET / HTTP/1.1\r\nHost: a b\r\n\r\n")},
     /* framing (RFC 9112 §6.3) */
     {"Content-Length and Transfer-Encoding",
      L("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
@@ -58,6 +59,12 @@ static const bad_case_t cases[] = {
     {"invalid chunk size",
      L("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
        "zz\r\nhello\r\n0\r\n\r\n")},
+    {"overflowing chunk size",
+     L("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "10000000000000000\r\nhello\r\n0\r\n\r\n")},
+    {"obs-fold in the trailer section",
+     L("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "0\r\nX: a\r\n b\r\n\r\n")},
     {"chunk data longer than its size",
      L("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
        "2\r\nhello\r\n0\r\n\r\n")},
@@ -104,10 +111,13 @@ static void expect_400_closed(fx_t *fx, const bad_case_t *bc, int split) {
   else
     assert_int_equal(rc_send(c, bc->bytes, bc->len), 0);
   rc = rc_read_response(c, &r, 0);
-  if (rc != RC_OK || strcmp(r.status_line, "HTTP/1.1 400 Bad Request") != 0)
+  if (rc != RC_OK || strcmp(r.status_line, "HTTP/1.1 400 Bad Request") != 0) {
+    char got[128];
+    snprintf(got, sizeof got, "%s", r.status_line ? r.status_line : "");
+    rc_response_free(&r);
     fail_msg("%s%s: rc %d, status line \"%s\"", bc->name,
-             split ? " (byte by byte)" : "", rc,
-             r.status_line ? r.status_line : "");
+             split ? " (byte by byte)" : "", rc, got);
+  }
   expect_field(&r, "Connection", "close", 1);
   rc_response_free(&r);
   if (rc_drain_until_closed(c, NULL) != 1)

@@ -24,7 +24,10 @@ static void h_stream(hr_request_t *req, hr_response_t *res, void *udata) {
   (void)req;
   (void)udata;
   ta_count();
-  hr_response_start(res, 200, HR_LENGTH_UNKNOWN);
+  /* Fixed length: a write lost to HR_ENOMEM makes hr_response_end close the
+   * connection, so the client can tell (with the chunked coding the API
+   * has no way to fail a started response). */
+  hr_response_start(res, 200, 10);
   hr_response_write(res, "part1", 5);
   hr_response_write(res, "part2", 5);
   hr_response_end(res);
@@ -175,13 +178,18 @@ static void test_router_oom_sweep(void **state) {
     for (n = 1; n < 5000; n++)
       if (!router_sweep_once(n, mode)) break;
     assert_true(n > 1 && n < 5000); /* the sweep reached a clean run */
+    print_message("router sweep (%s): %llu allocation points\n",
+                  mode ? "fail from N on" : "fail the Nth",
+                  (unsigned long long)n - 1);
   }
 }
+
+static char sweep_body[200 * 1024];
 
 /* One server lifetime with the Nth allocation failing: it may fail to
  * start (HR_ENOMEM), answer the request, answer 5xx, or close the
  * connection; it must not crash or leak. */
-static int server_sweep_once(hr_router_t *router, uint64_t n) {
+static int server_sweep_once(hr_router_t *router, uint64_t n, int and_after) {
   ca_t ca;
   hr_server_options_t o;
   hr_server_t *s = NULL;
@@ -189,7 +197,7 @@ static int server_sweep_once(hr_router_t *router, uint64_t n) {
   rc_response_t r;
   int rc, failed;
   ca_init(&ca);
-  ca_fail_at(&ca, n, 0);
+  ca_fail_at(&ca, n, and_after);
   hr_server_options_init(&o);
   o.allocator = &ca.hook;
   rc = hr_server_new(&s, router, &o);
@@ -207,19 +215,42 @@ static int server_sweep_once(hr_router_t *router, uint64_t n) {
   }
   c = rc_connect(hr_server_port(s, 0));
   if (c != NULL) {
-    rc_send_str(c, "GET /users/42 HTTP/1.1\r\nHost: a\r\n\r\n"
-                   "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nxyz");
-    rc = rc_read_response(c, &r, 0);
-    if (rc == RC_OK) {
-      if (r.status == 200) {
-        assert_string_equal(r.body, "42");
-      } else if (r.status != 500 && r.status != 503) {
-        fail_msg("N=%llu: status line \"%s\"", (unsigned long long)n, r.status_line);
+    /* three requests: small, a 200 KiB body (grows buffers past any pool
+     * block) and a streamed response */
+    static const char *const want[3] = {"42", NULL, "part1part2"};
+    char head[128];
+    size_t i;
+    snprintf(head, sizeof head,
+             "GET /users/42 HTTP/1.1\r\nHost: a\r\n\r\n"
+             "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: %zu\r\n\r\n",
+             sizeof sweep_body);
+    rc_send_str(c, head);
+    rc_send(c, sweep_body, sizeof sweep_body);
+    rc_send_str(c, "GET /stream HTTP/1.1\r\nHost: a\r\n\r\n");
+    for (i = 0; i < 3; i++) {
+      rc = rc_read_response(c, &r, 0);
+      if (rc != RC_OK) {
+        if (!rc_closed_without_response(c, rc) && rc != RC_TRUNC)
+          fail_msg("N=%llu: response %zu: read rc %d errno %d",
+                   (unsigned long long)n, i, rc, c->err);
+        rc_response_free(&r);
+        break;
       }
-    } else if (!rc_closed_without_response(c, rc) && rc != RC_TRUNC) {
-      fail_msg("N=%llu: read rc %d errno %d", (unsigned long long)n, rc, c->err);
+      if (r.status != 200) {
+        if (r.status != 500 && r.status != 503)
+          fail_msg("N=%llu: status line \"%s\"", (unsigned long long)n,
+                   r.status_line);
+        rc_response_free(&r);
+        break;
+      }
+      if (want[i] != NULL) {
+        assert_string_equal(r.body, want[i]);
+      } else {
+        assert_int_equal(r.body_len, sizeof sweep_body);
+        assert_memory_equal(r.body, sweep_body, sizeof sweep_body);
+      }
+      rc_response_free(&r);
     }
-    rc_response_free(&r);
     rc_close(c);
   }
   assert_int_equal(hr_server_stop(s, 1000), 0);
@@ -235,12 +266,20 @@ static int server_sweep_once(hr_router_t *router, uint64_t n) {
 static void test_server_oom_sweep(void **state) {
   fx_t *fx = *state;
   uint64_t n;
+  int mode;
+  size_t i;
+  for (i = 0; i < sizeof sweep_body; i++) sweep_body[i] = (char)('a' + i % 26);
   add_routes(fx);
-  for (n = 1; n < 2000; n++) {
-    watchdog(60); /* per iteration: the sweep as a whole may take longer */
-    if (!server_sweep_once(fx->router, n)) break;
+  for (mode = 0; mode < 2; mode++) {
+    for (n = 1; n < 2000; n++) {
+      watchdog(60); /* per iteration: the sweep as a whole may take longer */
+      if (!server_sweep_once(fx->router, n, mode)) break;
+    }
+    assert_true(n > 1 && n < 2000);
+    print_message("server sweep (%s): %llu allocation points\n",
+                  mode ? "fail from N on" : "fail the Nth",
+                  (unsigned long long)n - 1);
   }
-  assert_true(n > 1 && n < 2000);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)

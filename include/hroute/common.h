@@ -38,8 +38,11 @@ typedef struct hr_span_s {
   size_t len;
 } hr_span_t;
 
-/* A span over a string literal, without its terminating NUL. */
+/* A span over a string literal, without its terminating NUL (an
+ * expression; HR_SPAN_INIT is the same as a brace initializer, usable in
+ * static initializers). */
 #define HR_SPAN_LIT(s) ((hr_span_t){(s), sizeof(s) - 1})
+#define HR_SPAN_INIT(s) {(s), sizeof(s) - 1}
 
 /* Returns a span over a NUL-terminated string (NULL gives an empty span). */
 HR_EXTERN hr_span_t hr_span_cstr(const char *s);

@@ -100,7 +100,8 @@ HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
 
 /*
  * Starts `nthreads` (1..256) worker threads, each with its own loop and its
- * own SO_REUSEPORT listener per address.  Binds every socket before
+ * own listener per address (with SO_REUSEPORT when nthreads > 1, which also
+ * lets another process of the same user join the port).  Binds every socket before
  * returning (errors are returned here) and returns once every worker is
  * ready to accept.  Any thread.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
  * or a libuv error.

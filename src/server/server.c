@@ -91,17 +91,21 @@ static void set_port(struct sockaddr_storage *ss, int port) {
     ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
 }
 
-/* A bound, listening, non-blocking socket with SO_REUSEPORT, so that every
- * worker can have its own listener on the same address (the kernel spreads
- * connections over them).  Returns 0 or a libuv error code. */
-static int make_socket(struct sockaddr_storage *ss, int backlog, int *out) {
+/* A bound, listening, non-blocking socket.  With `reuseport`, SO_REUSEPORT
+ * lets every worker have its own listener on the same address (the kernel
+ * spreads connections over them); a single listener goes without it, so that
+ * binding a port another process listens on fails with UV_EADDRINUSE.
+ * Returns 0 or a libuv error code. */
+static int make_socket(struct sockaddr_storage *ss, int backlog, int reuseport,
+                       int *out) {
   int one = 1, fd;
   socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
                                            : sizeof(struct sockaddr_in6);
   fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+      (reuseport &&
+       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
       (ss->ss_family == AF_INET6 &&
        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
       bind(fd, (struct sockaddr *)ss, len) != 0 || listen(fd, backlog) != 0) {
@@ -135,7 +139,7 @@ static int create_workers(hr_server_t *s, size_t n) {
     for (k = 0; k < n; k++) {
       struct sockaddr_storage ss = s->addrs[i];
       set_port(&ss, s->ports[i]);
-      err = make_socket(&ss, s->opts.backlog, &s->workers[k].fds[i]);
+      err = make_socket(&ss, s->opts.backlog, n > 1, &s->workers[k].fds[i]);
       if (err != 0) return err;
       if (s->ports[i] == 0) {
         socklen_t len = sizeof(ss);

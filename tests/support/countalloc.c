@@ -4,8 +4,10 @@
  * tracked through realloc and free; 16 keeps max_align_t alignment. */
 #include "countalloc.h"
 
+#include <execinfo.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HDR 16
 
@@ -14,6 +16,15 @@ static int should_fail(ca_t *ca) {
   if (ca->fail_at != 0 &&
       (ca->calls == ca->fail_at || (ca->fail_after && ca->calls > ca->fail_at))) {
     ca->failed++;
+    /* CA_BACKTRACE=1 in the environment prints where the failure hit. */
+    if (getenv("CA_BACKTRACE") != NULL) {
+      void *frames[16];
+      int n = backtrace(frames, 16);
+      static const char hdr[] = "countalloc: failing this allocation:\n";
+      if (write(2, hdr, sizeof hdr - 1) < 0) {
+      }
+      backtrace_symbols_fd(frames, n, 2);
+    }
     return 1;
   }
   return 0;

@@ -35,6 +35,7 @@ int fx_teardown(void **state) {
   if (fx == NULL) return 0;
   for (i = 0; i < fx->nconns; i++) rc_close(fx->conns[i]);
   fx->nconns = 0;
+  rc_free_all_responses();
   if (fx->started) fx_stop(fx, 2000);
   if (fx->attached) fx_close_attached(fx, 2000);
   hr_server_free(fx->server);

@@ -7,6 +7,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,6 +18,56 @@
 #include <unistd.h>
 
 int rc_connect_errno;
+
+/* Response memory is tracked in one list, so that a test that fails with a
+ * response in hand (cmocka longjmps out) leaks nothing: the fixture's
+ * teardown calls rc_free_all_responses(). */
+typedef struct trk_s {
+  struct trk_s *prev, *next;
+  max_align_t align[];
+} trk_t;
+
+static trk_t trk_head = {&trk_head, &trk_head};
+static pthread_mutex_t trk_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *trk_realloc(void *p, size_t n) {
+  trk_t *t = p ? (trk_t *)((char *)p - offsetof(trk_t, align)) : NULL, *nt;
+  pthread_mutex_lock(&trk_mu);
+  if (t != NULL) {
+    t->prev->next = t->next;
+    t->next->prev = t->prev;
+  }
+  nt = realloc(t, sizeof *nt + n);
+  if (nt == NULL) abort(); /* the test client does not run out of memory */
+  nt->next = trk_head.next;
+  nt->prev = &trk_head;
+  trk_head.next->prev = nt;
+  trk_head.next = nt;
+  pthread_mutex_unlock(&trk_mu);
+  return nt->align;
+}
+
+static void trk_free(void *p) {
+  trk_t *t;
+  if (p == NULL) return;
+  t = (trk_t *)((char *)p - offsetof(trk_t, align));
+  pthread_mutex_lock(&trk_mu);
+  t->prev->next = t->next;
+  t->next->prev = t->prev;
+  pthread_mutex_unlock(&trk_mu);
+  free(t);
+}
+
+void rc_free_all_responses(void) {
+  pthread_mutex_lock(&trk_mu);
+  while (trk_head.next != &trk_head) {
+    trk_t *t = trk_head.next;
+    trk_head.next = t->next;
+    free(t);
+  }
+  trk_head.prev = &trk_head;
+  pthread_mutex_unlock(&trk_mu);
+}
 
 static void pause_us(unsigned us) {
   struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000L};
@@ -171,7 +223,7 @@ static ssize_t fill(rc_t *c) {
 }
 
 static char *dupn(const char *p, size_t n) {
-  char *s = malloc(n + 1);
+  char *s = trk_realloc(NULL, n + 1);
   memcpy(s, p, n);
   s[n] = '\0';
   return s;
@@ -216,7 +268,7 @@ static void body_append(rc_response_t *r, size_t *cap, const char *p,
   if (r->body_len + n + 1 > *cap) {
     size_t nc = *cap ? *cap : 256;
     while (nc < r->body_len + n + 1) nc *= 2;
-    r->body = realloc(r->body, nc);
+    r->body = trk_realloc(r->body, nc);
     *cap = nc;
   }
   memcpy(r->body + r->body_len, p, n);
@@ -245,7 +297,8 @@ int rc_read_response(rc_t *c, rc_response_t *r, int head) {
 
   memset(r, 0, sizeof *r);
   r->status = -1;
-  r->body = calloc(1, 1);
+  r->body = trk_realloc(NULL, 1);
+  r->body[0] = '\0';
   if (c->off > 0) {
     memmove(c->buf, c->buf + c->off, c->len - c->off);
     c->len -= c->off;
@@ -280,7 +333,8 @@ int rc_read_response(rc_t *c, rc_response_t *r, int head) {
     ve = e;
     while (vs < ve && (*vs == ' ' || *vs == '\t')) vs++;
     while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-    r->headers = realloc(r->headers, (r->nheaders + 1) * sizeof *r->headers);
+    r->headers =
+        trk_realloc(r->headers, (r->nheaders + 1) * sizeof *r->headers);
     r->headers[r->nheaders].name = dupn(line, (size_t)(colon - line));
     r->headers[r->nheaders].value = dupn(vs, (size_t)(ve - vs));
     r->nheaders++;
@@ -354,13 +408,13 @@ int rc_read_response(rc_t *c, rc_response_t *r, int head) {
 void rc_response_free(rc_response_t *r) {
   size_t i;
   for (i = 0; i < r->nheaders; i++) {
-    free(r->headers[i].name);
-    free(r->headers[i].value);
+    trk_free(r->headers[i].name);
+    trk_free(r->headers[i].value);
   }
-  free(r->headers);
-  free(r->status_line);
-  free(r->body);
-  free(r->raw);
+  trk_free(r->headers);
+  trk_free(r->status_line);
+  trk_free(r->body);
+  trk_free(r->raw);
   memset(r, 0, sizeof *r);
   r->status = -1;
 }

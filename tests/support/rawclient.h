@@ -83,6 +83,8 @@ int rc_send_bytewise(rc_t *c, const void *data, size_t len, unsigned pause_us);
  * Returns RC_OK or an RC_* error; `r` is always safe to rc_response_free. */
 int rc_read_response(rc_t *c, rc_response_t *r, int head);
 void rc_response_free(rc_response_t *r);
+/* Frees every response not yet freed (after a failed assertion). */
+void rc_free_all_responses(void);
 /* First value of a field (case-insensitive name), or NULL. */
 const char *rc_header(const rc_response_t *r, const char *name);
 size_t rc_header_count(const rc_response_t *r, const char *name);
