@@ -1,11 +1,11 @@
-/* SPDX-License-Identifier: MIT *
- * ctest-labels: tsan
- */
+/* SPDX-License-Identifier: MIT */
 /*
  * Handlers that answer later: from a uv_timer on the loop thread, from
  * another thread through hr_response_post, out of order under pipelining
  * (responses still leave in request order), and after the client went away
  * (abort callback; the completing call returns HR_ECLOSED).
+ *
+ * ctest-labels: tsan
  */
 #include <pthread.h>
 #include <stdlib.h>

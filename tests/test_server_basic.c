@@ -1,11 +1,11 @@
-/* SPDX-License-Identifier: MIT *
- * ctest-labels: tsan
- */
+/* SPDX-License-Identifier: MIT */
 /*
  * Persistent connections (RFC 9112 §9.3), HTTP/1.0, pipelining (also with
  * every possible split of the bytes across reads), routing through the
  * server (query ignored, 404, 405 with Allow, HEAD via GET), the Date
  * field, the request accessors, several workers and IPv6 loopback.
+ *
+ * ctest-labels: tsan
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,12 +1,12 @@
-/* SPDX-License-Identifier: MIT *
- * ctest-labels: tsan
- */
+/* SPDX-License-Identifier: MIT */
 /*
  * Lifecycle: listen/start argument errors, EADDRINUSE, graceful shutdown of
  * started servers (hr_server_stop) and attached ones (hr_server_close on a
  * test-owned loop, ending with a clean uv_loop_close): a request in flight
  * completes and is answered, idle connections are closed, new connections
  * are refused; past the deadline, handlers hear the abort.
+ *
+ * ctest-labels: tsan
  */
 #include <arpa/inet.h>
 #include <errno.h>
