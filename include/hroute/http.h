@@ -162,8 +162,8 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
 
 /*
  * Starts a streaming response: sends the status line and fields with the
- * next write.  `content_length` is the exact body length in bytes, or
- * HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
+ * next write.  `status` is 200..599; `content_length` is the exact body
+ * length in bytes, or HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
  * HR_ECLOSED.
  */
 HR_EXTERN int hr_response_start(hr_response_t *res, int status,
@@ -215,7 +215,10 @@ typedef void (*hr_post_cb)(hr_response_t *res, void *udata);
 /*
  * Runs `cb(res, udata)` on the loop thread that serves `res`, soon, never
  * inside this call: the way to complete a response from another thread.
- * Safe from any thread while the response is not complete.  Allocates one
+ * Safe from any thread while the response is not complete; the callback
+ * runs even when the connection was lost or the server is shutting down
+ * (a shutdown waits for open responses), and completing the response from
+ * it then returns HR_ECLOSED.  Allocates one
  * small node.  Returns 0 or HR_ENOMEM (cb will then not run).
  */
 HR_EXTERN int hr_response_post(hr_response_t *res, hr_post_cb cb,

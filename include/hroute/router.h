@@ -1,16 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The router: routes (method + pattern -> handler) compiled into immutable
- * route entries and published as a route table snapshot.  Usable without the
- * server: hr_router_match() takes a method and a path and returns the route
- * and its parameters without allocating.
+ * The router: routes (methods + pattern -> handler) compiled into immutable
+ * route entries and published as a route table snapshot (a compressed radix
+ * tree per host).  Usable without the server: hr_router_match() takes a
+ * method, a Host value and a request target and answers with the route, its
+ * parameters, or the status the server would send (301/308 redirects, 400,
+ * 404, 405), without allocating.
  *
- * Patterns (this release): a path starting with '/', made of segments that
- * are literal text, `:name` (one whole, non-empty segment) or, as the last
- * segment only, `*name` (the non-empty rest of the path, without its leading
- * '/').  Names are [A-Za-z0-9_]+; a pattern has at most HR_MAX_PARAMS
- * parameters and 40 segments.  Literal segments win over parameters, and
- * parameters over a catch-all, whatever the registration order.
+ * Patterns: a path starting with '/', made of segments separated by '/'.
+ *   - literal text: matched byte for byte (ASCII case-insensitively with the
+ *     router option); "::" stands for a literal ':'; '%' is not allowed (write
+ *     the decoded character);
+ *   - ":name" as a whole segment: one non-empty path segment;
+ *   - "*name" as the last segment: the non-empty rest of the path, without
+ *     its leading '/' (it may contain '/').
+ * Names are [A-Za-z0-9_]+.  At most HR_MAX_PARAMS parameters and
+ * HR_MAX_SEGMENTS segments.
+ *
+ * Matching (RFC 3986 §6.2.2 normalisation, then a per-segment priority):
+ *   1. The path is the request target up to '?' (absolute-form targets route
+ *      by their path).  Percent-encoded octets are decoded before matching,
+ *      except %2F, %3F and %23, which stay opaque inside their segment.  A
+ *      malformed escape or %00 gives 400.
+ *   2. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
+ *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
+ *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
+ *      path, query kept: 301 for GET and HEAD, 308 otherwise (or 400 with
+ *      HR_CLEAN_REJECT).  ".." above the root gives 400.
+ *   3. Per segment, a literal beats a parameter, which beats a catch-all; when
+ *      a branch fails deeper down, the next one is tried (backtracking), so
+ *      the result never depends on registration order.
+ *   4. The path found, the method chooses the route.  Methods are
+ *      case-sensitive tokens (RFC 9110 §9.1), extension methods included.
+ *      HEAD is answered by the GET route unless a HEAD route exists; OPTIONS
+ *      is answered by the router (200 with Allow) unless an OPTIONS route
+ *      exists; otherwise 405 with an Allow value (sorted, no duplicates).
+ *      "OPTIONS *" answers for the whole host with every method registered.
+ *   5. No path: 404, or with HR_SLASH_REDIRECT a redirect to the same path
+ *      with the trailing slash added or removed when only that one exists.
+ * Parameter values are decoded after the match (%2F becomes '/').
  */
 #ifndef HROUTE_ROUTER_H
 #define HROUTE_ROUTER_H
@@ -23,11 +51,14 @@ extern "C" {
 
 typedef struct hr_router_s hr_router_t;
 typedef struct hr_route_s hr_route_t;
+typedef struct hr_group_s hr_group_t;
 typedef struct hr_request_s hr_request_t;
 typedef struct hr_response_s hr_response_t;
 
 /* Most parameters one pattern may declare. */
 #define HR_MAX_PARAMS 16
+/* Most segments one pattern may have. */
+#define HR_MAX_SEGMENTS 64
 
 /*
  * A route handler.  Runs on the worker loop thread that read the request.
@@ -56,6 +87,20 @@ typedef struct hr_field_s {
   hr_span_t value;
 } hr_field_t;
 
+/*
+ * Why a registration failed, filled when hr_route_options_t.error is set.
+ * `conflict` names the registered route the new one collides with, as
+ * "METHODS pattern" (NUL-terminated; when longer than the array it is cut
+ * and `conflict_len`, the full length, says so).
+ */
+typedef struct hr_route_error_s {
+  int code;            /* the value hr_router_add returned */
+  const char *reason;  /* one English line, static storage */
+  size_t offset;       /* byte offset in the pattern where the problem is */
+  char conflict[256];
+  size_t conflict_len; /* 0 when no other route is involved */
+} hr_route_error_t;
+
 /* Per-route settings; initialise with hr_route_options_init(). */
 typedef struct hr_route_options_s {
   /* Body size limit in bytes; 0 means the server's max_body_bytes.  A larger
@@ -64,18 +109,40 @@ typedef struct hr_route_options_s {
   hr_body_mode_t body_mode;
   /* Constant response fields sent with every response of this route, for
    * example Content-Type.  Copied and pre-rendered at registration; names must
-   * be tokens and values must not contain CR, LF or NUL. */
+   * be tokens, values must not contain CR, LF or NUL, and Date,
+   * Content-Length, Transfer-Encoding and Connection are the server's (all
+   * HR_EINVAL).  They are always sent: a handler adding a field of the same
+   * name sends a second line. */
   const hr_field_t *fields;
   size_t nfields;
+  /* When non-NULL and registration fails, filled with the details. */
+  hr_route_error_t *error;
 } hr_route_options_t;
 
 /* Fills `opts` with the defaults (all zero: server limits, buffered body, no
- * constant fields). */
+ * constant fields, no error details). */
 HR_EXTERN void hr_route_options_init(hr_route_options_t *opts);
+
+/* Trailing-slash policy (step 5 above). */
+typedef enum hr_slash_policy_e {
+  HR_SLASH_STRICT = 0,  /* "/a" and "/a/" are different paths (default) */
+  HR_SLASH_REDIRECT = 1 /* redirect to the variant that exists */
+} hr_slash_policy_t;
+
+/* Policy for paths with dot segments or "//" (step 2 above). */
+typedef enum hr_clean_policy_e {
+  HR_CLEAN_REDIRECT = 0, /* 301/308 to the clean path (default) */
+  HR_CLEAN_REJECT = 1    /* 400 */
+} hr_clean_policy_t;
 
 typedef struct hr_router_options_s {
   /* Allocator for the router and everything it compiles; NULL means libc. */
   const hr_allocator_t *allocator;
+  hr_slash_policy_t trailing_slash;
+  hr_clean_policy_t unclean_path;
+  /* Non-zero: literal segments match ignoring ASCII case (parameter values
+   * keep theirs). */
+  int case_insensitive;
 } hr_router_options_t;
 
 /* Fills `opts` with the defaults. */
@@ -88,34 +155,59 @@ HR_EXTERN void hr_router_options_init(hr_router_options_t *opts);
  */
 HR_EXTERN int hr_router_new(hr_router_t **out, const hr_router_options_t *opts);
 
-/* Frees the router and every route table it published.  No server may still
- * use it.  hr_router_free(NULL) is a no-op. */
+/* Frees the router, its groups and every route table it published.  No
+ * server may still use it.  hr_router_free(NULL) is a no-op. */
 HR_EXTERN void hr_router_free(hr_router_t *router);
 
 /*
- * Registers a route.
+ * Registers a route on the default host.
  *   methods  NUL-terminated: one method ("GET"), several separated by commas
- *            ("GET,POST"), or "*" for every method.  Methods are
- *            case-sensitive tokens (RFC 9110 §9.1).
- *   pattern  NUL-terminated pattern, copied.
+ *            ("GET,POST"), or "*" for every method.
+ *   pattern  NUL-terminated pattern (see above), copied.
  *   handler  the callback; udata is passed to it unchanged.
  *   opts     NULL for the defaults; copied.
- * A GET route also answers HEAD (the body is suppressed) unless a HEAD route
- * exists for the same path.
- * Returns 0, or HR_EPATTERN (malformed pattern, bad parameter name, a
- * catch-all that is not last, more than HR_MAX_PARAMS parameters or 40
- * segments),
- * HR_EEXIST (same method and pattern already registered), HR_EINVAL (bad
- * method or field), HR_ENOMEM.  On error nothing changed.
- * Any thread; writers are serialised, and the new route table is published
- * atomically, so a request sees either the old table or the new one.
+ * Returns 0, or
+ *   HR_EPATTERN   malformed pattern: no leading '/', an empty or invalid
+ *                 parameter name, a parameter that is not a whole segment
+ *                 (two in one segment), a catch-all that is not last, '%' or
+ *                 a control byte, too many parameters or segments;
+ *   HR_EEXIST     the same method and pattern (up to parameter names) is
+ *                 registered already;
+ *   HR_ECONFLICT  another route binds the same position to a different
+ *                 parameter name;
+ *   HR_EINVAL     a method that is not a token, a repeated method, a bad
+ *                 constant field;
+ *   HR_ENOMEM.
+ * On error nothing changed.  Any thread; writers are serialised, and the new
+ * route table is published atomically, so a request sees either the old
+ * table or the new one.
  */
 HR_EXTERN int hr_router_add(hr_router_t *router, const char *methods,
                             const char *pattern, hr_handler_cb handler,
                             void *udata, const hr_route_options_t *opts);
 
+/*
+ * Returns a route group: routes added through it are registered under
+ * `prefix` (a pattern prefix such as "/api/v1", which may contain
+ * parameters; NULL or "" for none) and, when `host` is not NULL, in the
+ * route table of that host only (matched against the request's Host field,
+ * ASCII case-insensitively, port ignored; requests for other hosts use the
+ * default table).  The group is owned by the router and lives as long as it.
+ * Returns 0 and stores the group, or HR_EPATTERN (bad prefix), HR_EINVAL
+ * (bad host), HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_group(hr_router_t *router, const char *host,
+                              const char *prefix, hr_group_t **out);
+
+/* Like hr_router_add(), within `group`: the route's pattern is the group's
+ * prefix followed by `pattern` (which must start with '/'). */
+HR_EXTERN int hr_group_add(hr_group_t *group, const char *methods,
+                           const char *pattern, hr_handler_cb handler,
+                           void *udata, const hr_route_options_t *opts);
+
 /* One matched parameter: its name (from the pattern, valid while the router
- * lives) and its value (a span into the path given to hr_router_match). */
+ * lives) and its decoded value (a span into the target given to
+ * hr_router_match, or into its buffer when decoding changed it). */
 typedef struct hr_param_s {
   hr_span_t name;
   hr_span_t value;
@@ -123,34 +215,74 @@ typedef struct hr_param_s {
 
 /* The result of a match. */
 typedef struct hr_match_s {
-  /* 200 (route found), 404 (no route for the path) or 405 (the path exists
-   * for other methods: see `allow`). */
+  /* 200: `route` answers (or, with route NULL, the router answers OPTIONS
+   * with `allow`); 301 or 308: redirect to `location`; 400: malformed or
+   * unsafe path; 404: no route; 405: see `allow`. */
   int status;
-  /* The matched route (status 200), else NULL.  Valid while the router
-   * lives. */
+  /* The route (status 200 with a registered route), else NULL.  Valid as
+   * long as the route table it came from (until the router is freed). */
   const hr_route_t *route;
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
-  /* For 405: the Allow field value (RFC 9110 §10.2.1), methods sorted and
-   * without duplicates; valid while the router lives.  Empty otherwise. */
+  /* For 405 and the router's OPTIONS answers: the Allow field value (RFC
+   * 9110 §10.2.1); valid while the router lives.  Empty otherwise. */
   hr_span_t allow;
+  /* For 301 and 308: the Location value (clean path plus query), in the
+   * caller's buffer.  Empty otherwise. */
+  hr_span_t location;
+  /* The path as matched (decoded, %2F %3F %23 kept encoded) and the query
+   * (after '?', not decoded). */
+  hr_span_t path;
+  hr_span_t query;
 } hr_match_t;
 
 /*
- * Matches `method` and `path` (the path only: no query, not percent-decoded
- * in this release) against the current route table.  Makes no allocation.
- * Parameter values are spans into `path`.
- * Returns 0 with out->status 200, 404 or 405; or HR_EINVAL when path does not
- * start with '/'.  Any thread.
+ * Matches a request against the current route table.
+ *   method  the method token as received;
+ *   host    the Host field value (may be empty: default table);
+ *   target  the request target: origin-form ("/a/b?q"), absolute-form
+ *           ("http://h/a/b?q") or "*";
+ *   buf, buflen  scratch space for decoded values and the redirect Location:
+ *           only used when the target contains '%' or needs cleaning; may be
+ *           NULL/0 otherwise.  2 * target.len + 16 bytes always suffice.
+ * Makes no allocation.  Parameter values and `location` point into `target`
+ * or `buf`.  Returns 0 with out->status set, HR_ENOSPC when `buf` is too
+ * small for this target (nothing else in *out is meaningful), or HR_EINVAL
+ * (NULL arguments).  Any thread.
  */
 HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
-                              hr_span_t path, hr_match_t *out);
+                              hr_span_t host, hr_span_t target, char *buf,
+                              size_t buflen, hr_match_t *out);
 
-/* The pattern a route was registered with (valid while the router lives). */
+/* The pattern a route was registered with, group prefix included (valid
+ * while the router lives). */
 HR_EXTERN hr_span_t hr_route_pattern(const hr_route_t *route);
+
+/* The methods a route was registered with, as given ("GET,POST", "*"). */
+HR_EXTERN hr_span_t hr_route_methods(const hr_route_t *route);
 
 /* The user data given at registration. */
 HR_EXTERN void *hr_route_udata(const hr_route_t *route);
+
+/* Sizes of the current route table. */
+typedef struct hr_router_stats_s {
+  size_t routes;      /* registered routes */
+  size_t hosts;       /* host tables besides the default one */
+  size_t nodes;       /* radix tree nodes, all hosts */
+  size_t table_bytes; /* memory of the current snapshot, bytes */
+} hr_router_stats_t;
+
+/* Fills *out from the current snapshot.  Any thread. */
+HR_EXTERN void hr_router_stats(hr_router_t *router, hr_router_stats_t *out);
+
+/*
+ * Writes the route tree of the current snapshot as text, one node per line,
+ * indented by depth (for hroute-routes check).  Calls `write` with pieces of
+ * the text.  Returns 0 or HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_dump(hr_router_t *router,
+                             void (*write)(void *ctx, const char *p, size_t n),
+                             void *ctx);
 
 #ifdef __cplusplus
 }

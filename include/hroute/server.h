@@ -29,8 +29,11 @@ typedef enum hr_log_level_e {
   HR_LOG_DEBUG = 3
 } hr_log_level_t;
 
-/* Log sink: `msg` is NUL-terminated and valid during the call.  May be called
- * from every worker thread concurrently. */
+/* Log sink: `msg` is one line, NUL-terminated, at most 255 bytes, valid
+ * during the call.  May be called from every worker thread concurrently.
+ * Logged: requests answered with an error status and closed (HR_LOG_INFO,
+ * with the reason), and handlers that still hold aborted responses when a
+ * shutdown deadline passes (HR_LOG_WARN). */
 typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
 
 /* Server settings; hr_server_options_init() fills the defaults shown. */
@@ -115,9 +118,12 @@ typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
 /*
  * Graceful shutdown of an attached server: stops accepting, closes idle
  * connections, lets requests in flight finish for up to `deadline_ms`
- * milliseconds, then closes what remains (handlers still running see their
- * abort callback).  `cb` runs on the loop thread once every connection is
- * closed and every response completed, never inside this call.  Call on the
+ * milliseconds, then closes what remains.  Handlers still running then see
+ * their abort callback and must still complete their response (the call
+ * returns HR_ECLOSED): the request and response stay valid until then, so
+ * the shutdown waits for it (a warning is logged at the deadline).  `cb` runs
+ * on the loop thread once every connection is closed and every response
+ * completed, never inside this call.  Call on the
  * attached loop's thread.  Returns 0, HR_ESTATE (not attached, or already
  * closing).
  */

@@ -92,3 +92,13 @@ int hr__frame_scan(hr__frame_scan_t *s, const char *p, size_t n) {
   }
   return 0;
 }
+
+const char *hr__head_scan_reason(int status) {
+  switch (status) {
+    case 414: return "request line longer than the limit";
+    case 431: return "header section longer than the limit, or too many fields";
+    default:
+      return "bare CR or LF, obs-fold, empty field name or whitespace before "
+             "a colon in the header section";
+  }
+}

@@ -51,6 +51,9 @@ void hr__head_scan_init(hr__head_scan_t *s);
 long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
                    const hr__head_limits_t *lim);
 
+/* One line saying why hr__head_scan returned -status (static storage). */
+const char *hr__head_scan_reason(int status);
+
 /* Scanner for the framing bytes of a chunked body (chunk-size lines, the
  * CRLF after chunk data, trailer section). */
 typedef struct hr__frame_scan_s {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The router: pattern compilation, route registration, route table
- * snapshots and matching.
+ * The router's public face: creation, groups and hosts, registration and
+ * publication of route table snapshots, and matching (path normalisation,
+ * host choice, tree lookup, method choice, redirects).
  *
  * Publication: writers hold `lock`, build a complete new hr__table_t that
  * nothing else can see yet, and publish it with one release store to
@@ -10,27 +11,10 @@
  * reachable from a published table is written again.  Replaced tables are
  * kept on `retired` and freed with the router.
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "hroute/error.h"
+#include "router/path.h"
 #include "router/route.h"
-
-/* Most segments in a pattern: the match rank has one base-3 digit per
- * segment and 3^40 fits in 64 bits. */
-#define HR__MAX_SEGS 40
-
-static int is_tchar(unsigned char c) {
-  /* RFC 9110 §5.6.2 token characters. */
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-    return 1;
-  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static int is_name_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
-}
 
 void hr_route_options_init(hr_route_options_t *opts) {
   memset(opts, 0, sizeof(*opts));
@@ -39,496 +23,365 @@ void hr_route_options_init(hr_route_options_t *opts) {
 
 void hr_router_options_init(hr_router_options_t *opts) {
   memset(opts, 0, sizeof(*opts));
+  opts->trailing_slash = HR_SLASH_STRICT;
+  opts->unclean_path = HR_CLEAN_REDIRECT;
 }
 
 int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
+  hr_router_options_t o;
   hr__mem_t mem;
   hr_router_t *r;
+  hr__table_t *t;
   if (out == NULL) return HR_EINVAL;
   *out = NULL;
-  hr__mem_init(&mem, opts != NULL ? opts->allocator : NULL);
+  if (opts != NULL)
+    o = *opts;
+  else
+    hr_router_options_init(&o);
+  if ((o.trailing_slash != HR_SLASH_STRICT && o.trailing_slash != HR_SLASH_REDIRECT) ||
+      (o.unclean_path != HR_CLEAN_REDIRECT && o.unclean_path != HR_CLEAN_REJECT))
+    return HR_EINVAL;
+  hr__mem_init(&mem, o.allocator);
   r = hr__mem_alloc(&mem, sizeof(*r));
   if (r == NULL) return HR_ENOMEM;
   memset(r, 0, sizeof(*r));
   r->mem = mem;
-  if (pthread_mutex_init(&r->lock, NULL) != 0) {
+  r->opts = o;
+  r->opts.case_insensitive = o.case_insensitive != 0;
+  r->root.router = r;
+  r->root.prefix = (char *)"";
+  if (hr__table_build(&r->mem, NULL, 0, 0, &t, NULL) != 0) {
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
-  atomic_init(&r->table, NULL);
+  if (pthread_mutex_init(&r->lock, NULL) != 0) {
+    hr__table_free(&mem, t);
+    hr__mem_free(&mem, r);
+    return HR_ENOMEM;
+  }
+  atomic_init(&r->table, t);
   *out = r;
   return 0;
-}
-
-static void route_free(hr__mem_t *m, hr_route_t *rt) {
-  if (rt == NULL) return;
-  hr__mem_free(m, (void *)rt->pattern.ptr);
-  hr__mem_free(m, rt->methods);
-  hr__mem_free(m, rt->segs);
-  hr__mem_free(m, (void *)rt->head.ptr);
-  hr__mem_free(m, rt);
-}
-
-static void table_free(hr__mem_t *m, hr__table_t *t) {
-  size_t i;
-  if (t == NULL) return;
-  for (i = 0; i < t->npaths; i++) {
-    hr__mem_free(m, t->paths[i].routes);
-    hr__mem_free(m, (void *)t->paths[i].allow.ptr);
-  }
-  hr__mem_free(m, t->paths);
-  hr__mem_free(m, t);
 }
 
 void hr_router_free(hr_router_t *r) {
   size_t i;
   hr__table_t *t;
+  hr_group_t *g;
+  hr__mem_t mem;
   if (r == NULL) return;
-  table_free(&r->mem, atomic_load_explicit(&r->table, memory_order_relaxed));
+  hr__table_free(&r->mem, atomic_load_explicit(&r->table, memory_order_relaxed));
   while ((t = r->retired) != NULL) {
     r->retired = t->retired_next;
-    table_free(&r->mem, t);
+    hr__table_free(&r->mem, t);
   }
-  for (i = 0; i < r->nroutes; i++) route_free(&r->mem, r->routes[i]);
+  for (i = 0; i < r->nroutes; i++) hr__route_free(&r->mem, r->routes[i]);
   hr__mem_free(&r->mem, r->routes);
+  while ((g = r->groups) != NULL) {
+    r->groups = g->next;
+    hr__mem_free(&r->mem, g); /* host and prefix live in the same block */
+  }
   pthread_mutex_destroy(&r->lock);
-  {
-    hr__mem_t mem = r->mem;
-    hr__mem_free(&mem, r);
-  }
+  mem = r->mem;
+  hr__mem_free(&mem, r);
 }
 
-/* ---- compiling a route --------------------------------------------------- */
+/* ---- groups ---------------------------------------------------------------- */
 
-/* Splits the (copied) pattern into segments.  Returns 0 or HR_EPATTERN /
- * HR_ENOMEM. */
-static int compile_pattern(hr__mem_t *m, hr_route_t *rt) {
-  const char *p = rt->pattern.ptr, *end = p + rt->pattern.len;
-  size_t nsegs = 0, i;
-  const char *s;
-  if (rt->pattern.len == 0 || p[0] != '/') return HR_EPATTERN;
-  for (s = p; s < end; s++)
-    if (*s == '/') nsegs++;
-  if (nsegs > HR__MAX_SEGS) return HR_EPATTERN;
-  rt->segs = hr__mem_alloc(m, nsegs * sizeof(hr__seg_t));
-  if (rt->segs == NULL) return HR_ENOMEM;
-  rt->nsegs = nsegs;
-  s = p + 1;
-  for (i = 0; i < nsegs; i++) {
-    const char *e = memchr(s, '/', (size_t)(end - s));
-    hr__seg_t *seg = &rt->segs[i];
-    if (e == NULL) e = end;
-    if (e > s && (*s == ':' || *s == '*')) {
-      const char *n;
-      seg->kind = *s == ':' ? HR__SEG_PARAM : HR__SEG_CATCH;
-      seg->text.ptr = s + 1;
-      seg->text.len = (size_t)(e - s - 1);
-      if (seg->text.len == 0) return HR_EPATTERN;
-      for (n = seg->text.ptr; n < e; n++)
-        if (!is_name_char((unsigned char)*n)) return HR_EPATTERN;
-      if (seg->kind == HR__SEG_CATCH && i + 1 != nsegs) return HR_EPATTERN;
-      if (rt->nparams == HR_MAX_PARAMS) return HR_EPATTERN;
-      rt->param_seg[rt->nparams++] = (uint8_t)i;
-    } else {
-      const char *c;
-      seg->kind = HR__SEG_LIT;
-      seg->text.ptr = s;
-      seg->text.len = (size_t)(e - s);
-      /* ':' or '*' inside a literal segment would be a second parameter. */
-      for (c = s; c < e; c++)
-        if (*c == ':' || *c == '*') return HR_EPATTERN;
-    }
-    s = e + 1;
-  }
-  return 0;
-}
-
-static int parse_methods(hr__mem_t *m, hr_route_t *rt, const char *methods) {
-  size_t n = 1, i = 0;
-  const char *s;
-  if (methods == NULL || methods[0] == '\0') return HR_EINVAL;
-  if (strcmp(methods, "*") == 0) return 0; /* every method */
-  for (s = methods; *s; s++)
-    if (*s == ',') n++;
-  rt->methods = hr__mem_alloc(m, n * sizeof(hr_span_t));
-  if (rt->methods == NULL) return HR_ENOMEM;
-  s = methods;
-  while (1) {
-    const char *e = strchr(s, ',');
-    const char *c;
-    size_t j;
-    if (e == NULL) e = s + strlen(s);
-    if (e == s) return HR_EINVAL;
-    for (c = s; c < e; c++)
-      if (!is_tchar((unsigned char)*c)) return HR_EINVAL;
-    for (j = 0; j < i; j++) /* "GET,GET" */
-      if (rt->methods[j].len == (size_t)(e - s) &&
-          memcmp(rt->methods[j].ptr, s, rt->methods[j].len) == 0)
-        return HR_EINVAL;
-    rt->methods[i].ptr = s; /* rebased onto the pattern copy below */
-    rt->methods[i].len = (size_t)(e - s);
-    i++;
-    if (*e == '\0') break;
-    s = e + 1;
-  }
-  rt->nmethods = i;
-  return 0;
-}
-
-static int field_ok(const hr_field_t *f) {
-  size_t i;
-  if (f->name.len == 0) return 0;
-  for (i = 0; i < f->name.len; i++)
-    if (!is_tchar((unsigned char)f->name.ptr[i])) return 0;
-  for (i = 0; i < f->value.len; i++) {
-    char c = f->value.ptr[i];
-    if (c == '\r' || c == '\n' || c == '\0') return 0;
-  }
-  return 1;
-}
-
-/* Pre-renders the constant fields as "Name: value\r\n" lines. */
-static int render_head(hr__mem_t *m, hr_route_t *rt,
-                       const hr_route_options_t *o) {
-  size_t i, len = 0;
-  char *p;
-  for (i = 0; i < o->nfields; i++) {
-    if (!field_ok(&o->fields[i])) return HR_EINVAL;
-    len += o->fields[i].name.len + 2 + o->fields[i].value.len + 2;
-  }
-  if (len == 0) return 0;
-  p = hr__mem_alloc(m, len);
-  if (p == NULL) return HR_ENOMEM;
-  rt->head.ptr = p;
-  rt->head.len = len;
-  for (i = 0; i < o->nfields; i++) {
-    memcpy(p, o->fields[i].name.ptr, o->fields[i].name.len);
-    p += o->fields[i].name.len;
-    *p++ = ':';
-    *p++ = ' ';
-    memcpy(p, o->fields[i].value.ptr, o->fields[i].value.len);
-    p += o->fields[i].value.len;
-    *p++ = '\r';
-    *p++ = '\n';
-  }
-  return 0;
-}
-
-/* Compiles a route.  `methods` is copied after the pattern in one block so
- * the method spans can point into it. */
-static int route_compile(hr__mem_t *m, const char *methods, const char *pattern,
-                         hr_handler_cb handler, void *udata,
-                         const hr_route_options_t *o, hr_route_t **out) {
-  hr_route_t *rt;
-  size_t plen = strlen(pattern), mlen = strlen(methods);
-  char *copy;
-  int err;
-  *out = NULL;
-  rt = hr__mem_alloc(m, sizeof(*rt));
-  if (rt == NULL) return HR_ENOMEM;
-  memset(rt, 0, sizeof(*rt));
-  copy = hr__mem_alloc(m, plen + 1 + mlen + 1);
-  if (copy == NULL) {
-    hr__mem_free(m, rt);
-    return HR_ENOMEM;
-  }
-  memcpy(copy, pattern, plen + 1);
-  memcpy(copy + plen + 1, methods, mlen + 1);
-  rt->pattern.ptr = copy;
-  rt->pattern.len = plen;
-  rt->handler = handler;
-  rt->udata = udata;
-  rt->mem = m;
-  rt->max_body_bytes = o->max_body_bytes;
-  rt->body_mode = o->body_mode;
-  if (o->body_mode != HR_BODY_BUFFER && o->body_mode != HR_BODY_STREAM)
-    err = HR_EINVAL;
-  else if ((err = parse_methods(m, rt, copy + plen + 1)) == 0 &&
-           (err = compile_pattern(m, rt)) == 0)
-    err = render_head(m, rt, o);
-  if (err != 0) {
-    route_free(m, rt);
-    return err;
-  }
-  *out = rt;
-  return 0;
-}
-
-/* ---- snapshots ----------------------------------------------------------- */
-
-static int method_cmp(const void *a, const void *b) {
-  const hr_span_t *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->ptr, y->ptr, n);
-  if (c != 0) return c;
-  return (x->len > y->len) - (x->len < y->len);
-}
-
-/* Allow value for one path: its methods sorted without duplicates, HEAD
- * added when GET is there, OPTIONS not added (not answered automatically in
- * this release). */
-static int build_allow(hr__mem_t *m, hr__path_t *p) {
-  hr_span_t list[64], *ms = list;
-  size_t n = 0, cap = 0, i, j, len = 0;
-  char *out, *w;
-  int has_get = 0, has_head = 0;
-  for (i = 0; i < p->nroutes; i++) cap += p->routes[i]->nmethods;
-  cap += 1;
-  if (cap > 64) {
-    ms = hr__mem_alloc(m, cap * sizeof(*ms));
-    if (ms == NULL) return HR_ENOMEM;
-  }
-  for (i = 0; i < p->nroutes; i++)
-    for (j = 0; j < p->routes[i]->nmethods; j++) {
-      hr_span_t s = p->routes[i]->methods[j];
-      if (hr_span_eq(s, HR_SPAN_LIT("GET"))) has_get = 1;
-      if (hr_span_eq(s, HR_SPAN_LIT("HEAD"))) has_head = 1;
-      ms[n++] = s;
-    }
-  if (has_get && !has_head) ms[n++] = HR_SPAN_LIT("HEAD");
-  qsort(ms, n, sizeof(*ms), method_cmp);
-  for (i = 0; i < n; i++)
-    if (i == 0 || !hr_span_eq(ms[i], ms[i - 1])) len += ms[i].len + 2;
-  out = hr__mem_alloc(m, len + 1);
-  if (out == NULL) {
-    if (ms != list) hr__mem_free(m, ms);
-    return HR_ENOMEM;
-  }
-  w = out;
+static int valid_host_name(const char *h) {
+  size_t n = strlen(h), i;
+  if (n == 0 || n > 255) return 0;
   for (i = 0; i < n; i++) {
-    if (i != 0 && hr_span_eq(ms[i], ms[i - 1])) continue;
-    if (w != out) {
-      *w++ = ',';
-      *w++ = ' ';
-    }
-    memcpy(w, ms[i].ptr, ms[i].len);
-    w += ms[i].len;
-  }
-  *w = '\0';
-  p->allow.ptr = out;
-  p->allow.len = (size_t)(w - out);
-  if (ms != list) hr__mem_free(m, ms);
-  return 0;
-}
-
-/* Builds a complete table from `routes[0..n)` (private until published). */
-static int table_build(hr__mem_t *m, hr_route_t **routes, size_t n,
-                       hr__table_t **out) {
-  hr__table_t *t;
-  size_t i, j;
-  *out = NULL;
-  t = hr__mem_alloc(m, sizeof(*t));
-  if (t == NULL) return HR_ENOMEM;
-  memset(t, 0, sizeof(*t));
-  t->paths = hr__mem_alloc(m, (n ? n : 1) * sizeof(hr__path_t));
-  if (t->paths == NULL) goto oom;
-  for (i = 0; i < n; i++) {
-    hr__path_t *p = NULL;
-    for (j = 0; j < t->npaths; j++)
-      if (hr_span_eq(t->paths[j].first->pattern, routes[i]->pattern)) {
-        p = &t->paths[j];
-        break;
-      }
-    if (p == NULL) {
-      p = &t->paths[t->npaths++];
-      memset(p, 0, sizeof(*p));
-      p->first = routes[i];
-      p->routes = hr__mem_alloc(m, n * sizeof(*p->routes));
-      if (p->routes == NULL) goto oom;
-    }
-    p->routes[p->nroutes++] = routes[i];
-  }
-  for (j = 0; j < t->npaths; j++)
-    if (build_allow(m, &t->paths[j]) != 0) goto oom;
-  *out = t;
-  return 0;
-oom:
-  table_free(m, t);
-  return HR_ENOMEM;
-}
-
-static int methods_overlap(const hr_route_t *a, const hr_route_t *b) {
-  size_t i, j;
-  if (a->nmethods == 0 || b->nmethods == 0)
-    return a->nmethods == 0 && b->nmethods == 0;
-  for (i = 0; i < a->nmethods; i++)
-    for (j = 0; j < b->nmethods; j++)
-      if (hr_span_eq(a->methods[i], b->methods[j])) return 1;
-  return 0;
-}
-
-/* Two patterns that match exactly the same paths ("/d/:x" and "/d/:y"). */
-static int same_shape(const hr_route_t *a, const hr_route_t *b) {
-  size_t i;
-  if (a->nsegs != b->nsegs) return 0;
-  for (i = 0; i < a->nsegs; i++) {
-    if (a->segs[i].kind != b->segs[i].kind) return 0;
-    if (a->segs[i].kind == HR__SEG_LIT && !hr_span_eq(a->segs[i].text, b->segs[i].text))
+    unsigned char c = (unsigned char)h[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+          c == '[' || c == ']' || c == ':'))
       return 0;
   }
   return 1;
 }
 
-int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,
-                  hr_handler_cb handler, void *udata,
-                  const hr_route_options_t *opts) {
+static void h_none(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)res;
+  (void)udata;
+}
+
+int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
+                    hr_group_t **out) {
+  size_t hl = host ? strlen(host) : 0, pl = prefix ? strlen(prefix) : 0;
+  hr_group_t *g;
+  hr_route_t *probe;
+  hr_route_options_t o;
+  char *p;
+  int rc;
+  if (r == NULL || out == NULL) return HR_EINVAL;
+  *out = NULL;
+  if (host != NULL && !valid_host_name(host)) return HR_EINVAL;
+  if (pl > 0 && (prefix[0] != '/' || prefix[pl - 1] == '/')) return HR_EPATTERN;
+  /* The prefix must itself be a valid pattern. */
+  if (pl > 0) {
+    hr_route_options_init(&o);
+    rc = hr__route_compile(&r->mem, r->opts.case_insensitive, NULL, NULL, "GET",
+                           prefix, h_none, NULL, &o, &probe, NULL);
+    if (rc != 0) return rc;
+    if (probe->ntoks && probe->toks[probe->ntoks - 1].kind == HR__TOK_CATCH) {
+      hr__route_free(&r->mem, probe);
+      return HR_EPATTERN; /* nothing can follow a catch-all */
+    }
+    hr__route_free(&r->mem, probe);
+  }
+  g = hr__mem_alloc(&r->mem, sizeof(*g) + hl + 1 + pl + 1);
+  if (g == NULL) return HR_ENOMEM;
+  memset(g, 0, sizeof(*g));
+  p = (char *)(g + 1);
+  g->router = r;
+  if (host != NULL) {
+    memcpy(p, host, hl + 1);
+    g->host = p;
+    p += hl + 1;
+  }
+  memcpy(p, prefix ? prefix : "", pl + 1);
+  g->prefix = p;
+  pthread_mutex_lock(&r->lock);
+  g->next = r->groups;
+  r->groups = g;
+  pthread_mutex_unlock(&r->lock);
+  *out = g;
+  return 0;
+}
+
+int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
+                 hr_handler_cb handler, void *udata,
+                 const hr_route_options_t *opts) {
   hr_route_options_t defaults;
+  hr_router_t *r;
   hr_route_t *rt;
   hr__table_t *t, *old;
-  size_t i;
-  int err;
-  if (r == NULL || methods == NULL || pattern == NULL || handler == NULL)
+  hr_route_error_t *err;
+  int rc;
+  if (g == NULL || methods == NULL || pattern == NULL || handler == NULL)
     return HR_EINVAL;
+  r = g->router;
   if (opts == NULL) {
     hr_route_options_init(&defaults);
     opts = &defaults;
   }
-  err = route_compile(&r->mem, methods, pattern, handler, udata, opts, &rt);
-  if (err != 0) return err;
+  err = opts->error;
+  rc = hr__route_compile(&r->mem, r->opts.case_insensitive, g->host, g->prefix,
+                         methods, pattern, handler, udata, opts, &rt, err);
+  if (rc != 0) return rc;
 
   pthread_mutex_lock(&r->lock);
-  for (i = 0; i < r->nroutes; i++) {
-    if (!same_shape(r->routes[i], rt)) continue;
-    if (!hr_span_eq(r->routes[i]->pattern, rt->pattern)) {
-      /* Same paths, other parameter names: a request could not say which
-       * names its parameters have. */
-      err = HR_ECONFLICT;
-      goto fail;
-    }
-    if (methods_overlap(r->routes[i], rt)) {
-      err = HR_EEXIST;
-      goto fail;
-    }
-  }
   if (r->nroutes == r->routes_cap) {
     size_t cap = r->routes_cap ? r->routes_cap * 2 : 16;
     hr_route_t **nr = hr__mem_realloc(&r->mem, r->routes, cap * sizeof(*nr));
     if (nr == NULL) {
-      err = HR_ENOMEM;
+      rc = HR_ENOMEM;
       goto fail;
     }
     r->routes = nr;
     r->routes_cap = cap;
   }
   r->routes[r->nroutes] = rt;
-  err = table_build(&r->mem, r->routes, r->nroutes + 1, &t);
-  if (err != 0) goto fail;
+  rc = hr__table_build(&r->mem, r->routes, r->nroutes + 1,
+                       r->opts.case_insensitive, &t, err);
+  if (rc != 0) goto fail;
   r->nroutes++;
   old = atomic_load_explicit(&r->table, memory_order_relaxed);
   /* Pairs with the acquire load in hr_router_match(): the table and every
    * route it references are complete before a reader can see the pointer. */
   atomic_store_explicit(&r->table, t, memory_order_release);
-  if (old != NULL) {
-    old->retired_next = r->retired;
-    r->retired = old;
-  }
+  old->retired_next = r->retired;
+  r->retired = old;
   pthread_mutex_unlock(&r->lock);
   return 0;
 fail:
   pthread_mutex_unlock(&r->lock);
-  route_free(&r->mem, rt);
-  return err;
+  hr__route_free(&r->mem, rt);
+  if (err != NULL && rc == HR_ENOMEM) {
+    memset(err, 0, sizeof(*err));
+    err->code = rc;
+    err->reason = "out of memory";
+  }
+  return rc;
 }
 
-/* ---- matching ------------------------------------------------------------ */
-
-/* Tries `rt`'s segments against the path; on success fills the parameter
- * spans and a rank (one digit per segment, literal > param > catch-all). */
-static int try_match(const hr_route_t *rt, hr_span_t path, hr_param_t *params,
-                     uint64_t *rank) {
-  const char *s = path.ptr + 1, *end = path.ptr + path.len;
-  size_t i, np = 0;
-  uint64_t rk = 0;
-  for (i = 0; i < rt->nsegs; i++) {
-    const hr__seg_t *seg = &rt->segs[i];
-    const char *e;
-    if (s > end) return 0; /* path has fewer segments */
-    if (seg->kind == HR__SEG_CATCH) {
-      if (s >= end) return 0;
-      params[np].name = seg->text;
-      params[np].value.ptr = s;
-      params[np].value.len = (size_t)(end - s);
-      np++;
-      rk = rk * 3 + HR__SEG_CATCH;
-      s = end + 1;
-      break;
-    }
-    e = memchr(s, '/', (size_t)(end - s));
-    if (e == NULL) e = end;
-    if (seg->kind == HR__SEG_LIT) {
-      if ((size_t)(e - s) != seg->text.len ||
-          memcmp(s, seg->text.ptr, seg->text.len) != 0)
-        return 0;
-    } else {
-      if (e == s) return 0; /* parameters are non-empty */
-      params[np].name = seg->text;
-      params[np].value.ptr = s;
-      params[np].value.len = (size_t)(e - s);
-      np++;
-    }
-    rk = rk * 3 + seg->kind;
-    s = e + 1;
-  }
-  if (s <= end) return 0; /* path has more segments */
-  /* Shorter patterns cannot tie with longer ones: pad to the same digits. */
-  for (; i < HR__MAX_SEGS; i++) rk *= 3;
-  *rank = rk;
-  return 1;
+int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,
+                  hr_handler_cb handler, void *udata,
+                  const hr_route_options_t *opts) {
+  if (r == NULL) return HR_EINVAL;
+  return hr_group_add(&r->root, methods, pattern, handler, udata, opts);
 }
 
-static const hr_route_t *pick_method(const hr__path_t *p, hr_span_t method) {
-  size_t i, j;
-  const hr_route_t *any = NULL;
-  for (i = 0; i < p->nroutes; i++) {
-    const hr_route_t *rt = p->routes[i];
-    if (rt->nmethods == 0) any = rt;
-    for (j = 0; j < rt->nmethods; j++)
-      if (hr_span_eq(rt->methods[j], method)) return rt;
-  }
-  return any;
-}
+/* ---- matching -------------------------------------------------------------- */
 
-int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t path,
-                    hr_match_t *out) {
-  hr__table_t *t;
-  const hr__path_t *best = NULL;
-  uint64_t best_rank = 0;
-  hr_param_t params[HR_MAX_PARAMS];
-  size_t i;
-  if (r == NULL || out == NULL || path.len == 0 || path.ptr[0] != '/')
-    return HR_EINVAL;
-  out->status = 404;
-  out->route = NULL;
-  out->nparams = 0;
-  out->allow.ptr = NULL;
-  out->allow.len = 0;
-  /* Pairs with the release store in hr_router_add(). */
-  t = atomic_load_explicit(&r->table, memory_order_acquire);
-  if (t == NULL) return 0;
-  for (i = 0; i < t->npaths; i++) {
-    uint64_t rank;
-    if (try_match(t->paths[i].first, path, params, &rank) &&
-        (best == NULL || rank > best_rank)) {
-      best = &t->paths[i];
-      best_rank = rank;
-      memcpy(out->params, params, best->first->nparams * sizeof(hr_param_t));
-    }
-  }
-  if (best == NULL) return 0;
-  out->nparams = best->first->nparams;
-  out->route = pick_method(best, method);
-  if (out->route == NULL && hr_span_eq(method, HR_SPAN_LIT("HEAD")))
-    out->route = pick_method(best, HR_SPAN_LIT("GET"));
-  if (out->route != NULL) {
-    out->status = 200;
+static const hr__host_t *pick_host(const hr__table_t *t, hr_span_t host) {
+  size_t i, n = host.len;
+  if (t->nhosts == 0 || host.len == 0) return &t->def;
+  /* Drop the port: after ']' for IP literals, else after the last ':'. */
+  if (host.ptr[0] == '[') {
+    const char *e = memchr(host.ptr, ']', host.len);
+    if (e != NULL) n = (size_t)(e - host.ptr) + 1;
   } else {
-    out->status = 405;
-    out->nparams = 0;
-    out->allow = best->allow;
+    const char *c = memchr(host.ptr, ':', host.len);
+    if (c != NULL) n = (size_t)(c - host.ptr);
+  }
+  for (i = 0; i < t->nhosts; i++) {
+    hr_span_t a = {host.ptr, n};
+    if (hr_span_eq_nocase(a, t->hosts[i].name)) return &t->hosts[i];
+  }
+  return &t->def;
+}
+
+static int redirect_status(int method_id) {
+  return method_id == HR__M_GET || method_id == HR__M_HEAD ? 301 : 308;
+}
+
+/* Location = path + ("?" query); `path` may already be in buf at `at`. */
+static int put_location(hr_match_t *out, char *buf, size_t buflen, size_t at,
+                        size_t path_len, hr_span_t query) {
+  size_t need = path_len + (query.len || query.ptr ? 1 + query.len : 0);
+  if (at + need > buflen) return HR_ENOSPC;
+  if (query.ptr != NULL) {
+    buf[at + path_len] = '?';
+    memcpy(buf + at + path_len + 1, query.ptr, query.len);
+  }
+  out->location.ptr = buf + at;
+  out->location.len = need;
+  return 0;
+}
+
+int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
+                    hr_span_t target, char *buf, size_t buflen,
+                    hr_match_t *out) {
+  const hr__table_t *t;
+  const hr__host_t *h;
+  const hr__leaf_t *leaf;
+  hr_span_t path, query, mpath;
+  size_t used = 0, i, nparams = 0;
+  int mid, has_pct, ci;
+  if (r == NULL || out == NULL || (buf == NULL && buflen != 0)) return HR_EINVAL;
+  memset(out, 0, offsetof(hr_match_t, params));
+  out->allow.ptr = out->location.ptr = NULL;
+  out->allow.len = out->location.len = 0;
+  out->path.ptr = out->query.ptr = NULL;
+  out->path.len = out->query.len = 0;
+  out->status = 400;
+  if (hr__target_split(target, &path, &query) != 0) return 0;
+  out->path = path;
+  out->query = query;
+  mid = hr__method_id(method);
+  ci = r->opts.case_insensitive;
+  /* Pairs with the release store in hr_group_add(). */
+  t = atomic_load_explicit(&r->table, memory_order_acquire);
+  h = pick_host(t, host);
+  if (path.len == 1 && path.ptr[0] == '*') {
+    if (mid == HR__M_OPTIONS) { /* "OPTIONS *": the whole host (RFC 9110 §9.3.7) */
+      out->status = 200;
+      out->allow = h->allow_all;
+    }
+    return 0;
+  }
+  has_pct = memchr(path.ptr, '%', path.len) != NULL;
+  if (!hr__path_is_clean(path)) {
+    size_t n;
+    if (r->opts.unclean_path == HR_CLEAN_REJECT) return 0;
+    if (buflen < path.len + 1) return HR_ENOSPC;
+    if (hr__path_clean(path, buf, &n) != 0) return 0; /* above the root */
+    if (put_location(out, buf, buflen, 0, n, query) != 0) return HR_ENOSPC;
+    out->status = redirect_status(mid);
+    return 0;
+  }
+  mpath = path;
+  if (has_pct) {
+    size_t n;
+    if (buflen < path.len) return HR_ENOSPC;
+    if (hr__path_decode(path, buf, &n) != 0) return 0;
+    mpath.ptr = buf;
+    mpath.len = n;
+    used = n;
+    out->path = mpath;
+  }
+  leaf = hr__tree_find(h->root, mpath.ptr, mpath.len, ci, out->params, &nparams);
+  if (leaf == NULL) {
+    out->status = 404;
+    if (r->opts.trailing_slash == HR_SLASH_REDIRECT) {
+      /* Is the other variant routed?  Built after the decoded path. */
+      int has_slash = mpath.ptr[mpath.len - 1] == '/';
+      size_t alen = has_slash ? mpath.len - 1 : mpath.len + 1;
+      hr_param_t scratch[HR_MAX_PARAMS];
+      size_t np;
+      if (has_slash && mpath.len == 1) return 0; /* "/" has no other variant */
+      if (used + alen > buflen) return HR_ENOSPC;
+      memcpy(buf + used, mpath.ptr, has_slash ? alen : mpath.len);
+      if (!has_slash) buf[used + mpath.len] = '/';
+      if (hr__tree_find(h->root, buf + used, alen, ci, scratch, &np) != NULL) {
+        /* Location from the path as sent (still encoded). */
+        size_t plen = has_slash ? path.len - 1 : path.len + 1;
+        if (used + plen > buflen) return HR_ENOSPC;
+        memmove(buf + used, path.ptr, has_slash ? plen : path.len);
+        if (!has_slash) buf[used + path.len] = '/';
+        if (put_location(out, buf, buflen, used, plen, query) != 0) return HR_ENOSPC;
+        out->status = redirect_status(mid);
+      }
+    }
+    return 0;
+  }
+  out->route = hr__leaf_route(leaf, method, mid);
+  if (out->route == NULL) {
+    out->allow = leaf->allow;
+    /* OPTIONS without its own route: the router answers (RFC 9110 §9.3.7). */
+    out->status = mid == HR__M_OPTIONS ? 200 : 405;
+    return 0;
+  }
+  out->status = 200;
+  out->nparams = nparams;
+  if (has_pct) {
+    /* Parameter values still hold the opaque escapes: decode them now. */
+    for (i = 0; i < nparams; i++) {
+      hr_span_t v = out->params[i].value;
+      size_t n;
+      if (memchr(v.ptr, '%', v.len) == NULL) continue;
+      if (used + v.len > buflen) return HR_ENOSPC;
+      if (hr__param_decode(v, buf + used, &n) != 0) {
+        out->status = 400;
+        out->route = NULL;
+        out->nparams = 0;
+        return 0;
+      }
+      out->params[i].value.ptr = buf + used;
+      out->params[i].value.len = n;
+      used += n;
+    }
   }
   return 0;
 }
 
-hr_span_t hr_route_pattern(const hr_route_t *route) { return route->pattern; }
+/* ---- introspection --------------------------------------------------------- */
 
+hr_span_t hr_route_pattern(const hr_route_t *route) { return route->pattern; }
+hr_span_t hr_route_methods(const hr_route_t *route) { return route->methods_text; }
 void *hr_route_udata(const hr_route_t *route) { return route->udata; }
+
+void hr_router_stats(hr_router_t *r, hr_router_stats_t *out) {
+  const hr__table_t *t;
+  memset(out, 0, sizeof(*out));
+  if (r == NULL) return;
+  pthread_mutex_lock(&r->lock);
+  out->routes = r->nroutes;
+  pthread_mutex_unlock(&r->lock);
+  /* Pairs with the release store in hr_group_add(). */
+  t = atomic_load_explicit(&r->table, memory_order_acquire);
+  out->hosts = t->nhosts;
+  out->nodes = t->nodes;
+  out->table_bytes = t->bytes;
+}
+
+int hr_router_dump(hr_router_t *r,
+                   void (*write)(void *ctx, const char *p, size_t n), void *ctx) {
+  if (r == NULL || write == NULL) return HR_EINVAL;
+  /* Pairs with the release store in hr_group_add(). */
+  return hr__tree_dump(atomic_load_explicit(&r->table, memory_order_acquire),
+                       write, ctx);
+}

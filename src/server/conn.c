@@ -24,7 +24,7 @@
 #define HR__LINGER_MS 2000
 
 static void conn_process(hr__conn_t *c);
-static void conn_fail(hr__conn_t *c, int status);
+static void conn_fail(hr__conn_t *c, int status, const char *reason);
 static void update_timer(hr__conn_t *c);
 static void update_reading(hr__conn_t *c);
 
@@ -54,6 +54,7 @@ static int new_field(hr__conn_t *c) {
                                    r->fields_cap * sizeof(*f), cap * sizeof(*f));
     if (f == NULL) {
       c->fail_status = 503;
+      llhttp_set_error_reason(&c->parser, "out of memory");
       return HPE_USER;
     }
     r->fields = f;
@@ -155,6 +156,7 @@ static int on_header_value_complete(llhttp_t *p) {
     case 4:
       if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Host"))) {
         r->host_count++;
+        r->host = f->value;
         if (!valid_host(f->value)) r->host_count = 2; /* answered 400 */
       }
       break;
@@ -192,6 +194,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
   if (r->chunked) {
     if (hr__frame_scan(&c->fscan, c->gap_start, (size_t)(at - c->gap_start))) {
       c->fail_status = 400;
+      llhttp_set_error_reason(p, "bare CR or LF, obs-fold or empty name in chunked framing");
       return HPE_USER;
     }
     hr__frame_scan_after_data(&c->fscan);
@@ -200,6 +203,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
   c->body_data += len;
   if (c->body_data > c->body_limit) {
     c->fail_status = 413;
+    llhttp_set_error_reason(p, "body larger than the limit");
     return HPE_USER;
   }
   if (c->discard_body) return 0;
@@ -220,6 +224,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     b = hr__arena_grow(&c->arena, r->body, r->body_cap, cap);
     if (b == NULL) {
       c->fail_status = 503;
+      llhttp_set_error_reason(p, "out of memory");
       return HPE_USER;
     }
     r->body = b;
@@ -263,6 +268,7 @@ static void exchange_reset(hr__conn_t *c) {
   c->internal_status = 0;
   c->internal_allow.ptr = NULL;
   c->internal_allow.len = 0;
+  c->internal_location = c->internal_allow;
   hr__head_scan_init(&c->hscan);
 }
 
@@ -306,25 +312,51 @@ static void split_target(hr_request_t *r) {
   }
 }
 
-/* Answers with the server's own response (404, 405) on the keep-alive
- * path; the request body, if any, is read and discarded. */
-static void answer_internal(hr__conn_t *c, int status, hr_span_t allow) {
+/* Answers with the server's own response (404, 405, redirects, the
+ * automatic OPTIONS answer) on the keep-alive path; the request body, if
+ * any, is read and discarded. */
+static void answer_internal(hr__conn_t *c) {
   hr_response_t *res = &c->res;
+  int status = c->internal_status;
   const char *reason = hr_status_reason(status);
   char body[64];
   size_t n = strlen(reason);
-  memcpy(body, reason, n);
-  body[n++] = '\n';
+  int rc = 0;
   c->discard_body = 1;
   c->handler_active = 0;
-  if (hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
-                            HR_SPAN_LIT("text/plain")) != 0 ||
-      (allow.len && hr_response_add_field(res, HR_SPAN_LIT("Allow"), allow) != 0)) {
-    conn_fail(c, 503);
+  if (status == 200) { /* OPTIONS: the Allow field is the answer */
+    n = 0;
+  } else {
+    memcpy(body, reason, n);
+    body[n++] = '\n';
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
+                               HR_SPAN_LIT("text/plain"));
+  }
+  if (rc == 0 && c->internal_allow.len)
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Allow"), c->internal_allow);
+  if (rc == 0 && c->internal_location.len)
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Location"), c->internal_location);
+  if (rc != 0) {
+    conn_fail(c, 503, "out of memory");
     return;
   }
-  hr__stat_inc(&c->w->st_bad);
+  if (status >= 400) hr__stat_inc(&c->w->st_bad);
   hr_response_send(res, status, body, n);
+}
+
+/* Matches the request; the decoding buffer comes from the arena only when
+ * the target needs one.  Returns 0 or HR_ENOMEM. */
+static int route_request(hr__conn_t *c, hr_match_t *m) {
+  hr_request_t *r = &c->req;
+  hr_router_t *router = c->w->server->router;
+  int rc = hr_router_match(router, r->method, r->host, r->target, NULL, 0, m);
+  if (rc == HR_ENOSPC) {
+    size_t n = 2 * r->target.len + 16;
+    char *buf = hr__arena_alloc(&c->arena, n);
+    if (buf == NULL) return HR_ENOMEM;
+    rc = hr_router_match(router, r->method, r->host, r->target, buf, n, m);
+  }
+  return rc;
 }
 
 /* The header section has been parsed.  Returns 0 to go on, -1 when the
@@ -339,27 +371,25 @@ static int headers_complete(hr__conn_t *c) {
   int body_expected;
 
   if (major == 0) { /* "GET /" without a version is not HTTP/1.x syntax */
-    conn_fail(c, 400);
+    conn_fail(c, 400, "request line without an HTTP version");
     return -1;
   }
   if (major != 1 || minor > 1) {
-    conn_fail(c, 505);
+    conn_fail(c, 505, "unsupported HTTP version");
     return -1;
   }
   r->version = minor == 0 ? 10 : 11;
-  r->method = hr_span_cstr(llhttp_method_name(llhttp_get_method(&c->parser)));
   r->is_head = hr_span_eq(r->method, HR_SPAN_LIT("HEAD"));
   r->chunked = (c->parser.flags & F_CHUNKED) != 0;
   r->has_length = (c->parser.flags & F_CONTENT_LENGTH) != 0;
   r->content_length = r->has_length ? c->parser.content_length : 0;
   split_target(r);
-  if (r->host_count > 1 || (r->version == 11 && r->host_count == 0) ||
-      r->path.len == 0) {
-    conn_fail(c, 400);
+  if (r->host_count > 1 || (r->version == 11 && r->host_count == 0)) {
+    conn_fail(c, 400, "missing, repeated or invalid Host field");
     return -1;
   }
   if (r->expect_other) {
-    conn_fail(c, 417);
+    conn_fail(c, 417, "unsupported Expect value");
     return -1;
   }
   r->keep_alive = (unsigned)(r->version == 11 ? !r->conn_close
@@ -368,26 +398,33 @@ static int headers_complete(hr__conn_t *c) {
   body_expected = r->chunked || (r->has_length && r->content_length > 0);
   c->body_limit = s->opts.max_body_bytes;
 
-  if (r->path.ptr[0] == '/' &&
-      hr_router_match(s->router, r->method, r->path, &m) == 0 && m.status == 200) {
+  if (route_request(c, &m) != 0) {
+    conn_fail(c, 503, "out of memory");
+    return -1;
+  }
+  if (m.status == 200 && m.route != NULL) {
     r->route = m.route;
     r->nparams = m.nparams;
     memcpy(r->params, m.params, m.nparams * sizeof(hr_param_t));
     if (m.route->max_body_bytes) c->body_limit = m.route->max_body_bytes;
   } else {
-    if (r->path.ptr[0] != '/') m.status = 404, m.allow.len = 0;
+    if (m.status == 400) {
+      conn_fail(c, 400, "malformed or unsafe path"); /* malformed or unsafe path */
+      return -1;
+    }
     if (r->has_length && r->content_length > c->body_limit) {
-      conn_fail(c, 413);
+      conn_fail(c, 413, "body larger than the limit");
       return -1;
     }
     c->discard_body = 1;
     c->internal_status = m.status;
     c->internal_allow = m.allow;
+    c->internal_location = m.location;
     if (r->expect_continue && body_expected) {
       /* Answer now without reading the body, then close (RFC 9110 §10.1.1). */
       c->closing = 1;
       c->dispatched = 1;
-      answer_internal(c, m.status, m.allow);
+      answer_internal(c);
       return -1;
     }
     /* Otherwise the answer waits for the end of the message, so a body
@@ -395,19 +432,19 @@ static int headers_complete(hr__conn_t *c) {
     return 0;
   }
   if (r->has_length && r->content_length > c->body_limit) {
-    conn_fail(c, 413);
+    conn_fail(c, 413, "body larger than the limit");
     return -1;
   }
   if (r->expect_continue && body_expected && r->version == 11 &&
       hr__out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
-    conn_fail(c, 503);
+    conn_fail(c, 503, "out of memory");
     return -1;
   }
   if (r->route->body_mode == HR_BODY_BUFFER && r->has_length &&
       r->content_length > 0) {
     r->body = hr__arena_alloc(&c->arena, (size_t)r->content_length);
     if (r->body == NULL) {
-      conn_fail(c, 503);
+      conn_fail(c, 503, "out of memory");
       return -1;
     }
     r->body_cap = (size_t)r->content_length;
@@ -431,7 +468,7 @@ static void message_complete(hr__conn_t *c) {
       c->handler_active = 1;
       r->route->handler(r, &c->res, r->route->udata);
     } else {
-      answer_internal(c, c->internal_status, c->internal_allow);
+      answer_internal(c);
     }
     return;
   }
@@ -482,10 +519,12 @@ static void abort_handler(hr__conn_t *c, int body_status) {
 
 /* Answers `status` and closes: for requests that cannot be trusted or
  * served (RFC 9112 §9.6: framing in doubt means the connection ends). */
-static void conn_fail(hr__conn_t *c, int status) {
+static void conn_fail(hr__conn_t *c, int status, const char *reason) {
   if (c->closed) return;
   c->closing = 1;
   hr__stat_inc(&c->w->st_bad);
+  hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",
+          status, reason != NULL ? reason : "");
   switch (c->res.state) {
     case HR__RES_DONE:
       return; /* the answer is already queued: close after it */
@@ -683,6 +722,33 @@ static void update_reading(hr__conn_t *c) {
 
 /* ---- the processing loop ------------------------------------------------- */
 
+static int is_tchar(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/*
+ * Hands the checked header section to llhttp.  llhttp 8 knows a fixed list
+ * of methods, while any token is a method (RFC 9110 §9.1), so hroute reads
+ * the method itself and gives llhttp "GET " in its place: request framing
+ * does not depend on the method (RFC 9112 §6.3; CONNECT tunnels are not
+ * supported), and every span llhttp reports still points into the buffer.
+ */
+static llhttp_errno_t parse_head(hr__conn_t *c) {
+  const char *p = c->rbuf + c->msg_start, *end = c->rbuf + c->hdr_end, *m;
+  llhttp_errno_t e;
+  while (end - p >= 2 && p[0] == '\r' && p[1] == '\n') p += 2; /* RFC 9112 §2.2 */
+  for (m = p; m < end && is_tchar((unsigned char)*m); m++)
+    ;
+  if (m == p || m == end || *m != ' ') return HPE_INVALID_METHOD;
+  c->req.method.ptr = p;
+  c->req.method.len = (size_t)(m - p);
+  e = llhttp_execute(&c->parser, "GET ", 4);
+  if (e != HPE_OK) return e;
+  return llhttp_execute(&c->parser, m + 1, (size_t)(end - m - 1));
+}
+
 /* Scans and parses a header section.  Returns 1 to continue with the body,
  * 0 when more bytes are needed, -1 to stop. */
 static int step_head(hr__conn_t *c) {
@@ -694,7 +760,7 @@ static int step_head(hr__conn_t *c) {
   if (c->hscan.pos == 0) c->head_started = uv_now(c->w->loop);
   r = hr__head_scan(&c->hscan, c->rbuf + c->msg_start, avail, &s->head_limits);
   if (r < 0) {
-    conn_fail(c, (int)-r);
+    conn_fail(c, (int)-r, hr__head_scan_reason((int)-r));
     return -1;
   }
   if (r == 0) return 0;
@@ -707,7 +773,7 @@ static int step_head(hr__conn_t *c) {
   }
   c->rpos = c->msg_start;
   c->hdr_end = c->msg_start + (size_t)r;
-  e = llhttp_execute(&c->parser, c->rbuf + c->msg_start, (size_t)r);
+  e = parse_head(c);
   if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
     c->msg_complete = 1;
     if (e == HPE_PAUSED)
@@ -715,7 +781,7 @@ static int step_head(hr__conn_t *c) {
     else
       llhttp_resume_after_upgrade(&c->parser);
   } else if (e != HPE_OK) {
-    conn_fail(c, c->fail_status ? c->fail_status : 400);
+    conn_fail(c, c->fail_status ? c->fail_status : 400, llhttp_get_error_reason(&c->parser));
     return -1;
   }
   c->rpos = c->hdr_end;
@@ -747,18 +813,18 @@ static int step_body(hr__conn_t *c) {
   } else if (e == HPE_OK) {
     stop = start + n;
   } else {
-    conn_fail(c, c->fail_status ? c->fail_status : 400);
+    conn_fail(c, c->fail_status ? c->fail_status : 400, llhttp_get_error_reason(&c->parser));
     return -1;
   }
   if (c->req.chunked &&
       hr__frame_scan(&c->fscan, c->gap_start, (size_t)(stop - c->gap_start))) {
-    conn_fail(c, 400);
+    conn_fail(c, 400, "bare CR or LF, obs-fold or empty name in chunked framing");
     return -1;
   }
   c->body_bytes += (uint64_t)(stop - start);
   if (c->body_bytes - c->body_data > c->w->server->opts.max_header_bytes +
                                          c->body_data) {
-    conn_fail(c, 413); /* framing far beyond the data it carries */
+    conn_fail(c, 413, "chunked framing out of proportion to its data"); /* framing far beyond the data it carries */
     return -1;
   }
   c->rpos = (size_t)(stop - c->rbuf);
@@ -812,11 +878,11 @@ static void conn_process(hr__conn_t *c) {
   if (c->peer_eof && !c->closing && c->phase == HR__PH_HEAD &&
       !c->handler_active) {
     if (c->rbuf != NULL && c->msg_start != c->rlen)
-      conn_fail(c, 400);
+      conn_fail(c, 400, "connection closed in the middle of a request");
     else
       c->closing = 1;
   } else if (c->peer_eof && !c->closing && c->phase == HR__PH_BODY) {
-    conn_fail(c, 400);
+    conn_fail(c, 400, "connection closed in the middle of a body");
   }
   hr__out_flush(c);
   if (c->closed) {
@@ -914,14 +980,14 @@ static void on_timer(uv_timer_t *t) {
   switch (c->timer_kind) {
     case HR__T_HEADER:
       if (c->rbuf != NULL && c->rlen != c->msg_start && !c->closing) {
-        conn_fail(c, 408);
+        conn_fail(c, 408, "header section not received in time");
         break;
       }
       hr__conn_close(c);
       break;
     case HR__T_BODY:
       if (!c->closing) {
-        conn_fail(c, 408);
+        conn_fail(c, 408, "body not received in time");
         break;
       }
       hr__conn_close(c);

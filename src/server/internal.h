@@ -49,6 +49,7 @@ typedef struct hr__wbatch_s {
 struct hr_request_s {
   hr__conn_t *conn;
   hr_span_t method, target, path, query;
+  hr_span_t host; /* Host field value */
   int version; /* 10 or 11 */
   hr_field_t *fields;
   size_t nfields, fields_cap;
@@ -137,6 +138,7 @@ struct hr__conn_s {
   int fail_status;       /* set by llhttp callbacks before HPE_USER */
   int internal_status;   /* 404 or 405 answered by the server itself */
   hr_span_t internal_allow;
+  hr_span_t internal_location;
 
   /* the exchange */
   hr_request_t req;
@@ -214,6 +216,7 @@ struct hr__worker_s {
   unsigned stopping : 1;
   unsigned handles_closing : 1;
   unsigned base_handles : 1; /* async, timers and idle initialised */
+  unsigned attached : 1;     /* runs on a loop the host owns */
   uint64_t shutdown_deadline_ms;
 
   hr__mem_t mem;
@@ -248,7 +251,7 @@ struct hr_server_s {
   hr__srv_state_t state;
   _Atomic unsigned active_conns;     /* for max_connections */
   _Atomic uint64_t st_rejected;      /* any worker: fetch_add, relaxed */
-  unsigned workers_done;
+  unsigned attached_done; /* the attached worker finished (loop thread) */
   hr_shutdown_cb shutdown_cb;
   void *shutdown_udata;
   size_t rbuf_size;
@@ -286,5 +289,7 @@ void hr__worker_conn_gone(hr__worker_t *w);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
 void hr__worker_handle_closed(hr__worker_t *w);
 void hr__stat_inc(_Atomic uint64_t *c);
+void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif /* HR_SERVER_INTERNAL_H */

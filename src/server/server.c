@@ -173,12 +173,14 @@ static void free_workers(hr_server_t *s) {
 
 void hr__worker_finished(hr__worker_t *w) {
   hr_server_t *s = w->server;
-  s->workers_done++;
-  if (s->state == HR__SRV_CLOSING && s->workers_done == s->nworkers) {
-    s->state = HR__SRV_DONE;
-    hr__worker_cleanup(w);
-    if (s->shutdown_cb != NULL) s->shutdown_cb(s, s->shutdown_udata);
-  }
+  /* Worker threads simply end their loop; the thread that joins them does
+   * the rest (stop_and_join).  Only an attached server, whose one worker
+   * runs on the host's thread, finishes here. */
+  if (!w->attached) return;
+  s->state = HR__SRV_DONE;
+  s->attached_done = 1;
+  hr__worker_cleanup(w);
+  if (s->shutdown_cb != NULL) s->shutdown_cb(s, s->shutdown_udata);
 }
 
 int hr_server_attach(hr_server_t *s, uv_loop_t *loop) {
@@ -187,7 +189,10 @@ int hr_server_attach(hr_server_t *s, uv_loop_t *loop) {
   if (s->state != HR__SRV_NEW) return HR_ESTATE;
   if (s->naddrs == 0) return HR_EINVAL;
   err = create_workers(s, 1);
-  if (err == 0) err = hr__worker_init(&s->workers[0], s, loop);
+  if (err == 0) {
+    s->workers[0].attached = 1;
+    err = hr__worker_init(&s->workers[0], s, loop);
+  }
   if (err != 0) {
     /* Handles initialised so far must be closed before the memory goes. */
     if (s->workers != NULL && s->workers[0].base_handles) {
@@ -324,8 +329,8 @@ void hr_server_free(hr_server_t *s) {
   hr__mem_t mem;
   if (s == NULL) return;
   if (s->state == HR__SRV_THREADS) hr_server_stop(s, 0);
-  if (s->state == HR__SRV_ATTACHED || (s->state == HR__SRV_CLOSING &&
-                                       s->workers_done < s->nworkers))
+  if (s->state == HR__SRV_ATTACHED ||
+      (s->state == HR__SRV_CLOSING && !s->attached_done))
     return; /* still running on the host's loop: freeing would crash it */
   free_workers(s);
   hr__mem_free(&s->mem, s->addrs);

@@ -4,6 +4,8 @@
  * the Date cache, the buffer pools, the queue of cross-thread posts, the list
  * of connections to resume, and the graceful shutdown of its connections.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,6 +15,18 @@ void hr__stat_inc(_Atomic uint64_t *c) {
   /* Single writer (the owning worker); readers use relaxed loads. */
   uint64_t n = atomic_load_explicit(c, memory_order_relaxed);
   atomic_store_explicit(c, n + 1, memory_order_relaxed);
+}
+
+void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...) {
+  const hr_server_options_t *o = &w->server->opts;
+  char msg[256];
+  va_list ap;
+  if (o->log == NULL) return;
+  va_start(ap, fmt);
+  /* A longer message is cut at 255 bytes: it is a log line, not data. */
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  o->log(o->log_ctx, level, msg);
 }
 
 /* ---- Date (RFC 9110 §5.6.7, IMF-fixdate), refreshed once a second -------- */
@@ -169,10 +183,17 @@ void hr__worker_conn_gone(hr__worker_t *w) {
 static void on_shutdown_deadline(uv_timer_t *t) {
   hr__worker_t *w = t->data;
   hr__conn_t *c = w->conns, *next;
+  size_t waiting = 0;
   for (; c != NULL; c = next) {
     next = c->next;
+    if (c->handler_active) waiting++;
     hr__conn_close(c);
   }
+  if (waiting)
+    hr__log(w, HR_LOG_WARN,
+            "shutdown deadline passed: %zu handler(s) still have to complete "
+            "their aborted responses before the server can stop",
+            waiting);
 }
 
 static void on_listener_close(uv_handle_t *h) { on_worker_handle_close(h); }

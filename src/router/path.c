@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request paths for the router: splitting the target (RFC 9112 §3.2),
+ * percent-decoding (RFC 3986 §2.1) with %2F %3F %23 kept opaque, detecting
+ * and removing dot and empty segments (RFC 3986 §5.2.4), and decoding
+ * parameter values after the match.
+ */
+#include <string.h>
+
+#include "router/path.h"
+
+int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query) {
+  const char *s = target.ptr, *end = target.ptr + target.len, *q;
+  query->ptr = NULL;
+  query->len = 0;
+  if (target.len == 0) return -1;
+  if (target.len == 1 && s[0] == '*') { /* asterisk-form */
+    *path = target;
+    return 0;
+  }
+  if (s[0] != '/') {
+    /* absolute-form: scheme "://" authority path-abempty [ "?" query ] */
+    const char *t;
+    for (t = s; t < end && *t != ':' && *t != '/' && *t != '?'; t++)
+      ;
+    if (t == s || end - t < 3 || t[0] != ':' || t[1] != '/' || t[2] != '/')
+      return -1;
+    s = t + 3;
+    while (s < end && *s != '/' && *s != '?' && *s != '#') s++;
+    if (s == end || *s != '/') {
+      static const char root[] = "/";
+      path->ptr = root;
+      path->len = 1;
+      if (s < end && *s == '?') {
+        const char *h = memchr(s, '#', (size_t)(end - s));
+        query->ptr = s + 1;
+        query->len = (size_t)((h ? h : end) - s - 1);
+      }
+      return 0;
+    }
+  }
+  {
+    const char *h = memchr(s, '#', (size_t)(end - s));
+    if (h != NULL) end = h;
+  }
+  q = memchr(s, '?', (size_t)(end - s));
+  path->ptr = s;
+  path->len = (size_t)((q ? q : end) - s);
+  if (q != NULL) {
+    query->ptr = q + 1;
+    query->len = (size_t)(end - q - 1);
+  }
+  return 0;
+}
+
+static int hexval(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Reads the escape at p[0..2] ("%XX"); returns the byte or -1. */
+static int escape_at(const char *p, const char *end) {
+  int h, l;
+  if (end - p < 3) return -1;
+  h = hexval((unsigned char)p[1]);
+  l = hexval((unsigned char)p[2]);
+  if (h < 0 || l < 0) return -1;
+  return h * 16 + l;
+}
+
+int hr__path_decode(hr_span_t in, char *out, size_t *outlen) {
+  const char *p = in.ptr, *end = in.ptr + in.len;
+  char *w = out;
+  while (p < end) {
+    const char *pct = memchr(p, '%', (size_t)(end - p));
+    int v;
+    if (pct == NULL) {
+      memcpy(w, p, (size_t)(end - p));
+      w += end - p;
+      break;
+    }
+    memcpy(w, p, (size_t)(pct - p));
+    w += pct - p;
+    v = escape_at(pct, end);
+    if (v <= 0) return -1; /* malformed, or %00 */
+    if (v == '/' || v == '?' || v == '#') {
+      memcpy(w, pct, 3); /* opaque: stays inside its segment */
+      w += 3;
+    } else {
+      *w++ = (char)v;
+    }
+    p = pct + 3;
+  }
+  *outlen = (size_t)(w - out);
+  return 0;
+}
+
+int hr__param_decode(hr_span_t in, char *out, size_t *outlen) {
+  const char *p = in.ptr, *end = in.ptr + in.len;
+  char *w = out;
+  while (p < end) {
+    if (*p == '%') {
+      int v = escape_at(p, end);
+      if (v <= 0) return -1;
+      *w++ = (char)v;
+      p += 3;
+    } else {
+      *w++ = *p++;
+    }
+  }
+  *outlen = (size_t)(w - out);
+  return 0;
+}
+
+/* 0: ordinary segment, 1: ".", 2: ".." (also as %2e / %2E). */
+static int dot_kind(const char *s, size_t n) {
+  int dots = 0;
+  size_t i = 0;
+  while (i < n) {
+    if (s[i] == '.') {
+      i++;
+    } else if (n - i >= 3 && s[i] == '%' && s[i + 1] == '2' &&
+               (s[i + 2] == 'e' || s[i + 2] == 'E')) {
+      i += 3;
+    } else {
+      return 0;
+    }
+    if (++dots > 2) return 0;
+  }
+  return dots;
+}
+
+int hr__path_is_clean(hr_span_t path) {
+  const char *s = path.ptr + 1, *end = path.ptr + path.len;
+  if (path.len == 0 || path.ptr[0] != '/') return 0;
+  while (s <= end) {
+    const char *e = memchr(s, '/', (size_t)(end - s));
+    if (e == NULL) e = end;
+    if (e == s && e != end) return 0;         /* "//" */
+    if (dot_kind(s, (size_t)(e - s))) return 0; /* "." or ".." */
+    s = e + 1;
+  }
+  return 1;
+}
+
+int hr__path_clean(hr_span_t path, char *out, size_t *outlen) {
+  const char *s = path.ptr + 1, *end = path.ptr + path.len;
+  char *w = out;
+  int trailing = 0;
+  *w++ = '/';
+  while (s <= end) {
+    const char *e = memchr(s, '/', (size_t)(end - s));
+    size_t n;
+    int k;
+    if (e == NULL) e = end;
+    n = (size_t)(e - s);
+    k = n ? dot_kind(s, n) : 0;
+    trailing = e == end && (n == 0 || k != 0);
+    if (n == 0 || k == 1) {
+      /* empty or ".": dropped */
+    } else if (k == 2) {
+      /* "..": drop the last output segment */
+      if (w == out + 1) return -1; /* above the root */
+      w--;                         /* the '/' after it */
+      while (w > out + 1 && w[-1] != '/') w--;
+    } else {
+      memcpy(w, s, n);
+      w += n;
+      *w++ = '/';
+    }
+    s = e + 1;
+  }
+  /* Every kept segment was followed by '/': drop the last one unless the
+   * path ended as a directory. */
+  if (!trailing && w > out + 1) w--;
+  *outlen = (size_t)(w - out);
+  return 0;
+}

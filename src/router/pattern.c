@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Route compilation: methods, the pattern (into static, parameter and
+ * catch-all tokens), and the pre-rendered constant response fields.  Errors
+ * say what is wrong and where.
+ */
+#include <string.h>
+
+#include "router/route.h"
+
+static const struct {
+  const char *name;
+  size_t len;
+} std_methods[HR__M_STD] = {
+    {"GET", 3},     {"HEAD", 4},    {"POST", 4},    {"PUT", 3},   {"DELETE", 6},
+    {"PATCH", 5},   {"OPTIONS", 7}, {"CONNECT", 7}, {"TRACE", 5},
+};
+
+int hr__method_id(hr_span_t m) {
+  switch (m.len) {
+    case 3:
+      if (memcmp(m.ptr, "GET", 3) == 0) return HR__M_GET;
+      if (memcmp(m.ptr, "PUT", 3) == 0) return HR__M_PUT;
+      break;
+    case 4:
+      if (memcmp(m.ptr, "POST", 4) == 0) return HR__M_POST;
+      if (memcmp(m.ptr, "HEAD", 4) == 0) return HR__M_HEAD;
+      break;
+    case 5:
+      if (memcmp(m.ptr, "PATCH", 5) == 0) return HR__M_PATCH;
+      if (memcmp(m.ptr, "TRACE", 5) == 0) return HR__M_TRACE;
+      break;
+    case 6:
+      if (memcmp(m.ptr, "DELETE", 6) == 0) return HR__M_DELETE;
+      break;
+    case 7:
+      if (memcmp(m.ptr, "OPTIONS", 7) == 0) return HR__M_OPTIONS;
+      if (memcmp(m.ptr, "CONNECT", 7) == 0) return HR__M_CONNECT;
+      break;
+    default:
+      break;
+  }
+  return -1;
+}
+
+hr_span_t hr__method_name(int id) {
+  hr_span_t s = {std_methods[id].name, std_methods[id].len};
+  return s;
+}
+
+static int is_tchar(unsigned char c) {
+  /* RFC 9110 §5.6.2 token characters. */
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int is_name_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_';
+}
+
+static int fail(hr_route_error_t *err, int code, const char *reason,
+                size_t offset) {
+  if (err != NULL) {
+    err->code = code;
+    err->reason = reason;
+    err->offset = offset;
+    err->conflict[0] = '\0';
+    err->conflict_len = 0;
+  }
+  return code;
+}
+
+void hr__route_free(hr__mem_t *m, hr_route_t *rt) {
+  if (rt == NULL) return;
+  hr__mem_free(m, (void *)rt->pattern.ptr); /* one block: pattern, methods,
+                                                host, token text */
+  hr__mem_free(m, rt->ext_methods);
+  hr__mem_free(m, rt->toks);
+  hr__mem_free(m, (void *)rt->head.ptr);
+  hr__mem_free(m, rt);
+}
+
+int hr__methods_overlap(const hr_route_t *a, const hr_route_t *b) {
+  size_t i, j;
+  if (a->any_method || b->any_method) return a->any_method && b->any_method;
+  if (a->std_methods & b->std_methods) return 1;
+  for (i = 0; i < a->n_ext; i++)
+    for (j = 0; j < b->n_ext; j++)
+      if (hr_span_eq(a->ext_methods[i], b->ext_methods[j])) return 1;
+  return 0;
+}
+
+static int parse_methods(hr__mem_t *m, hr_route_t *rt, hr_route_error_t *err) {
+  const char *s = rt->methods_text.ptr, *end = s + rt->methods_text.len;
+  size_t n = 1;
+  const char *c;
+  if (rt->methods_text.len == 0)
+    return fail(err, HR_EINVAL, "no method given", 0);
+  if (rt->methods_text.len == 1 && s[0] == '*') {
+    rt->any_method = 1;
+    return 0;
+  }
+  for (c = s; c < end; c++)
+    if (*c == ',') n++;
+  rt->ext_methods = hr__mem_alloc(m, n * sizeof(hr_span_t));
+  if (rt->ext_methods == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
+  while (s <= end) {
+    const char *e = memchr(s, ',', (size_t)(end - s));
+    hr_span_t tok;
+    int id;
+    size_t j;
+    if (e == NULL) e = end;
+    if (e == s) return fail(err, HR_EINVAL, "empty method", 0);
+    for (c = s; c < e; c++)
+      if (!is_tchar((unsigned char)*c))
+        return fail(err, HR_EINVAL, "a method must be a token (RFC 9110 9.1)", 0);
+    tok.ptr = s;
+    tok.len = (size_t)(e - s);
+    id = hr__method_id(tok);
+    if (id >= 0) {
+      if (rt->std_methods & (1u << id))
+        return fail(err, HR_EINVAL, "method listed twice", 0);
+      rt->std_methods |= (uint16_t)(1u << id);
+    } else {
+      for (j = 0; j < rt->n_ext; j++)
+        if (hr_span_eq(rt->ext_methods[j], tok))
+          return fail(err, HR_EINVAL, "method listed twice", 0);
+      rt->ext_methods[rt->n_ext++] = tok;
+    }
+    s = e + 1;
+  }
+  return 0;
+}
+
+static int field_ok(const hr_field_t *f) {
+  size_t i;
+  if (f->name.len == 0) return 0;
+  for (i = 0; i < f->name.len; i++)
+    if (!is_tchar((unsigned char)f->name.ptr[i])) return 0;
+  for (i = 0; i < f->value.len; i++) {
+    char c = f->value.ptr[i];
+    if (c == '\r' || c == '\n' || c == '\0') return 0;
+  }
+  return 1;
+}
+
+static int reserved_field(hr_span_t name) {
+  return hr_span_eq_nocase(name, HR_SPAN_LIT("Date")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Length")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Transfer-Encoding")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Connection"));
+}
+
+/* Pre-renders the constant fields as "Name: value\r\n" lines. */
+static int render_head(hr__mem_t *m, hr_route_t *rt,
+                       const hr_route_options_t *o, hr_route_error_t *err) {
+  size_t i, len = 0;
+  char *p;
+  if (o->nfields > 0 && o->fields == NULL)
+    return fail(err, HR_EINVAL, "nfields without fields", 0);
+  for (i = 0; i < o->nfields; i++) {
+    if (!field_ok(&o->fields[i]))
+      return fail(err, HR_EINVAL,
+                  "a constant field needs a token name and a value without CR, LF or NUL",
+                  0);
+    if (reserved_field(o->fields[i].name))
+      return fail(err, HR_EINVAL,
+                  "Date, Content-Length, Transfer-Encoding and Connection are the "
+                  "server's to send",
+                  0);
+    len += o->fields[i].name.len + 2 + o->fields[i].value.len + 2;
+  }
+  if (len == 0) return 0;
+  p = hr__mem_alloc(m, len);
+  if (p == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
+  rt->head.ptr = p;
+  rt->head.len = len;
+  for (i = 0; i < o->nfields; i++) {
+    memcpy(p, o->fields[i].name.ptr, o->fields[i].name.len);
+    p += o->fields[i].name.len;
+    *p++ = ':';
+    *p++ = ' ';
+    memcpy(p, o->fields[i].value.ptr, o->fields[i].value.len);
+    p += o->fields[i].value.len;
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  return 0;
+}
+
+/*
+ * Splits the pattern into tokens.  Literal bytes, '/' included, are copied
+ * (with "::" unescaped and, for case-insensitive routers, lower-cased) into
+ * `lit`, which has room for the whole pattern.
+ */
+static int compile_pattern(hr__mem_t *m, hr_route_t *rt, char *lit, int ci,
+                           hr_route_error_t *err) {
+  const char *p = rt->pattern.ptr, *end = p + rt->pattern.len, *s;
+  size_t ntok = 0, nseg = 0, cap;
+  hr__tok_t *toks;
+  char *w = lit, *lit_start = lit;
+  if (rt->pattern.len == 0 || p[0] != '/')
+    return fail(err, HR_EPATTERN, "a pattern starts with '/'", 0);
+  for (s = p; s < end; s++)
+    if (*s == '/') nseg++;
+  if (nseg > HR_MAX_SEGMENTS)
+    return fail(err, HR_EPATTERN, "too many segments", 0);
+  cap = 2 * nseg + 1;
+  toks = hr__mem_alloc(m, cap * sizeof(*toks));
+  if (toks == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
+  rt->toks = toks;
+  s = p;
+  while (s < end) {
+    const char *seg = s + 1, *e;
+    size_t off = (size_t)(seg - p);
+    /* s points at '/' */
+    e = memchr(seg, '/', (size_t)(end - seg));
+    if (e == NULL) e = end;
+    *w++ = '/';
+    if (e == seg && e != end)
+      return fail(err, HR_EPATTERN, "empty segment (\"//\") in the pattern", off);
+    if ((e - seg == 1 && seg[0] == '.') ||
+        (e - seg == 2 && seg[0] == '.' && seg[1] == '.'))
+      return fail(err, HR_EPATTERN, "dot segment in the pattern", off);
+    if (e > seg && (seg[0] == '*' || (seg[0] == ':' && !(e - seg >= 2 && seg[1] == ':')))) {
+      hr__tok_t *t;
+      const char *n;
+      int catch_all = seg[0] == '*';
+      for (n = seg + 1; n < e; n++)
+        if (!is_name_char((unsigned char)*n)) {
+          if (*n == ':' || *n == '*')
+            return fail(err, HR_EPATTERN, "two parameters in one segment",
+                        (size_t)(n - p));
+          return fail(err, HR_EPATTERN,
+                      "a parameter name is [A-Za-z0-9_]+ and fills its segment",
+                      (size_t)(n - p));
+        }
+      if (e == seg + 1)
+        return fail(err, HR_EPATTERN, "empty parameter name", off);
+      if (catch_all && e != end)
+        return fail(err, HR_EPATTERN, "a catch-all must be the last segment", off);
+      if (rt->nparams == HR_MAX_PARAMS)
+        return fail(err, HR_EPATTERN, "too many parameters", off);
+      /* flush the literal bytes before it (they end with '/') */
+      toks[ntok].kind = HR__TOK_STATIC;
+      toks[ntok].text.ptr = lit_start;
+      toks[ntok].text.len = (size_t)(w - lit_start);
+      toks[ntok].offset = (size_t)(lit_start - lit);
+      ntok++;
+      t = &toks[ntok++];
+      t->kind = catch_all ? HR__TOK_CATCH : HR__TOK_PARAM;
+      t->text.ptr = seg + 1;
+      t->text.len = (size_t)(e - seg - 1);
+      t->offset = off;
+      rt->nparams++;
+      lit_start = w;
+    } else {
+      const char *c;
+      for (c = seg; c < e; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (ch == ':') {
+          if (c + 1 < e && c[1] == ':') {
+            *w++ = ':';
+            c++;
+            continue;
+          }
+          return fail(err, HR_EPATTERN,
+                      "a parameter must be a whole segment (write \"::\" for a literal ':')",
+                      (size_t)(c - p));
+        }
+        if (ch == '*')
+          return fail(err, HR_EPATTERN, "a catch-all must be a whole segment",
+                      (size_t)(c - p));
+        if (ch == '%')
+          return fail(err, HR_EPATTERN,
+                      "'%' in a pattern (write the decoded character)",
+                      (size_t)(c - p));
+        if (ch < 0x21 || ch == 0x7f || ch == '?' || ch == '#')
+          return fail(err, HR_EPATTERN, "invalid byte in the pattern",
+                      (size_t)(c - p));
+        *w++ = (char)(ci && ch >= 'A' && ch <= 'Z' ? ch | 0x20 : ch);
+      }
+    }
+    s = e;
+  }
+  if (w > lit_start) {
+    toks[ntok].kind = HR__TOK_STATIC;
+    toks[ntok].text.ptr = lit_start;
+    toks[ntok].text.len = (size_t)(w - lit_start);
+    toks[ntok].offset = 0;
+    ntok++;
+  }
+  rt->ntoks = ntok;
+  return 0;
+}
+
+int hr__route_compile(hr__mem_t *m, int ci, const char *host, const char *prefix,
+                      const char *methods, const char *pattern,
+                      hr_handler_cb handler, void *udata,
+                      const hr_route_options_t *o, hr_route_t **out,
+                      hr_route_error_t *err) {
+  hr_route_t *rt;
+  size_t prelen = prefix ? strlen(prefix) : 0, plen = strlen(pattern);
+  size_t mlen = strlen(methods), hlen = host ? strlen(host) : 0, total, i;
+  char *block, *p;
+  int rc;
+  *out = NULL;
+  if (err != NULL) memset(err, 0, sizeof(*err));
+  if (plen == 0 || pattern[0] != '/')
+    return fail(err, HR_EPATTERN, "a pattern starts with '/'", 0);
+  if (o->body_mode != HR_BODY_BUFFER && o->body_mode != HR_BODY_STREAM)
+    return fail(err, HR_EINVAL, "unknown body mode", 0);
+  /* A group prefix "/api" plus "/" is "/api/"; plus "/x" is "/api/x". */
+  total = prelen + plen + 1 + mlen + 1 + hlen + 1 + (prelen + plen) + 1;
+  rt = hr__mem_alloc(m, sizeof(*rt));
+  if (rt == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
+  memset(rt, 0, sizeof(*rt));
+  block = hr__mem_alloc(m, total);
+  if (block == NULL) {
+    hr__mem_free(m, rt);
+    return fail(err, HR_ENOMEM, "out of memory", 0);
+  }
+  p = block;
+  memcpy(p, prefix ? prefix : "", prelen);
+  memcpy(p + prelen, pattern, plen + 1);
+  rt->pattern.ptr = p;
+  rt->pattern.len = prelen + plen;
+  p += prelen + plen + 1;
+  memcpy(p, methods, mlen + 1);
+  rt->methods_text.ptr = p;
+  rt->methods_text.len = mlen;
+  p += mlen + 1;
+  for (i = 0; i < hlen; i++) {
+    unsigned char c = (unsigned char)host[i];
+    p[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+  }
+  p[hlen] = '\0';
+  rt->host.ptr = p;
+  rt->host.len = hlen;
+  p += hlen + 1;
+  rt->handler = handler;
+  rt->udata = udata;
+  rt->max_body_bytes = o->max_body_bytes;
+  rt->body_mode = o->body_mode;
+  rc = parse_methods(m, rt, err);
+  if (rc == 0) rc = compile_pattern(m, rt, p, ci, err);
+  if (rc == 0) rc = render_head(m, rt, o, err);
+  if (rc != 0) {
+    hr__route_free(m, rt);
+    return rc;
+  }
+  *out = rt;
+  return 0;
+}
