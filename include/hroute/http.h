@@ -171,9 +171,10 @@ HR_EXTERN int hr_response_start(hr_response_t *res, int status,
 
 /*
  * Queues a copy of `len` bytes of body.  When the queue of unwritten bytes
- * is above the server's write_high_water_bytes, nothing is queued and
- * HR_EAGAIN is returned: wait for the drain callback, then write again.  (A
- * write into an empty queue is always accepted, whatever its size.)  Writing
+ * is already above the server's write_high_water_bytes, nothing is queued
+ * and HR_EAGAIN is returned: wait for the drain callback, then write again.
+ * Otherwise the write is accepted whatever its size, so the queue never
+ * holds more than the mark plus one write.  Writing
  * past a declared content length returns HR_EINVAL.  For HEAD requests the
  * bytes are counted and dropped.  Returns 0, HR_EAGAIN, HR_EINVAL,
  * HR_ESTATE (not started, or ended), HR_ENOMEM, HR_ECLOSED.

@@ -17,7 +17,8 @@
  * Names are [A-Za-z0-9_]+.  At most HR_MAX_PARAMS parameters and
  * HR_MAX_SEGMENTS segments.
  *
- * Matching (RFC 3986 §6.2.2 normalisation, then a per-segment priority):
+ * Matching (RFC 3986 §6.2.2 normalisation, then a per-segment priority);
+ * the target "*" is only valid for OPTIONS (else 400):
  *   1. The path is the request target up to '?' (absolute-form targets route
  *      by their path).  Percent-encoded octets are decoded before matching,
  *      except %2F, %3F and %23, which stay opaque inside their segment.  A
@@ -239,7 +240,9 @@ typedef struct hr_match_s {
 /*
  * Matches a request against the current route table.
  *   method  the method token as received;
- *   host    the Host field value (may be empty: default table);
+ *   host    the Host field value (may be empty: default table); for an
+ *           absolute-form target its authority is used instead (RFC 9112
+ *           §3.2.2);
  *   target  the request target: origin-form ("/a/b?q"), absolute-form
  *           ("http://h/a/b?q") or "*";
  *   buf, buflen  scratch space for decoded values and the redirect Location:

@@ -64,17 +64,26 @@ long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
 void hr__frame_scan_init(hr__frame_scan_t *s) {
   s->cr = 0;
   s->line_start = 1;
+  s->need_crlf = 0;
 }
 
 void hr__frame_scan_after_data(hr__frame_scan_t *s) {
   s->cr = 0;
   s->line_start = 0;
+  s->need_crlf = 2; /* chunk-data is followed by exactly CRLF */
 }
 
 int hr__frame_scan(hr__frame_scan_t *s, const char *p, size_t n) {
   size_t i;
   for (i = 0; i < n; i++) {
     unsigned char c = (unsigned char)p[i];
+    if (s->need_crlf == 2) {
+      if (c != '\r') return -400;
+      s->need_crlf = 1;
+      s->cr = 1;
+      continue;
+    }
+    if (s->need_crlf == 1) s->need_crlf = 0; /* the LF, checked below */
     if (s->cr) {
       if (c != '\n') return -400;
       s->cr = 0;

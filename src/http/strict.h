@@ -59,6 +59,7 @@ const char *hr__head_scan_reason(int status);
 typedef struct hr__frame_scan_s {
   uint8_t cr;
   uint8_t line_start;
+  uint8_t need_crlf; /* 2: CR expected next, 1: LF (after chunk data) */
 } hr__frame_scan_t;
 
 /* Starts at the first chunk-size line (line_start = 1). */

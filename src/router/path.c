@@ -9,10 +9,13 @@
 
 #include "router/path.h"
 
-int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query) {
+int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
+                     hr_span_t *authority) {
   const char *s = target.ptr, *end = target.ptr + target.len, *q;
   query->ptr = NULL;
   query->len = 0;
+  authority->ptr = NULL;
+  authority->len = 0;
   if (target.len == 0) return -1;
   if (target.len == 1 && s[0] == '*') { /* asterisk-form */
     *path = target;
@@ -26,7 +29,17 @@ int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query) {
     if (t == s || end - t < 3 || t[0] != ':' || t[1] != '/' || t[2] != '/')
       return -1;
     s = t + 3;
+    authority->ptr = s;
     while (s < end && *s != '/' && *s != '?' && *s != '#') s++;
+    authority->len = (size_t)(s - authority->ptr);
+    {
+      /* userinfo is not part of the host */
+      const char *at = memchr(authority->ptr, '@', authority->len);
+      if (at != NULL) {
+        authority->len -= (size_t)(at + 1 - authority->ptr);
+        authority->ptr = at + 1;
+      }
+    }
     if (s == end || *s != '/') {
       static const char root[] = "/";
       path->ptr = root;

@@ -11,10 +11,12 @@
 
 #include "hroute/common.h"
 
-/* Splits a request target into path and query (query empty when none).
- * "*" gives the path "*".  Returns 0, or -1 when the target is neither
- * origin-form, absolute-form nor "*". */
-int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query);
+/* Splits a request target into path and query (query empty when none) and,
+ * for absolute-form, the authority (host and port; else empty).  "*" gives
+ * the path "*".  Returns 0, or -1 when the target is neither origin-form,
+ * absolute-form nor "*". */
+int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
+                     hr_span_t *authority);
 
 /* Decodes %XX escapes except %2F %3F %23, which are copied as they are.
  * Returns 0, or -1 for a malformed escape or %00. */

@@ -258,7 +258,7 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   const hr__table_t *t;
   const hr__host_t *h;
   const hr__leaf_t *leaf;
-  hr_span_t path, query, mpath;
+  hr_span_t path, query, mpath, authority;
   size_t used = 0, i, nparams = 0;
   int mid, has_pct, ci;
   if (r == NULL || out == NULL || (buf == NULL && buflen != 0)) return HR_EINVAL;
@@ -268,7 +268,9 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   out->path.ptr = out->query.ptr = NULL;
   out->path.len = out->query.len = 0;
   out->status = 400;
-  if (hr__target_split(target, &path, &query) != 0) return 0;
+  if (hr__target_split(target, &path, &query, &authority) != 0) return 0;
+  /* RFC 9112 §3.2.2: an absolute-form target's authority wins over Host. */
+  if (authority.len) host = authority;
   out->path = path;
   out->query = query;
   mid = hr__method_id(method);
@@ -277,7 +279,8 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   t = atomic_load_explicit(&r->table, memory_order_acquire);
   h = pick_host(t, host);
   if (path.len == 1 && path.ptr[0] == '*') {
-    if (mid == HR__M_OPTIONS) { /* "OPTIONS *": the whole host (RFC 9110 §9.3.7) */
+    /* asterisk-form is for OPTIONS only (RFC 9112 §3.2.4): the whole host. */
+    if (mid == HR__M_OPTIONS) {
       out->status = 200;
       out->allow = h->allow_all;
     }

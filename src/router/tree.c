@@ -152,7 +152,8 @@ static int conflict(hr_route_error_t *err, int code, const char *reason,
 static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
                         hr_route_error_t *err) {
   bnode_t *n = root;
-  size_t i;
+  const bnode_t *renamed = NULL; /* first parameter bound to another name */
+  size_t i, renamed_at = 0;
   int rc;
   for (i = 0; i < rt->ntoks; i++) {
     const hr__tok_t *t = &rt->toks[i];
@@ -168,10 +169,11 @@ static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
       if (*slot == NULL) return HR_ENOMEM;
       (*slot)->name = t->text;
       (*slot)->owner = rt;
-    } else if (!hr_span_eq((*slot)->name, t->text)) {
-      return conflict(err, HR_ECONFLICT,
-                      "this position is bound to another parameter name",
-                      (*slot)->owner, t->offset);
+    } else if (!hr_span_eq((*slot)->name, t->text) && renamed == NULL) {
+      /* Keep walking: the same method on the same path is reported as the
+       * duplicate it is; otherwise this is a naming conflict. */
+      renamed = *slot;
+      renamed_at = t->offset;
     }
     n = *slot;
   }
@@ -180,6 +182,10 @@ static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
       return conflict(err, HR_EEXIST,
                       "a route with this method and pattern exists",
                       n->routes[i], 0);
+  if (renamed != NULL)
+    return conflict(err, HR_ECONFLICT,
+                    "this position is bound to another parameter name",
+                    renamed->owner, renamed_at);
   if (n->nroutes == n->rcap) {
     size_t cap = n->rcap ? n->rcap * 2 : 2;
     const hr_route_t **r = hr__mem_realloc(b->m, n->routes, cap * sizeof(*r));

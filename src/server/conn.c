@@ -42,7 +42,15 @@ static void span_extend(hr_span_t *s, const char *at, size_t len) {
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t len) {
-  span_extend(&conn_of(p)->req.target, at, len);
+  hr__conn_t *c = conn_of(p);
+  size_t i;
+  /* llhttp 8.1's lenient URL parser lets through bytes a URI cannot hold
+   * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse them. */
+  for (i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)at[i];
+    if (ch <= 0x20 || ch >= 0x7f || ch == '#') c->req.target_bad = 1;
+  }
+  span_extend(&c->req.target, at, len);
   return 0;
 }
 
@@ -135,6 +143,26 @@ static int valid_host(hr_span_t h) {
   return 1;
 }
 
+/* Whether every coding in a Transfer-Encoding value is "chunked" (the only
+ * one hroute decodes; RFC 9112 §6.1 answers others with 501).  llhttp
+ * itself rejects lists where chunked is not last. */
+static int only_chunked(hr_span_t v) {
+  const char *s = v.ptr, *end = v.ptr + v.len;
+  while (s < end) {
+    const char *e = memchr(s, ',', (size_t)(end - s)), *t;
+    hr_span_t item;
+    if (e == NULL) e = end;
+    t = e;
+    while (s < t && (*s == ' ' || *s == '\t')) s++;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
+    item.ptr = s;
+    item.len = (size_t)(t - s);
+    if (!hr_span_eq_nocase(item, HR_SPAN_LIT("chunked"))) return 0;
+    s = e + 1;
+  }
+  return 1;
+}
+
 static int on_header_value_complete(llhttp_t *p) {
   hr__conn_t *c = conn_of(p);
   hr_request_t *r = &c->req;
@@ -166,6 +194,12 @@ static int on_header_value_complete(llhttp_t *p) {
           r->expect_continue = 1;
         else
           r->expect_other = 1;
+      }
+      break;
+    case 17:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Transfer-Encoding"))) {
+        r->has_te = 1;
+        if (!only_chunked(f->value)) r->te_unsupported = 1;
       }
       break;
     case 10:
@@ -394,6 +428,17 @@ static int headers_complete(hr__conn_t *c) {
   }
   r->keep_alive = (unsigned)(r->version == 11 ? !r->conn_close
                                               : (r->conn_keep_alive && !r->conn_close));
+  /* RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 is faulty framing: serve
+   * the message, then close. */
+  if (r->version == 10 && r->has_te) r->keep_alive = 0;
+  if (r->te_unsupported) {
+    conn_fail(c, 501, "transfer coding other than chunked");
+    return -1;
+  }
+  if (r->target_bad) {
+    conn_fail(c, 400, "invalid byte or fragment in the request target");
+    return -1;
+  }
   if (w->stopping) r->keep_alive = 0;
   body_expected = r->chunked || (r->has_length && r->content_length > 0);
   c->body_limit = s->opts.max_body_bytes;
@@ -435,19 +480,27 @@ static int headers_complete(hr__conn_t *c) {
     conn_fail(c, 413, "body larger than the limit");
     return -1;
   }
-  if (r->expect_continue && body_expected && r->version == 11 &&
-      hr__out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
-    conn_fail(c, 503, "out of memory");
-    return -1;
+  if (r->expect_continue && body_expected && r->version == 11) {
+    /* A streaming handler decides: 100 Continue goes out when it asks for
+     * the body (hr_request_read_body); a buffered route takes it now. */
+    if (r->route->body_mode == HR_BODY_STREAM)
+      r->continue_pending = 1;
+    else if (hr__out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
+      conn_fail(c, 503, "out of memory");
+      return -1;
+    }
   }
   if (r->route->body_mode == HR_BODY_BUFFER && r->has_length &&
       r->content_length > 0) {
-    r->body = hr__arena_alloc(&c->arena, (size_t)r->content_length);
+    /* Start small and grow as bytes arrive: a peer announcing a large body
+     * it never sends must not make the server hold that much memory. */
+    size_t first = r->content_length < 16384 ? (size_t)r->content_length : 16384;
+    r->body = hr__arena_alloc(&c->arena, first);
     if (r->body == NULL) {
       conn_fail(c, 503, "out of memory");
       return -1;
     }
-    r->body_cap = (size_t)r->content_length;
+    r->body_cap = first;
   }
   if (r->route->body_mode == HR_BODY_STREAM) {
     c->dispatched = 1;
@@ -744,6 +797,9 @@ static llhttp_errno_t parse_head(hr__conn_t *c) {
   if (m == p || m == end || *m != ' ') return HPE_INVALID_METHOD;
   c->req.method.ptr = p;
   c->req.method.len = (size_t)(m - p);
+  /* Each message starts from a fresh parser: nothing of an earlier one (an
+   * Upgrade request leaves llhttp in upgrade mode) carries over. */
+  llhttp_reset(&c->parser);
   e = llhttp_execute(&c->parser, "GET ", 4);
   if (e != HPE_OK) return e;
   return llhttp_execute(&c->parser, m + 1, (size_t)(end - m - 1));
@@ -853,7 +909,17 @@ static void conn_process(hr__conn_t *c) {
   c->in_process = 1;
   while (!c->closed && !c->closing) {
     if (c->phase == HR__PH_HEAD) {
-      int r = step_head(c);
+      int r;
+      /* A peer that sends requests without reading the answers: write
+       * what is queued, and stop answering while the queue stays above the
+       * mark (on_write resumes us). */
+      if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes) {
+        hr__out_flush(c);
+        if (c->closed ||
+            hr__out_queued(c) > c->w->server->opts.write_high_water_bytes)
+          break;
+      }
+      r = step_head(c);
       if (r <= 0) break;
     }
     if (c->phase == HR__PH_BODY) {

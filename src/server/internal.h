@@ -70,6 +70,10 @@ struct hr_request_s {
   unsigned conn_close : 1;
   unsigned conn_keep_alive : 1;
   unsigned body_done : 1;     /* body callback saw its last call */
+  unsigned has_te : 1;        /* Transfer-Encoding present */
+  unsigned te_unsupported : 1;
+  unsigned target_bad : 1;
+  unsigned continue_pending : 1; /* 100 Continue waits for read_body */
   unsigned in_field_value : 1;
   uint64_t content_length;
 };

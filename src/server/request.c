@@ -64,6 +64,13 @@ int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
   if (req->route == NULL || req->route->body_mode != HR_BODY_STREAM ||
       req->body_cb != NULL || cb == NULL || req->body_done)
     return HR_ESTATE;
+  if (req->continue_pending && req->conn->res.state == HR__RES_NEW) {
+    /* The client waits for this before sending the body (RFC 9110 §10.1.1). */
+    if (hr__out_append(req->conn, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0)
+      return HR_ENOMEM;
+    req->continue_pending = 0;
+    hr__conn_kick(req->conn);
+  }
   req->body_cb = cb;
   req->body_udata = udata;
   return 0;

@@ -87,7 +87,11 @@ int hr__res_render_head(hr_response_t *res, int status, int64_t length,
   size_t rlen = strlen(reason);
   size_t need = 16 + rlen + route_head.len + c->w->date_len + res->fields_len +
                 64 + 30;
-  char *p0 = hr__out_reserve(c, need), *p;
+  char *p0, *p;
+  /* Answered without asking for a body the client holds back until it sees
+   * 100 Continue: it will not come, so the connection cannot go on. */
+  if (req->continue_pending && !c->msg_complete) c->closing = 1;
+  p0 = hr__out_reserve(c, need);
   if (p0 == NULL) return HR_ENOMEM;
   p = p0;
   memcpy(p, "HTTP/1.1 ", 9);
@@ -250,8 +254,10 @@ int hr_response_write(hr_response_t *res, const void *data, size_t len) {
     res->written += len;
     return 0;
   }
+  /* Above the mark: refuse, so that queued output stays within the mark
+   * plus one write. */
   queued = hr__out_queued(c);
-  if (queued > 0 && queued + len > c->w->server->opts.write_high_water_bytes) {
+  if (queued > c->w->server->opts.write_high_water_bytes) {
     res->want_drain = 1;
     return HR_EAGAIN;
   }

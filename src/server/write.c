@@ -11,6 +11,10 @@
 
 #include "server/internal.h"
 
+/* Largest segment: uv_buf_t lengths are unsigned ints, and uv_try_write
+ * returns an int count. */
+#define HR__SEG_MAX ((size_t)1 << 30)
+
 static void batch_release(hr__conn_t *c, hr__wbatch_t *b, int keep_buffer) {
   size_t i;
   for (i = 0; i < b->nsegs; i++)
@@ -76,17 +80,24 @@ char *hr__out_reserve(hr__conn_t *c, size_t n) {
 
 int hr__out_commit(hr__conn_t *c, size_t n) {
   hr__wbatch_t *b = &c->pending;
-  hr__wseg_t *last = b->nsegs ? &b->segs[b->nsegs - 1] : NULL;
-  if (n == 0) return 0;
-  if (last != NULL && last->borrowed == NULL && last->off + last->len == b->len) {
-    last->len += n;
-  } else {
-    hr__wseg_t seg = {NULL, b->len, n, NULL, NULL};
-    /* Out of memory for the segment array: the bytes stay unqueued. */
-    if (batch_add_seg(c, b, seg) != 0) return HR_ENOMEM;
+  while (n > 0) {
+    hr__wseg_t *last = b->nsegs ? &b->segs[b->nsegs - 1] : NULL;
+    size_t take;
+    if (last != NULL && last->borrowed == NULL &&
+        last->off + last->len == b->len && last->len < HR__SEG_MAX) {
+      take = HR__SEG_MAX - last->len < n ? HR__SEG_MAX - last->len : n;
+      last->len += take;
+    } else {
+      hr__wseg_t seg = {NULL, b->len, 0, NULL, NULL};
+      take = n < HR__SEG_MAX ? n : HR__SEG_MAX;
+      seg.len = take;
+      /* Out of memory for the segment array: the bytes stay unqueued. */
+      if (batch_add_seg(c, b, seg) != 0) return HR_ENOMEM;
+    }
+    b->len += take;
+    b->bytes += take;
+    n -= take;
   }
-  b->len += n;
-  b->bytes += n;
   return 0;
 }
 
@@ -101,16 +112,26 @@ int hr__out_append(hr__conn_t *c, const void *p, size_t n) {
 
 int hr__out_borrow(hr__conn_t *c, const void *p, size_t n, hr_release_cb cb,
                    void *udata) {
-  hr__wseg_t seg;
-  int err;
-  seg.borrowed = p;
-  seg.off = 0;
-  seg.len = n;
-  seg.release = cb;
-  seg.udata = udata;
-  err = batch_add_seg(c, &c->pending, seg);
-  if (err == 0) c->pending.bytes += n;
-  return err;
+  hr__wbatch_t *b = &c->pending;
+  size_t first = b->nsegs, done = 0;
+  /* Pieces of at most HR__SEG_MAX bytes (a uv_buf_t length is an unsigned
+   * int); the release callback goes with the last one. */
+  do {
+    hr__wseg_t seg;
+    size_t take = n - done < HR__SEG_MAX ? n - done : HR__SEG_MAX;
+    seg.borrowed = (const char *)p + done;
+    seg.off = 0;
+    seg.len = take;
+    seg.release = done + take == n ? cb : NULL;
+    seg.udata = udata;
+    if (batch_add_seg(c, b, seg) != 0) {
+      b->nsegs = first; /* all or nothing */
+      return HR_ENOMEM;
+    }
+    done += take;
+  } while (done < n);
+  b->bytes += n;
+  return 0;
 }
 
 size_t hr__out_queued(const hr__conn_t *c) {
@@ -168,7 +189,7 @@ void hr__out_flush(hr__conn_t *c) {
   /* Partly written: hand the rest to uv_write (which copies the buf array,
    * not the bytes: the batch stays alive as `inflight` until on_write). */
   skip = 0;
-  while ((size_t)n >= bufs[skip].len) {
+  while (skip < b->nsegs && (size_t)n >= bufs[skip].len) {
     n -= (int)bufs[skip].len;
     skip++;
   }
