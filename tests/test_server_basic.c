@@ -50,9 +50,10 @@ static void test_keepalive_default(void **state) {
     rc_response_free(&r);
   }
   assert_int_equal(ta_calls(), 3);
+  expect_stat(fx, FX_REQUESTS, 3);
   fx_stats(fx, &st);
   assert_int_equal(st.connections_accepted, 1);
-  assert_int_equal(st.requests, 3);
+  assert_int_equal(st.connections_active, 1);
 }
 
 static void test_connection_close_http11(void **state) {
@@ -209,7 +210,10 @@ static void test_routing_through_server(void **state) {
   assert_int_equal(rc_send_str(c, "GET /only-post HTTP/1.1\r\nHost: a\r\n\r\n"),
                    0);
   expect_response(c, "HTTP/1.1 405 Method Not Allowed", NULL, &r);
-  expect_field(&r, "Allow", "DELETE, POST, PUT", 0);
+  assert_int_equal(rc_header_count(&r, "Allow"), 1);
+  if (!allow_equiv(rc_header(&r, "Allow"), strlen(rc_header(&r, "Allow")),
+                   "DELETE, POST, PUT"))
+    fail_msg("Allow: %s", rc_header(&r, "Allow"));
   rc_response_free(&r);
   /* HEAD via the GET route: Content-Length of the GET body, no body. */
   assert_int_equal(rc_send_str(c, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n" GET_ROOT),

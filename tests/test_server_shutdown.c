@@ -299,6 +299,89 @@ static void test_stop_deadline_aborts(void **state) {
   hold_destroy();
 }
 
+/* A response blocked on a client that never reads, with output queued,
+ * when the shutdown deadline passes: the connection is closed, the handler
+ * hears HR_ECLOSED, nothing crashes or leaks. */
+static struct {
+  hr_response_t *res;
+  int ended, end_rc, error;
+  ev_t done;
+} flood;
+
+static void flood_finish(int err) {
+  if (flood.ended) return;
+  flood.ended = 1;
+  flood.error = err;
+  flood.end_rc = hr_response_end(flood.res);
+  ev_signal(&flood.done);
+}
+
+static void flood_pump(void) {
+  static char piece[32768];
+  for (;;) {
+    int rc = hr_response_write(flood.res, piece, sizeof piece);
+    if (rc == HR_EAGAIN) return;
+    if (rc != 0) {
+      flood_finish(rc);
+      return;
+    }
+  }
+}
+
+static void flood_drain(hr_response_t *res, int status, void *udata) {
+  (void)res;
+  (void)udata;
+  if (status != 0)
+    flood_finish(status);
+  else if (!flood.ended)
+    flood_pump();
+}
+
+static void flood_abort(hr_response_t *res, void *udata) {
+  (void)res;
+  (void)udata;
+  flood_finish(HR_ECLOSED);
+}
+
+static void h_flood(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  ta_count();
+  flood.res = res;
+  hr_response_on_drain(res, flood_drain, NULL);
+  hr_response_on_abort(res, flood_abort, NULL);
+  hr_response_start(res, 200, HR_LENGTH_UNKNOWN);
+  flood_pump();
+  ev_signal(&hold.held);
+}
+
+static void test_stop_deadline_with_queued_output(void **state) {
+  fx_t *fx = *state;
+  ca_t ca;
+  rc_t *c;
+  hold_init();
+  memset(&flood, 0, sizeof flood);
+  ev_init(&flood.done);
+  ca_init(&ca);
+  fx->opts.allocator = &ca.hook;
+  fx_route(fx, "GET", "/flood", h_flood, NULL);
+  fx_start(fx, 1);
+  c = rc_connect_ex("127.0.0.1", fx->port, 16384);
+  assert_non_null(c);
+  assert_int_equal(rc_send_str(c, "GET /flood HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&hold.held, 1, RC_TIMEOUT_MS));
+  assert_int_equal(fx_stop(fx, 100), 0);
+  assert_true(ev_wait(&flood.done, 1, RC_TIMEOUT_MS));
+  assert_int_equal(flood.error, HR_ECLOSED);
+  assert_int_equal(flood.end_rc, HR_ECLOSED);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  rc_close(c);
+  assert_int_equal(ca_live(&ca), 0);
+  ca_destroy(&ca);
+  ev_destroy(&flood.done);
+  hold_destroy();
+}
+
 /* ---- attached to a loop the test owns ----------------------------------- */
 
 static void do_attach_again(fx_t *fx, void *arg) {
@@ -354,6 +437,7 @@ int main(void) {
       T(test_stop_with_request_in_flight),
       T(test_refused_during_shutdown),
       T(test_stop_deadline_aborts),
+      T(test_stop_deadline_with_queued_output),
       T(test_attached_close),
       T(test_attached_close_twice),
   };

@@ -68,6 +68,11 @@ HR_EXTERN size_t hr_request_param_count(const hr_request_t *req);
  * when out of range. */
 HR_EXTERN hr_span_t hr_request_param(const hr_request_t *req, size_t index);
 
+/* The converted value of typed parameter `index` (see hr_param_type_t).
+ * Returns 0, or HR_EINVAL when the parameter is not typed. */
+HR_EXTERN int hr_request_param_value(const hr_request_t *req, size_t index,
+                                     hr_value_t *out);
+
 /* Parameter by name.  Returns 0 and stores the value, or HR_ENOTFOUND. */
 HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
                                        hr_span_t *value);

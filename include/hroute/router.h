@@ -44,6 +44,8 @@
 #ifndef HROUTE_ROUTER_H
 #define HROUTE_ROUTER_H
 
+#include <uv.h>
+
 #include "common.h"
 
 #ifdef __cplusplus
@@ -102,6 +104,75 @@ typedef struct hr_route_error_s {
   size_t conflict_len; /* 0 when no other route is involved */
 } hr_route_error_t;
 
+/* ---- typed parameters ------------------------------------------------------ */
+
+/*
+ * Types a route may declare for its parameters (by position).  The route's
+ * invoker converts each typed parameter before the handler runs; a value
+ * that does not convert answers 404, as JAX-RS does (the path names no
+ * resource).
+ */
+typedef enum hr_param_type_e {
+  HR_PARAM_STRING = 0, /* the decoded text (default) */
+  HR_PARAM_INT64,      /* [+-]digits, within int64_t */
+  HR_PARAM_UINT64,     /* digits, within uint64_t */
+  HR_PARAM_BOOL,       /* "true" or "false" */
+  HR_PARAM_UUID        /* 8-4-4-4-12 hex digits (RFC 9562 §4), any case */
+} hr_param_type_t;
+
+/* A converted parameter value; which member is set follows the type. */
+typedef union hr_value_u {
+  int64_t i64;
+  uint64_t u64;
+  int boolean;
+  uint8_t uuid[16];
+} hr_value_t;
+
+/* ---- middleware ------------------------------------------------------------ */
+
+/* What a before-middleware tells the invoker. */
+typedef enum hr_next_e {
+  HR_NEXT = 0,    /* go on with the next middleware, then the handler */
+  HR_ANSWERED = 1 /* it completed the response (or will): stop here */
+} hr_next_t;
+
+/*
+ * Runs before the handler, on the loop thread, with the request and the
+ * response the handler will get.  It may add response fields and go on, or
+ * answer itself (a 401, a cached body...) and return HR_ANSWERED.  `udata`
+ * is the pointer given to hr_router_use / hr_group_use.
+ */
+typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
+                                  void *udata);
+
+/*
+ * Runs after the response completed (queued for writing), on the loop
+ * thread: `status` is the status sent, or 0 when the exchange was lost
+ * before a response completed.  For logging and metrics; the response can
+ * no longer change.
+ */
+typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
+
+/* ---- handler contexts ------------------------------------------------------ */
+
+/* Which context a handler receives as its `udata` argument. */
+typedef enum hr_context_scope_e {
+  HR_CONTEXT_ROUTE = 0,  /* the route's udata itself (default) */
+  HR_CONTEXT_LOOP = 1,   /* one per worker loop, made on that loop before it
+                            serves the route (a per-thread database handle) */
+  HR_CONTEXT_REQUEST = 2 /* one per request, made before the handler and
+                            destroyed when the response completes */
+} hr_context_scope_t;
+
+/* Makes a context on the loop thread that will use it; stores it in *ctx.
+ * Returns 0, or non-zero when it cannot (the request is answered 503). */
+typedef int (*hr_context_create_cb)(void *udata, uv_loop_t *loop, void **ctx);
+
+/* Destroys a context made by the create callback, on the same loop thread
+ * (per-loop contexts: when the loop shuts down, or within about a second
+ * after their route was replaced or removed). */
+typedef void (*hr_context_destroy_cb)(void *udata, void *ctx);
+
 /* Per-route settings; initialise with hr_route_options_init(). */
 typedef struct hr_route_options_s {
   /* Body size limit in bytes; 0 means the server's max_body_bytes.  A larger
@@ -118,6 +189,19 @@ typedef struct hr_route_options_s {
   size_t nfields;
   /* When non-NULL and registration fails, filled with the details. */
   hr_route_error_t *error;
+  /* Types of the parameters by position (HR_PARAM_STRING past the end);
+   * copied.  More types than parameters is HR_EINVAL. */
+  const hr_param_type_t *param_types;
+  size_t nparam_types;
+  /* Handler contexts (HR_CONTEXT_LOOP and _REQUEST need `context_create`;
+   * `context_destroy` may be NULL). */
+  hr_context_scope_t context_scope;
+  hr_context_create_cb context_create;
+  hr_context_destroy_cb context_destroy;
+  /* Non-zero: a route with the same methods and pattern on the same host is
+   * replaced instead of answering HR_EEXIST.  Requests in flight finish with
+   * the old version; later ones get the new one. */
+  int replace;
 } hr_route_options_t;
 
 /* Fills `opts` with the defaults (all zero: server limits, buffered body, no
@@ -206,6 +290,37 @@ HR_EXTERN int hr_group_add(hr_group_t *group, const char *methods,
                            const char *pattern, hr_handler_cb handler,
                            void *udata, const hr_route_options_t *opts);
 
+/*
+ * Removes the route registered with exactly these methods (same list, any
+ * order) and pattern on the default host.  Requests in flight finish with
+ * it; later requests no longer see it.  Returns 0, HR_ENOTFOUND, HR_EINVAL,
+ * HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_remove(hr_router_t *router, const char *methods,
+                               const char *pattern);
+
+/* Like hr_router_remove(), within `group` (pattern without the prefix). */
+HR_EXTERN int hr_group_remove(hr_group_t *group, const char *methods,
+                              const char *pattern);
+
+/*
+ * Adds middleware for every route whose pattern starts with `prefix` at a
+ * segment boundary ("/api" covers "/api" and "/api/...", not "/apix"; NULL
+ * or "" covers all routes), on host `host` (NULL: every host).  `before`
+ * and `after` may each be NULL, not both.  Each route's chain is flattened
+ * into its invoker: before-middleware in registration order, router-level
+ * ones first, then its group's (hr_group_use); after-middleware in the
+ * reverse order.  Existing routes are recompiled and published atomically.
+ * Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_use(hr_router_t *router, const char *host,
+                            const char *prefix, hr_before_cb before,
+                            hr_after_cb after, void *udata);
+
+/* Middleware for the routes registered through `group`. */
+HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
+                           hr_after_cb after, void *udata);
+
 /* One matched parameter: its name (from the pattern, valid while the router
  * lives) and its decoded value (a span into the target given to
  * hr_router_match, or into its buffer when decoding changed it). */
@@ -220,8 +335,8 @@ typedef struct hr_match_s {
    * with `allow`); 301 or 308: redirect to `location`; 400: malformed or
    * unsafe path; 404: no route; 405: see `allow`. */
   int status;
-  /* The route (status 200 with a registered route), else NULL.  Valid as
-   * long as the route table it came from (until the router is freed). */
+  /* The route (status 200 with a registered route), else NULL.  Valid
+   * until the route is replaced or removed (see hr_router_read_lock). */
   const hr_route_t *route;
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
@@ -257,8 +372,20 @@ HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
                               hr_span_t host, hr_span_t target, char *buf,
                               size_t buflen, hr_match_t *out);
 
-/* The pattern a route was registered with, group prefix included (valid
- * while the router lives). */
+/*
+ * Read-side critical section (RCU).  A route table, and the routes it holds,
+ * stay valid until every reader that could have loaded it has left its
+ * critical section.  hr_router_match() takes one internally; wrap the match
+ * and every use of its result (`route`, `allow`, parameter names) in
+ * hr_router_read_lock() / hr_router_read_unlock() when other threads may
+ * remove or replace routes meanwhile.  Sections nest; they must not block
+ * for long (replaced tables wait for them).  Any thread; no registration.
+ */
+HR_EXTERN void hr_router_read_lock(void);
+HR_EXTERN void hr_router_read_unlock(void);
+
+/* The pattern a route was registered with, group prefix included (valid as
+ * long as the route). */
 HR_EXTERN hr_span_t hr_route_pattern(const hr_route_t *route);
 
 /* The methods a route was registered with, as given ("GET,POST", "*"). */
@@ -266,6 +393,27 @@ HR_EXTERN hr_span_t hr_route_methods(const hr_route_t *route);
 
 /* The user data given at registration. */
 HR_EXTERN void *hr_route_udata(const hr_route_t *route);
+
+/* Counters of one route version, summed over the loops that served it. */
+#define HR_LATENCY_BUCKETS 24
+typedef struct hr_route_stats_s {
+  uint64_t requests;        /* handler invocations (middleware answers too) */
+  uint64_t responses[6];    /* [1]..[5]: completed responses by status class
+                               (1xx..5xx); [0]: exchanges lost before one */
+  /* Handler start to response completion: bucket i counts latencies below
+   * 2^i microseconds (the last bucket: everything longer). */
+  uint64_t latency_us[HR_LATENCY_BUCKETS];
+} hr_route_stats_t;
+
+/*
+ * Reads the counters of the route registered with these methods and
+ * pattern on the default host (`host` NULL) or on `host`.  The counters are
+ * kept per worker loop without shared writes and summed here; a replaced
+ * route starts from zero.  Returns 0 or HR_ENOTFOUND.  Any thread.
+ */
+HR_EXTERN int hr_router_route_stats(hr_router_t *router, const char *host,
+                                    const char *methods, const char *pattern,
+                                    hr_route_stats_t *out);
 
 /* Sizes of the current route table. */
 typedef struct hr_router_stats_s {

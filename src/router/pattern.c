@@ -72,7 +72,7 @@ static int fail(hr_route_error_t *err, int code, const char *reason,
   return code;
 }
 
-void hr__route_free(hr__mem_t *m, hr_route_t *rt) {
+static void core_free(hr__mem_t *m, hr__core_t *rt) {
   if (rt == NULL) return;
   hr__mem_free(m, (void *)rt->pattern.ptr); /* one block: pattern, methods,
                                                 host, token text */
@@ -82,7 +82,28 @@ void hr__route_free(hr__mem_t *m, hr_route_t *rt) {
   hr__mem_free(m, rt);
 }
 
-int hr__methods_overlap(const hr_route_t *a, const hr_route_t *b) {
+void hr__core_unref(hr__mem_t *m, hr__core_t *core) {
+  /* acq_rel: the last owner sees every write the others made before they
+   * dropped their references. */
+  if (core != NULL &&
+      atomic_fetch_sub_explicit(&core->refs, 1, memory_order_acq_rel) == 1)
+    core_free(m, core);
+}
+
+int hr__methods_equal(const hr__core_t *a, const hr__core_t *b) {
+  size_t i, j;
+  if (a->any_method != b->any_method || a->std_methods != b->std_methods ||
+      a->n_ext != b->n_ext)
+    return 0;
+  for (i = 0; i < a->n_ext; i++) {
+    for (j = 0; j < b->n_ext; j++)
+      if (hr_span_eq(a->ext_methods[i], b->ext_methods[j])) break;
+    if (j == b->n_ext) return 0;
+  }
+  return 1;
+}
+
+int hr__methods_overlap(const hr__core_t *a, const hr__core_t *b) {
   size_t i, j;
   if (a->any_method || b->any_method) return a->any_method && b->any_method;
   if (a->std_methods & b->std_methods) return 1;
@@ -92,7 +113,7 @@ int hr__methods_overlap(const hr_route_t *a, const hr_route_t *b) {
   return 0;
 }
 
-static int parse_methods(hr__mem_t *m, hr_route_t *rt, hr_route_error_t *err) {
+static int parse_methods(hr__mem_t *m, hr__core_t *rt, hr_route_error_t *err) {
   const char *s = rt->methods_text.ptr, *end = s + rt->methods_text.len;
   size_t n = 1;
   const char *c;
@@ -154,7 +175,7 @@ static int reserved_field(hr_span_t name) {
 }
 
 /* Pre-renders the constant fields as "Name: value\r\n" lines. */
-static int render_head(hr__mem_t *m, hr_route_t *rt,
+static int render_head(hr__mem_t *m, hr__core_t *rt,
                        const hr_route_options_t *o, hr_route_error_t *err) {
   size_t i, len = 0;
   char *p;
@@ -195,7 +216,7 @@ static int render_head(hr__mem_t *m, hr_route_t *rt,
  * (with "::" unescaped and, for case-insensitive routers, lower-cased) into
  * `lit`, which has room for the whole pattern.
  */
-static int compile_pattern(hr__mem_t *m, hr_route_t *rt, char *lit, int ci,
+static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
                            hr_route_error_t *err) {
   const char *p = rt->pattern.ptr, *end = p + rt->pattern.len, *s;
   size_t ntok = 0, nseg = 0, cap;
@@ -296,12 +317,12 @@ static int compile_pattern(hr__mem_t *m, hr_route_t *rt, char *lit, int ci,
   return 0;
 }
 
-int hr__route_compile(hr__mem_t *m, int ci, const char *host, const char *prefix,
-                      const char *methods, const char *pattern,
-                      hr_handler_cb handler, void *udata,
-                      const hr_route_options_t *o, hr_route_t **out,
-                      hr_route_error_t *err) {
-  hr_route_t *rt;
+int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
+                     const char *host, const char *prefix, const char *methods,
+                     const char *pattern, hr_handler_cb handler, void *udata,
+                     const hr_route_options_t *o, hr__core_t **out,
+                     hr_route_error_t *err) {
+  hr__core_t *rt;
   size_t prelen = prefix ? strlen(prefix) : 0, plen = strlen(pattern);
   size_t mlen = strlen(methods), hlen = host ? strlen(host) : 0, total, i;
   char *block, *p;
@@ -312,11 +333,23 @@ int hr__route_compile(hr__mem_t *m, int ci, const char *host, const char *prefix
     return fail(err, HR_EPATTERN, "a pattern starts with '/'", 0);
   if (o->body_mode != HR_BODY_BUFFER && o->body_mode != HR_BODY_STREAM)
     return fail(err, HR_EINVAL, "unknown body mode", 0);
+  if (o->context_scope != HR_CONTEXT_ROUTE && o->context_scope != HR_CONTEXT_LOOP &&
+      o->context_scope != HR_CONTEXT_REQUEST)
+    return fail(err, HR_EINVAL, "unknown context scope", 0);
+  if (o->context_scope != HR_CONTEXT_ROUTE && o->context_create == NULL)
+    return fail(err, HR_EINVAL, "per-loop and per-request contexts need context_create", 0);
+  if (o->nparam_types > 0 && o->param_types == NULL)
+    return fail(err, HR_EINVAL, "nparam_types without param_types", 0);
+  for (i = 0; i < o->nparam_types; i++)
+    if ((unsigned)o->param_types[i] > HR_PARAM_UUID)
+      return fail(err, HR_EINVAL, "unknown parameter type", 0);
   /* A group prefix "/api" plus "/" is "/api/"; plus "/x" is "/api/x". */
   total = prelen + plen + 1 + mlen + 1 + hlen + 1 + (prelen + plen) + 1;
   rt = hr__mem_alloc(m, sizeof(*rt));
   if (rt == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
   memset(rt, 0, sizeof(*rt));
+  atomic_init(&rt->refs, 1);
+  rt->group = group;
   block = hr__mem_alloc(m, total);
   if (block == NULL) {
     hr__mem_free(m, rt);
@@ -344,12 +377,21 @@ int hr__route_compile(hr__mem_t *m, int ci, const char *host, const char *prefix
   rt->udata = udata;
   rt->max_body_bytes = o->max_body_bytes;
   rt->body_mode = o->body_mode;
+  rt->ctx_scope = o->context_scope;
+  rt->ctx_create = o->context_create;
+  rt->ctx_destroy = o->context_destroy;
   rc = parse_methods(m, rt, err);
   if (rc == 0) rc = compile_pattern(m, rt, p, ci, err);
+  if (rc == 0 && o->nparam_types > rt->nparams)
+    rc = fail(err, HR_EINVAL, "more parameter types than parameters", 0);
   if (rc == 0) rc = render_head(m, rt, o, err);
   if (rc != 0) {
-    hr__route_free(m, rt);
+    core_free(m, rt);
     return rc;
+  }
+  for (i = 0; i < o->nparam_types; i++) {
+    rt->ptypes[i] = o->param_types[i];
+    if (o->param_types[i] != HR_PARAM_STRING) rt->typed = 1;
   }
   *out = rt;
   return 0;

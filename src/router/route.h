@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <urcu/urcu-bp.h>
 
 #include "hroute/error.h"
 #include "hroute/router.h"
@@ -47,10 +48,15 @@ typedef struct hr__tok_s {
   size_t offset;  /* byte offset in the pattern, for error reports */
 } hr__tok_t;
 
-struct hr_route_s {
+/* The compiled, immutable part of a route, shared by the successive
+ * invokers made from it (middleware changes recompile invokers, not this).
+ * Reference-counted: every invoker holds one reference. */
+typedef struct hr__core_s {
+  _Atomic unsigned refs;
   hr_span_t pattern;       /* full pattern (group prefix included), NUL-terminated */
   hr_span_t methods_text;  /* as registered, NUL-terminated */
   hr_span_t host;          /* lower-cased host of its group; empty: default */
+  const hr_group_t *group; /* the group it was registered through */
   unsigned any_method : 1;
   uint16_t std_methods;    /* bit i: standard method id i */
   hr_span_t *ext_methods;  /* extension methods (into methods_text) */
@@ -63,19 +69,107 @@ struct hr_route_s {
   hr_span_t head;          /* pre-rendered constant fields, "N: V\r\n"... */
   uint64_t max_body_bytes; /* 0: server default */
   hr_body_mode_t body_mode;
-};
+  hr_param_type_t ptypes[HR_MAX_PARAMS];
+  int typed;               /* some parameter is not HR_PARAM_STRING */
+  hr_context_scope_t ctx_scope;
+  hr_context_create_cb ctx_create;
+  hr_context_destroy_cb ctx_destroy;
+} hr__core_t;
 
-/* Compiles a route (pattern.c).  Returns 0 or an error code, with details in
- * `err` when not NULL. */
-int hr__route_compile(hr__mem_t *m, int case_insensitive, const char *host,
-                      const char *prefix, const char *methods,
-                      const char *pattern, hr_handler_cb handler, void *udata,
-                      const hr_route_options_t *o, hr_route_t **out,
-                      hr_route_error_t *err);
-void hr__route_free(hr__mem_t *m, hr_route_t *rt);
+/* Compiles a route core (pattern.c).  Returns 0 or an error code, with
+ * details in `err` when not NULL.  The new core has one reference. */
+int hr__core_compile(hr__mem_t *m, int case_insensitive, const hr_group_t *group,
+                     const char *host, const char *prefix, const char *methods,
+                     const char *pattern, hr_handler_cb handler, void *udata,
+                     const hr_route_options_t *o, hr__core_t **out,
+                     hr_route_error_t *err);
+/* Drops a reference; frees the core with the last one. */
+void hr__core_unref(hr__mem_t *m, hr__core_t *core);
 
 /* Whether two routes share a method (for duplicates). */
-int hr__methods_overlap(const hr_route_t *a, const hr_route_t *b);
+int hr__methods_overlap(const hr__core_t *a, const hr__core_t *b);
+
+/* Whether two method lists are the same set. */
+int hr__methods_equal(const hr__core_t *a, const hr__core_t *b);
+
+/* One flattened middleware entry. */
+typedef struct hr__mw_s {
+  hr_before_cb before;
+  hr_after_cb after;
+  void *udata;
+} hr__mw_t;
+
+/* Most worker loops one router can serve at once (per-loop slots). */
+#define HR__MAX_LOOPS 64
+
+/* What one loop keeps for one invoker: its counters (single writer: that
+ * loop; relaxed atomics, summed by readers) and its per-loop context. */
+typedef struct hr__slot_s {
+  _Atomic uint64_t requests;
+  _Atomic uint64_t responses[6];
+  _Atomic uint64_t latency_us[HR_LATENCY_BUCKETS];
+  void *ctx;
+  int ctx_made;
+} hr__slot_t;
+
+/*
+ * The invoker: everything a request needs to reach and run its handler,
+ * resolved at registration.  Immutable once published, except for the
+ * atomics: the reference count, the per-loop slot pointers (each written
+ * once, by its loop) and `retired`.
+ */
+struct hr_route_s {
+  const hr__core_t *core;
+  /* hot copies of core fields */
+  hr_handler_cb handler;
+  void *udata;
+  hr_span_t head;
+  uint64_t max_body_bytes;
+  hr_body_mode_t body_mode;
+  hr_context_scope_t ctx_scope;
+  int typed;
+  /* flattened middleware */
+  const hr__mw_t *before;
+  size_t nbefore;
+  const hr__mw_t *after;   /* already in calling order */
+  size_t nafter;
+  /* One reference per table that contains it, per request that outlives
+   * its read-side critical section, per loop context made for it. */
+  _Atomic unsigned refs;
+  /* Set (release) by the writer once a published table no longer holds it;
+   * loops then destroy their contexts for it. */
+  _Atomic int retired;
+  _Atomic(hr__slot_t *) slots[HR__MAX_LOOPS];
+  size_t writer_mark;      /* writer side only, under the router lock */
+  hr__mem_t *mem;
+};
+
+/* invoker.c */
+typedef struct hr__mwlist_s hr__mwlist_t;
+int hr__invoker_new(hr__mem_t *m, hr__core_t *core, const hr__mwlist_t *mws,
+                    hr_route_t **out);
+void hr__invoker_ref(hr_route_t *inv);
+void hr__invoker_unref(hr_route_t *inv);
+/* Converts typed parameters; returns 0, or -1 when one does not convert. */
+int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
+                        size_t n, hr_value_t *values);
+/* The calling loop's slot (made on first use); NULL when out of memory. */
+hr__slot_t *hr__invoker_slot(hr_route_t *inv, unsigned loop, hr__mem_t *m);
+void hr__slot_count_response(hr__slot_t *s, int status, uint64_t us);
+void hr__invoker_stats(const hr_route_t *inv, hr_route_stats_t *out);
+
+/* Middleware registered on a router (writer side). */
+typedef struct hr__mwreg_s {
+  hr__mw_t mw;
+  char *host;               /* NULL: every host */
+  char *prefix;             /* "" : every route */
+  const hr_group_t *group;  /* hr_group_use: that group's routes only */
+  struct hr__mwreg_s *next;
+} hr__mwreg_t;
+
+struct hr__mwlist_s {
+  const hr__mwreg_t *head;  /* registration order */
+};
 
 /* ---- frozen route table ---------------------------------------------------- */
 
@@ -106,23 +200,29 @@ typedef struct hr__host_s {
   hr_span_t allow_all;        /* for "OPTIONS *" */
 } hr__host_t;
 
-/* An immutable snapshot: everything lives in `block`. */
+/* An immutable snapshot, in one block; it holds a reference on each of its
+ * invokers until it is reclaimed after a grace period. */
 typedef struct hr__table_s {
+  struct rcu_head rcu;  /* for call_rcu */
+  hr__mem_t *mem;
   hr__host_t def;
   const hr__host_t *hosts;
   size_t nhosts;
   size_t nodes;
   size_t bytes;
-  struct hr__table_s *retired_next; /* router-private, writer side only */
+  hr_route_t **invokers;
+  size_t ninvokers;
 } hr__table_t;
 
-/* Builds a table from `routes` (tree.c).  Returns 0, HR_ENOMEM, or
- * HR_EEXIST / HR_ECONFLICT with `err` naming the route in the way of the
- * last route (routes[n-1]) — earlier routes are known to fit together. */
+/* Builds a table from `routes` (tree.c), taking a reference on each.
+ * Returns 0, HR_ENOMEM, or HR_EEXIST / HR_ECONFLICT with `err` naming the
+ * route in the way of the last route (routes[n-1]) — earlier routes are
+ * known to fit together. */
 int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
                     int case_insensitive, hr__table_t **out,
                     hr_route_error_t *err);
-void hr__table_free(hr__mem_t *m, hr__table_t *t);
+/* Drops the table's references and frees it (after its grace period). */
+void hr__table_free(hr__table_t *t);
 
 /* Finds the leaf for `path` in `root`; fills params (names and raw spans).
  * Returns the leaf or NULL. */
@@ -153,11 +253,18 @@ struct hr_router_s {
   hr_router_options_t opts;
   pthread_mutex_t lock;          /* serialises writers */
   _Atomic(hr__table_t *) table;  /* published snapshot */
-  hr_route_t **routes;           /* writer side: every registered route */
+  hr_route_t **routes;           /* writer side: the current invokers */
   size_t nroutes, routes_cap;
-  hr__table_t *retired;          /* writer side: replaced snapshots */
+  size_t mark;                   /* writer side: generation for writer_mark */
   hr_group_t root;               /* the default group */
   hr_group_t *groups;            /* writer side: created groups */
+  hr__mwreg_t *mws;              /* writer side: middleware, in order */
+  hr__mwreg_t **mws_tail;
+  uint64_t loops_used;           /* bitmap of per-loop slot numbers in use */
 };
+
+/* A per-loop slot number for a worker loop, or -1 when all are taken. */
+int hr__router_loop_acquire(hr_router_t *r);
+void hr__router_loop_release(hr_router_t *r, int loop);
 
 #endif /* HR_ROUTER_ROUTE_H */

@@ -8,13 +8,21 @@
  * nothing else can see yet, and publish it with one release store to
  * `router->table`; readers load it with acquire, so every byte of the table
  * and of the routes it references is visible before the pointer is.  Nothing
- * reachable from a published table is written again.  Replaced tables are
- * kept on `retired` and freed with the router.
+ * reachable from a published table is written again, except the invokers'
+ * atomics (see route.h).  A replaced table is reclaimed with call_rcu after
+ * a grace period: every reader that loaded it has left its read-side
+ * critical section by then.  The table holds a reference on each invoker;
+ * requests that outlive their critical section take their own.
  */
 #include <string.h>
 
 #include "router/path.h"
 #include "router/route.h"
+#include "util/rcu.h"
+
+#ifdef HR__TSAN
+char hr__rcu_tsan_edge;
+#endif
 
 void hr_route_options_init(hr_route_options_t *opts) {
   memset(opts, 0, sizeof(*opts));
@@ -50,12 +58,13 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
   r->opts.case_insensitive = o.case_insensitive != 0;
   r->root.router = r;
   r->root.prefix = (char *)"";
+  r->mws_tail = &r->mws;
   if (hr__table_build(&r->mem, NULL, 0, 0, &t, NULL) != 0) {
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
   if (pthread_mutex_init(&r->lock, NULL) != 0) {
-    hr__table_free(&mem, t);
+    hr__table_free(t);
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
@@ -65,25 +74,92 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
 }
 
 void hr_router_free(hr_router_t *r) {
-  size_t i;
-  hr__table_t *t;
   hr_group_t *g;
+  hr__mwreg_t *mw;
   hr__mem_t mem;
   if (r == NULL) return;
-  hr__table_free(&r->mem, atomic_load_explicit(&r->table, memory_order_relaxed));
-  while ((t = r->retired) != NULL) {
-    r->retired = t->retired_next;
-    hr__table_free(&r->mem, t);
-  }
-  for (i = 0; i < r->nroutes; i++) hr__route_free(&r->mem, r->routes[i]);
+  /* Wait for the reclamation of replaced tables already queued. */
+  urcu_bp_barrier();
+  hr__table_free(atomic_load_explicit(&r->table, memory_order_relaxed));
   hr__mem_free(&r->mem, r->routes);
   while ((g = r->groups) != NULL) {
     r->groups = g->next;
     hr__mem_free(&r->mem, g); /* host and prefix live in the same block */
   }
+  while ((mw = r->mws) != NULL) {
+    r->mws = mw->next;
+    hr__mem_free(&r->mem, mw);
+  }
   pthread_mutex_destroy(&r->lock);
   mem = r->mem;
   hr__mem_free(&mem, r);
+}
+
+void hr_router_read_lock(void) { hr__rcu_read_lock(); }
+void hr_router_read_unlock(void) { hr__rcu_read_unlock(); }
+
+int hr__router_loop_acquire(hr_router_t *r) {
+  int i, found = -1;
+  pthread_mutex_lock(&r->lock);
+  for (i = 0; i < HR__MAX_LOOPS; i++)
+    if (!(r->loops_used & ((uint64_t)1 << i))) {
+      r->loops_used |= (uint64_t)1 << i;
+      found = i;
+      break;
+    }
+  pthread_mutex_unlock(&r->lock);
+  return found;
+}
+
+void hr__router_loop_release(hr_router_t *r, int loop) {
+  pthread_mutex_lock(&r->lock);
+  r->loops_used &= ~((uint64_t)1 << loop);
+  pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- publication --------------------------------------------------------- */
+
+static void reclaim(struct rcu_head *head) {
+  hr__table_t *t = caa_container_of(head, hr__table_t, rcu);
+  HR__GP_ACQUIRE(); /* the grace period: see util/rcu.h */
+  hr__table_free(t);
+}
+
+/* Builds a table from `routes` and publishes it (lock held).  On success
+ * the router's route array becomes `routes` (the old array is freed), the
+ * invokers left out are marked retired, and the old table is reclaimed
+ * after a grace period.  On error nothing changed and `routes` is the
+ * caller's. */
+static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
+                   hr_route_error_t *err) {
+  hr__table_t *t, *old;
+  size_t i;
+  int rc = hr__table_build(&r->mem, routes, n, r->opts.case_insensitive, &t, err);
+  if (rc != 0) return rc;
+  old = atomic_load_explicit(&r->table, memory_order_relaxed);
+  /* Pairs with the acquire load in hr_router_match() and the server's
+   * dispatch: the table and every invoker it references are complete
+   * before a reader can see the pointer. */
+  atomic_store_explicit(&r->table, t, memory_order_release);
+  r->mark++;
+  for (i = 0; i < n; i++) routes[i]->writer_mark = r->mark;
+  for (i = 0; i < old->ninvokers; i++)
+    if (old->invokers[i]->writer_mark != r->mark)
+      /* Pairs with the acquire load in the loops' context sweep: it sees
+       * the invoker as gone once this table is published. */
+      atomic_store_explicit(&old->invokers[i]->retired, 1, memory_order_release);
+  hr__mem_free(&r->mem, r->routes);
+  r->routes = routes;
+  r->nroutes = n;
+  r->routes_cap = n;
+  urcu_bp_call_rcu(&old->rcu, reclaim);
+  return 0;
+}
+
+/* Frees an invoker that never made it into a table. */
+static void drop_new(hr_route_t *inv) {
+  hr__invoker_ref(inv);
+  hr__invoker_unref(inv);
 }
 
 /* ---- groups ---------------------------------------------------------------- */
@@ -111,7 +187,7 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
                     hr_group_t **out) {
   size_t hl = host ? strlen(host) : 0, pl = prefix ? strlen(prefix) : 0;
   hr_group_t *g;
-  hr_route_t *probe;
+  hr__core_t *probe;
   hr_route_options_t o;
   char *p;
   int rc;
@@ -122,14 +198,14 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   /* The prefix must itself be a valid pattern. */
   if (pl > 0) {
     hr_route_options_init(&o);
-    rc = hr__route_compile(&r->mem, r->opts.case_insensitive, NULL, NULL, "GET",
-                           prefix, h_none, NULL, &o, &probe, NULL);
+    rc = hr__core_compile(&r->mem, r->opts.case_insensitive, NULL, NULL, NULL,
+                          "GET", prefix, h_none, NULL, &o, &probe, NULL);
     if (rc != 0) return rc;
     if (probe->ntoks && probe->toks[probe->ntoks - 1].kind == HR__TOK_CATCH) {
-      hr__route_free(&r->mem, probe);
+      hr__core_unref(&r->mem, probe);
       return HR_EPATTERN; /* nothing can follow a catch-all */
     }
-    hr__route_free(&r->mem, probe);
+    hr__core_unref(&r->mem, probe);
   }
   g = hr__mem_alloc(&r->mem, sizeof(*g) + hl + 1 + pl + 1);
   if (g == NULL) return HR_ENOMEM;
@@ -151,14 +227,29 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   return 0;
 }
 
+/* Index of the route with the same host, pattern and methods, or -1. */
+static long find_same(hr_router_t *r, const hr__core_t *c) {
+  size_t i;
+  for (i = 0; i < r->nroutes; i++) {
+    const hr__core_t *o = r->routes[i]->core;
+    if (hr_span_eq(o->host, c->host) && hr_span_eq(o->pattern, c->pattern) &&
+        hr__methods_equal(o, c))
+      return (long)i;
+  }
+  return -1;
+}
+
 int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
                  hr_handler_cb handler, void *udata,
                  const hr_route_options_t *opts) {
   hr_route_options_t defaults;
   hr_router_t *r;
-  hr_route_t *rt;
-  hr__table_t *t, *old;
+  hr__core_t *core;
+  hr_route_t *inv = NULL, **routes;
+  hr__mwlist_t mws;
   hr_route_error_t *err;
+  long same = -1;
+  size_t n;
   int rc;
   if (g == NULL || methods == NULL || pattern == NULL || handler == NULL)
     return HR_EINVAL;
@@ -168,43 +259,156 @@ int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
     opts = &defaults;
   }
   err = opts->error;
-  rc = hr__route_compile(&r->mem, r->opts.case_insensitive, g->host, g->prefix,
-                         methods, pattern, handler, udata, opts, &rt, err);
+  rc = hr__core_compile(&r->mem, r->opts.case_insensitive, g, g->host, g->prefix,
+                        methods, pattern, handler, udata, opts, &core, err);
   if (rc != 0) return rc;
 
   pthread_mutex_lock(&r->lock);
-  if (r->nroutes == r->routes_cap) {
-    size_t cap = r->routes_cap ? r->routes_cap * 2 : 16;
-    hr_route_t **nr = hr__mem_realloc(&r->mem, r->routes, cap * sizeof(*nr));
-    if (nr == NULL) {
-      rc = HR_ENOMEM;
-      goto fail;
-    }
-    r->routes = nr;
-    r->routes_cap = cap;
-  }
-  r->routes[r->nroutes] = rt;
-  rc = hr__table_build(&r->mem, r->routes, r->nroutes + 1,
-                       r->opts.case_insensitive, &t, err);
+  mws.head = r->mws;
+  rc = hr__invoker_new(&r->mem, core, &mws, &inv);
+  hr__core_unref(&r->mem, core); /* the invoker holds it now */
   if (rc != 0) goto fail;
-  r->nroutes++;
-  old = atomic_load_explicit(&r->table, memory_order_relaxed);
-  /* Pairs with the acquire load in hr_router_match(): the table and every
-   * route it references are complete before a reader can see the pointer. */
-  atomic_store_explicit(&r->table, t, memory_order_release);
-  old->retired_next = r->retired;
-  r->retired = old;
+  if (opts->replace) same = find_same(r, core);
+  n = r->nroutes + (same < 0);
+  routes = hr__mem_alloc(&r->mem, (n ? n : 1) * sizeof(*routes));
+  if (routes == NULL) {
+    rc = HR_ENOMEM;
+    goto fail;
+  }
+  if (r->nroutes) memcpy(routes, r->routes, r->nroutes * sizeof(*routes));
+  routes[same < 0 ? (long)r->nroutes : same] = inv;
+  if (same >= 0 && (size_t)same != n - 1) {
+    /* The table is checked against its last route: move it there. */
+    routes[same] = routes[n - 1];
+    routes[n - 1] = inv;
+  }
+  rc = publish(r, routes, n, err);
+  if (rc != 0) {
+    hr__mem_free(&r->mem, routes);
+    goto fail;
+  }
   pthread_mutex_unlock(&r->lock);
   return 0;
 fail:
   pthread_mutex_unlock(&r->lock);
-  hr__route_free(&r->mem, rt);
+  if (inv != NULL) drop_new(inv);
   if (err != NULL && rc == HR_ENOMEM) {
     memset(err, 0, sizeof(*err));
     err->code = rc;
     err->reason = "out of memory";
   }
   return rc;
+}
+
+int hr_group_remove(hr_group_t *g, const char *methods, const char *pattern) {
+  hr_router_t *r;
+  hr__core_t *probe;
+  hr_route_t **routes;
+  hr_route_options_t o;
+  long same;
+  int rc;
+  if (g == NULL || methods == NULL || pattern == NULL) return HR_EINVAL;
+  r = g->router;
+  hr_route_options_init(&o);
+  /* Compiled only to normalise the methods and the full pattern. */
+  rc = hr__core_compile(&r->mem, r->opts.case_insensitive, g, g->host, g->prefix,
+                        methods, pattern, h_none, NULL, &o, &probe, NULL);
+  if (rc != 0) return rc;
+  pthread_mutex_lock(&r->lock);
+  same = find_same(r, probe);
+  hr__core_unref(&r->mem, probe);
+  if (same < 0) {
+    pthread_mutex_unlock(&r->lock);
+    return HR_ENOTFOUND;
+  }
+  routes = hr__mem_alloc(&r->mem, (r->nroutes > 1 ? r->nroutes - 1 : 1) * sizeof(*routes));
+  if (routes == NULL) {
+    pthread_mutex_unlock(&r->lock);
+    return HR_ENOMEM;
+  }
+  memcpy(routes, r->routes, (size_t)same * sizeof(*routes));
+  memcpy(routes + same, r->routes + same + 1,
+         (r->nroutes - (size_t)same - 1) * sizeof(*routes));
+  rc = publish(r, routes, r->nroutes - 1, NULL);
+  if (rc != 0) hr__mem_free(&r->mem, routes);
+  pthread_mutex_unlock(&r->lock);
+  return rc;
+}
+
+int hr_router_remove(hr_router_t *r, const char *methods, const char *pattern) {
+  if (r == NULL) return HR_EINVAL;
+  return hr_group_remove(&r->root, methods, pattern);
+}
+
+/* Registers middleware and recompiles every invoker (lock held inside). */
+static int use(hr_router_t *r, const hr_group_t *group, const char *host,
+               const char *prefix, hr_before_cb before, hr_after_cb after,
+               void *udata) {
+  size_t hl = host ? strlen(host) : 0, pl = prefix ? strlen(prefix) : 0, i;
+  hr__mwreg_t *reg;
+  hr_route_t **routes;
+  hr__mwlist_t mws;
+  char *p;
+  int rc = 0;
+  if (before == NULL && after == NULL) return HR_EINVAL;
+  if (pl > 0 && (prefix[0] != '/' || (pl > 1 && prefix[pl - 1] == '/'))) return HR_EINVAL;
+  reg = hr__mem_alloc(&r->mem, sizeof(*reg) + hl + 1 + pl + 1);
+  if (reg == NULL) return HR_ENOMEM;
+  memset(reg, 0, sizeof(*reg));
+  p = (char *)(reg + 1);
+  reg->mw.before = before;
+  reg->mw.after = after;
+  reg->mw.udata = udata;
+  reg->group = group;
+  if (host != NULL) {
+    for (i = 0; i <= hl; i++) {
+      unsigned char c = (unsigned char)host[i];
+      p[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+    }
+    reg->host = p;
+    p += hl + 1;
+  }
+  memcpy(p, prefix ? prefix : "", pl + 1);
+  if (pl == 1) p[0] = '\0'; /* "/" covers everything, like "" */
+  reg->prefix = p;
+
+  pthread_mutex_lock(&r->lock);
+  *r->mws_tail = reg;
+  mws.head = r->mws;
+  routes = hr__mem_alloc(&r->mem, (r->nroutes ? r->nroutes : 1) * sizeof(*routes));
+  if (routes == NULL) rc = HR_ENOMEM;
+  for (i = 0; rc == 0 && i < r->nroutes; i++) {
+    rc = hr__invoker_new(&r->mem, (hr__core_t *)r->routes[i]->core, &mws, &routes[i]);
+    if (rc != 0) {
+      while (i > 0) drop_new(routes[--i]);
+    }
+  }
+  if (rc == 0) {
+    rc = publish(r, routes, r->nroutes, NULL);
+    if (rc != 0)
+      for (i = 0; i < r->nroutes; i++) drop_new(routes[i]);
+  }
+  if (rc == 0) {
+    r->mws_tail = &reg->next;
+  } else {
+    *r->mws_tail = NULL;
+    hr__mem_free(&r->mem, routes);
+    hr__mem_free(&r->mem, reg);
+  }
+  pthread_mutex_unlock(&r->lock);
+  return rc;
+}
+
+int hr_router_use(hr_router_t *r, const char *host, const char *prefix,
+                  hr_before_cb before, hr_after_cb after, void *udata) {
+  if (r == NULL) return HR_EINVAL;
+  return use(r, NULL, host, prefix, before, after, udata);
+}
+
+int hr_group_use(hr_group_t *g, hr_before_cb before, hr_after_cb after,
+                 void *udata) {
+  if (g == NULL) return HR_EINVAL;
+  return use(g->router, g, NULL, NULL, before, after, udata);
 }
 
 int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,
@@ -252,9 +456,9 @@ static int put_location(hr_match_t *out, char *buf, size_t buflen, size_t at,
   return 0;
 }
 
-int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
-                    hr_span_t target, char *buf, size_t buflen,
-                    hr_match_t *out) {
+static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
+                      hr_span_t target, char *buf, size_t buflen,
+                      hr_match_t *out) {
   const hr__table_t *t;
   const hr__host_t *h;
   const hr__leaf_t *leaf;
@@ -275,7 +479,7 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   out->query = query;
   mid = hr__method_id(method);
   ci = r->opts.case_insensitive;
-  /* Pairs with the release store in hr_group_add(). */
+  /* Pairs with the release store in publish(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
   h = pick_host(t, host);
   if (path.len == 1 && path.ptr[0] == '*') {
@@ -361,30 +565,75 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   return 0;
 }
 
+int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
+                    hr_span_t target, char *buf, size_t buflen,
+                    hr_match_t *out) {
+  int rc;
+  hr__rcu_read_lock();
+  rc = match_impl(r, method, host, target, buf, buflen, out);
+  hr__rcu_read_unlock();
+  return rc;
+}
+
 /* ---- introspection --------------------------------------------------------- */
 
-hr_span_t hr_route_pattern(const hr_route_t *route) { return route->pattern; }
-hr_span_t hr_route_methods(const hr_route_t *route) { return route->methods_text; }
-void *hr_route_udata(const hr_route_t *route) { return route->udata; }
+hr_span_t hr_route_pattern(const hr_route_t *route) { return route->core->pattern; }
+hr_span_t hr_route_methods(const hr_route_t *route) { return route->core->methods_text; }
+void *hr_route_udata(const hr_route_t *route) { return route->core->udata; }
+
+int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
+                          const char *pattern, hr_route_stats_t *out) {
+  hr__core_t *probe;
+  hr_route_options_t o;
+  const hr__table_t *t;
+  size_t i;
+  int rc;
+  if (r == NULL || methods == NULL || pattern == NULL || out == NULL)
+    return HR_EINVAL;
+  hr_route_options_init(&o);
+  rc = hr__core_compile(&r->mem, r->opts.case_insensitive, NULL, host, NULL,
+                        methods, pattern, h_none, NULL, &o, &probe, NULL);
+  if (rc != 0) return rc;
+  rc = HR_ENOTFOUND;
+  hr__rcu_read_lock();
+  /* Pairs with the release store in publish(). */
+  t = atomic_load_explicit(&r->table, memory_order_acquire);
+  for (i = 0; i < t->ninvokers; i++) {
+    const hr__core_t *c = t->invokers[i]->core;
+    if (hr_span_eq(c->host, probe->host) && hr_span_eq(c->pattern, probe->pattern) &&
+        hr__methods_equal(c, probe)) {
+      hr__invoker_stats(t->invokers[i], out);
+      rc = 0;
+      break;
+    }
+  }
+  hr__rcu_read_unlock();
+  hr__core_unref(&r->mem, probe);
+  return rc;
+}
 
 void hr_router_stats(hr_router_t *r, hr_router_stats_t *out) {
   const hr__table_t *t;
   memset(out, 0, sizeof(*out));
   if (r == NULL) return;
-  pthread_mutex_lock(&r->lock);
-  out->routes = r->nroutes;
-  pthread_mutex_unlock(&r->lock);
-  /* Pairs with the release store in hr_group_add(). */
+  hr__rcu_read_lock();
+  /* Pairs with the release store in publish(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
+  out->routes = t->ninvokers;
   out->hosts = t->nhosts;
   out->nodes = t->nodes;
   out->table_bytes = t->bytes;
+  hr__rcu_read_unlock();
 }
 
 int hr_router_dump(hr_router_t *r,
                    void (*write)(void *ctx, const char *p, size_t n), void *ctx) {
+  int rc;
   if (r == NULL || write == NULL) return HR_EINVAL;
-  /* Pairs with the release store in hr_group_add(). */
-  return hr__tree_dump(atomic_load_explicit(&r->table, memory_order_acquire),
-                       write, ctx);
+  hr__rcu_read_lock();
+  /* Pairs with the release store in publish(). */
+  rc = hr__tree_dump(atomic_load_explicit(&r->table, memory_order_acquire),
+                     write, ctx);
+  hr__rcu_read_unlock();
+  return rc;
 }

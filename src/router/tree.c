@@ -132,10 +132,11 @@ static int insert_static(build_t *b, bnode_t *n, hr_span_t t, bnode_t **out) {
 
 /* "METHODS pattern" of `r`, cut to the array (conflict_len says so). */
 static void describe(const hr_route_t *r, hr_route_error_t *err) {
-  err->conflict_len = r->methods_text.len + 1 + r->pattern.len;
+  const hr__core_t *c = r->core;
+  err->conflict_len = c->methods_text.len + 1 + c->pattern.len;
   snprintf(err->conflict, sizeof(err->conflict), "%.*s %.*s",
-           (int)r->methods_text.len, r->methods_text.ptr, (int)r->pattern.len,
-           r->pattern.ptr);
+           (int)c->methods_text.len, c->methods_text.ptr, (int)c->pattern.len,
+           c->pattern.ptr);
 }
 
 static int conflict(hr_route_error_t *err, int code, const char *reason,
@@ -155,8 +156,8 @@ static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
   const bnode_t *renamed = NULL; /* first parameter bound to another name */
   size_t i, renamed_at = 0;
   int rc;
-  for (i = 0; i < rt->ntoks; i++) {
-    const hr__tok_t *t = &rt->toks[i];
+  for (i = 0; i < rt->core->ntoks; i++) {
+    const hr__tok_t *t = &rt->core->toks[i];
     bnode_t **slot;
     if (t->kind == HR__TOK_STATIC) {
       if ((rc = insert_static(b, n, t->text, &n)) != 0) return rc;
@@ -178,7 +179,7 @@ static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
     n = *slot;
   }
   for (i = 0; i < n->nroutes; i++)
-    if (hr__methods_overlap(n->routes[i], rt))
+    if (hr__methods_overlap(n->routes[i]->core, rt->core))
       return conflict(err, HR_EEXIST,
                       "a route with this method and pattern exists",
                       n->routes[i], 0);
@@ -215,8 +216,9 @@ static size_t collect_methods(const hr_route_t *const *routes, size_t n,
   size_t k = 0, i, j, out = 0;
   uint16_t std = 1u << HR__M_OPTIONS;
   for (i = 0; i < n; i++) {
-    std |= routes[i]->std_methods;
-    for (j = 0; j < routes[i]->n_ext; j++) ms[k++] = routes[i]->ext_methods[j];
+    std |= routes[i]->core->std_methods;
+    for (j = 0; j < routes[i]->core->n_ext; j++)
+      ms[k++] = routes[i]->core->ext_methods[j];
   }
   if (std & (1u << HR__M_GET)) std |= 1u << HR__M_HEAD;
   for (i = 0; i < HR__M_STD; i++)
@@ -247,7 +249,7 @@ static void allow_write(const hr_span_t *ms, size_t n, char *w) {
 
 static size_t count_ext(const hr_route_t *const *routes, size_t n) {
   size_t i, k = 0;
-  for (i = 0; i < n; i++) k += routes[i]->n_ext;
+  for (i = 0; i < n; i++) k += routes[i]->core->n_ext;
   return k;
 }
 
@@ -279,8 +281,8 @@ static size_t node_size(const bnode_t *n) {
     /* Allow: each method ≤ its length + 2; extension methods measured. */
     for (i = 0; i < n->nroutes; i++) {
       size_t j;
-      for (j = 0; j < n->routes[i]->n_ext; j++)
-        s += ALIGN8(n->routes[i]->ext_methods[j].len + 2);
+      for (j = 0; j < n->routes[i]->core->n_ext; j++)
+        s += ALIGN8(n->routes[i]->core->ext_methods[j].len + 2);
     }
   }
   for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i]);
@@ -299,10 +301,10 @@ static const hr__leaf_t *freeze_leaf(bump_t *bp, const bnode_t *n, int *rc) {
   for (i = 0; i < n->nroutes; i++) {
     const hr_route_t *r = n->routes[i];
     int id;
-    if (r->any_method) leaf->any = r;
+    if (r->core->any_method) leaf->any = r;
     for (id = 0; id < HR__M_STD; id++)
-      if (r->std_methods & (1u << id)) leaf->std[id] = r;
-    if (r->n_ext) leaf->ext[leaf->n_ext++] = r;
+      if (r->core->std_methods & (1u << id)) leaf->std[id] = r;
+    if (r->core->n_ext) leaf->ext[leaf->n_ext++] = r;
   }
   if (HR__M_STD + next > sizeof(small) / sizeof(small[0])) {
     ms = hr__mem_alloc(bp->m, (HR__M_STD + next) * sizeof(*ms));
@@ -345,8 +347,10 @@ static hr__node_t *freeze(bump_t *bp, const bnode_t *n, int *rc) {
 
 /* ---- table ----------------------------------------------------------------- */
 
-void hr__table_free(hr__mem_t *m, hr__table_t *t) {
-  hr__mem_free(m, t); /* one block */
+void hr__table_free(hr__table_t *t) {
+  size_t i;
+  for (i = 0; i < t->ninvokers; i++) hr__invoker_unref(t->invokers[i]);
+  hr__mem_free(t->mem, t); /* one block */
 }
 
 typedef struct host_build_s {
@@ -374,13 +378,13 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
   for (i = 0; i < n && rc == 0; i++) {
     host_build_t *h = NULL;
     for (j = 0; j < nh; j++)
-      if (hr_span_eq(hb[j].name, routes[i]->host)) {
+      if (hr_span_eq(hb[j].name, routes[i]->core->host)) {
         h = &hb[j];
         break;
       }
     if (h == NULL) {
       h = &hb[nh++];
-      h->name = routes[i]->host;
+      h->name = routes[i]->core->host;
     }
     if (h->root == NULL) {
       hr_span_t none = {NULL, 0};
@@ -395,7 +399,8 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     if (rc == 0) h->routes[h->nroutes++] = routes[i];
   }
   if (rc == 0) {
-    size = ALIGN8(sizeof(hr__table_t)) + ALIGN8((nh - 1) * sizeof(hr__host_t));
+    size = ALIGN8(sizeof(hr__table_t)) + ALIGN8((nh - 1) * sizeof(hr__host_t)) +
+           ALIGN8(n * sizeof(hr_route_t *));
     for (i = 0; i < nh; i++) {
       size_t next = count_ext(hb[i].routes, hb[i].nroutes), k;
       if (hb[i].root) size += node_size(hb[i].root);
@@ -403,8 +408,8 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
       size += ALIGN8((HR__M_STD + next) * 12);
       for (k = 0; k < hb[i].nroutes; k++) {
         size_t e;
-        for (e = 0; e < hb[i].routes[k]->n_ext; e++)
-          size += ALIGN8(hb[i].routes[k]->ext_methods[e].len + 2);
+        for (e = 0; e < hb[i].routes[k]->core->n_ext; e++)
+          size += ALIGN8(hb[i].routes[k]->core->ext_methods[e].len + 2);
       }
     }
     t = hr__mem_alloc(m, size);
@@ -418,6 +423,8 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     bp.m = m;
     bump(&bp, sizeof(*t));
     hosts = bump(&bp, (nh - 1) * sizeof(hr__host_t));
+    t->mem = m;
+    t->invokers = bump(&bp, n * sizeof(hr_route_t *));
     for (i = 0; i < nh && rc == 0; i++) {
       hr__host_t *h = i == 0 ? &t->def : &hosts[i - 1];
       hr_span_t *ms = hr__mem_alloc(
@@ -446,6 +453,12 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     if (rc != 0) {
       hr__mem_free(m, t);
       t = NULL;
+    } else {
+      for (i = 0; i < n; i++) {
+        hr__invoker_ref(routes[i]);
+        t->invokers[i] = routes[i];
+      }
+      t->ninvokers = n;
     }
   }
   for (i = 0; i < nh; i++) {
@@ -530,8 +543,9 @@ const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
     if (leaf->std[id] != NULL) return leaf->std[id];
   } else {
     for (i = 0; i < leaf->n_ext; i++)
-      for (j = 0; j < leaf->ext[i]->n_ext; j++)
-        if (hr_span_eq(leaf->ext[i]->ext_methods[j], method)) return leaf->ext[i];
+      for (j = 0; j < leaf->ext[i]->core->n_ext; j++)
+        if (hr_span_eq(leaf->ext[i]->core->ext_methods[j], method))
+          return leaf->ext[i];
   }
   if (leaf->any != NULL) return leaf->any;
   if (id == HR__M_HEAD && leaf->std[HR__M_GET] != NULL) return leaf->std[HR__M_GET];
@@ -565,7 +579,7 @@ static void dump_node(dump_t *d, const hr__node_t *n, int depth, const char *kin
     for (id = 0; r == NULL && id < HR__M_STD; id++) r = l->std[id];
     if (r == NULL && l->n_ext) r = l->ext[0];
     dump_str(d, "  => ", 5);
-    if (r != NULL) dump_str(d, r->pattern.ptr, r->pattern.len);
+    if (r != NULL) dump_str(d, r->core->pattern.ptr, r->core->pattern.len);
     dump_str(d, "  [", 3);
     dump_str(d, l->allow.ptr, l->allow.len);
     dump_str(d, "]", 1);

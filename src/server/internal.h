@@ -56,6 +56,9 @@ struct hr_request_s {
   const hr_route_t *route;
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
+  hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
+  void *ctx;                        /* per-request context */
+  int ctx_made;
   char *body;
   size_t body_len, body_cap;
   hr_body_cb body_cb;
@@ -163,6 +166,8 @@ struct hr__conn_s {
 
   uint64_t requests_served;
   unsigned handles_open;
+  uint64_t t_start, t_done;   /* uv_hrtime(): handler start, response done */
+  hr__slot_t *slot;           /* the route's slot for this loop */
 
   unsigned in_process : 1;
   unsigned on_resume : 1;
@@ -178,9 +183,18 @@ struct hr__conn_s {
   unsigned aborted : 1;       /* lost before the response completed */
   unsigned peer_eof : 1;
   unsigned counted : 1;       /* holds a max_connections slot */
+  unsigned invoked : 1;       /* the invoker ran for this exchange */
+  unsigned route_ref : 1;     /* holds a reference on req.route */
+  unsigned internal_answer : 1; /* the server answers, not the route */
 };
 
 /* ---- worker (one per loop) ----------------------------------------------- */
+
+/* A per-loop context this loop made (see invoke.c). */
+typedef struct hr__ctxent_s {
+  hr_route_t *inv;
+  hr__slot_t *slot;
+} hr__ctxent_t;
 
 typedef struct hr__post_s {
   struct hr__post_s *next;
@@ -222,6 +236,10 @@ struct hr__worker_s {
   unsigned base_handles : 1; /* async, timers and idle initialised */
   unsigned attached : 1;     /* runs on a loop the host owns */
   uint64_t shutdown_deadline_ms;
+
+  int loop_slot;         /* this loop's slot number in the router */
+  hr__ctxent_t *ctxs;    /* per-loop contexts made here */
+  size_t nctx, ctx_cap;
 
   hr__mem_t mem;
   hr__pool_t rpool; /* read buffers */
@@ -270,6 +288,19 @@ void hr__conn_drain_close(hr__conn_t *c); /* shutdown: close when idle */
 int hr__conn_is_idle(const hr__conn_t *c);
 void hr__conn_response_done(hr__conn_t *c);
 void hr__conn_maybe_free(hr__conn_t *c);
+
+/* parse.c */
+extern const llhttp_settings_t hr__parser_settings;
+llhttp_errno_t hr__parse_head(hr__conn_t *c);
+void hr__split_target(hr_request_t *r);
+
+/* invoke.c */
+void hr__invoke(hr__conn_t *c);
+void hr__exchange_end(hr__conn_t *c);
+void hr__worker_ctx_prepare(hr__worker_t *w);
+void hr__worker_ctx_sweep(hr__worker_t *w, int all);
+/* conn.c: the server answers `status` itself on the keep-alive path. */
+void hr__answer_status(hr__conn_t *c, int status);
 
 /* write.c */
 int hr__out_append(hr__conn_t *c, const void *p, size_t n);

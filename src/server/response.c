@@ -82,7 +82,8 @@ int hr__res_render_head(hr_response_t *res, int status, int64_t length,
   hr__conn_t *c = res->conn;
   hr_request_t *req = &c->req;
   const hr_route_t *rt = req->route;
-  hr_span_t route_head = rt != NULL ? rt->head : (hr_span_t){NULL, 0};
+  hr_span_t route_head =
+      rt != NULL && !c->internal_answer ? rt->head : (hr_span_t){NULL, 0};
   const char *reason = hr_status_reason(status);
   size_t rlen = strlen(reason);
   size_t need = 16 + rlen + route_head.len + c->w->date_len + res->fields_len +

@@ -129,6 +129,7 @@ static int create_workers(hr_server_t *s, size_t n) {
   for (k = 0; k < n; k++) {
     hr__worker_t *w = &s->workers[k];
     w->index = k;
+    w->loop_slot = -1;
     w->nlisteners = s->naddrs;
     w->listeners = hr__mem_alloc(&s->mem, s->naddrs * sizeof(uv_tcp_t));
     w->fds = hr__mem_alloc(&s->mem, s->naddrs * sizeof(int));
@@ -163,6 +164,7 @@ static void free_workers(hr_server_t *s) {
     if (w->fds != NULL)
       for (i = 0; i < w->nlisteners; i++)
         if (w->fds[i] >= 0) close(w->fds[i]);
+    if (w->loop_slot >= 0) hr__router_loop_release(s->router, w->loop_slot);
     hr__mem_free(&s->mem, w->listeners);
     hr__mem_free(&s->mem, w->fds);
   }

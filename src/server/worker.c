@@ -44,7 +44,12 @@ static void render_date(hr__worker_t *w) {
       tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-static void on_date_timer(uv_timer_t *t) { render_date(t->data); }
+static void on_date_timer(uv_timer_t *t) {
+  hr__worker_t *w = t->data;
+  render_date(w);
+  /* Per-loop contexts of replaced or removed routes go within a second. */
+  hr__worker_ctx_sweep(w, 0);
+}
 
 /* ---- resume list and posts ----------------------------------------------- */
 
@@ -108,6 +113,8 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   w->server = s;
   w->loop = loop;
   hr__mem_init(&w->mem, s->opts.allocator);
+  w->loop_slot = hr__router_loop_acquire(s->router);
+  if (w->loop_slot < 0) return HR_EINVAL; /* more loops than HR__MAX_LOOPS */
   hr__pool_init(&w->rpool, &w->mem, s->rbuf_size, 64);
   hr__pool_init(&w->bpool, &w->mem, 4096, 256);
   atomic_init(&w->stop_requested, 0);
@@ -147,6 +154,8 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
     if ((err = uv_listen((uv_stream_t *)l, s->opts.backlog, on_connection)) != 0)
       goto fail;
   }
+  /* Per-loop contexts exist before this loop serves its first request. */
+  hr__worker_ctx_prepare(w);
   return 0;
 fail:
   return err;
@@ -164,6 +173,7 @@ static void on_worker_handle_close(uv_handle_t *h) {
 static void maybe_close_handles(hr__worker_t *w) {
   if (!w->stopping || w->nconns != 0 || w->handles_closing) return;
   w->handles_closing = 1;
+  hr__worker_ctx_sweep(w, 1); /* on this loop, after its last request */
   if (!w->base_handles) {
     /* Listeners only (initialisation failed early). */
     if (w->handles_open == 0) hr__worker_finished(w);
@@ -216,6 +226,11 @@ void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
 
 void hr__worker_cleanup(hr__worker_t *w) {
   size_t i;
+  if (w->ctxs != NULL) hr__worker_ctx_sweep(w, 1);
+  if (w->loop_slot >= 0) {
+    hr__router_loop_release(w->server->router, w->loop_slot);
+    w->loop_slot = -1;
+  }
   run_posts(w); /* none may be left; free defensively */
   hr__pool_drain(&w->rpool);
   hr__pool_drain(&w->bpool);

@@ -187,15 +187,49 @@ void fx_stats(fx_t *fx, hr_server_stats_t *st) {
   hr_server_stats(fx->server, st);
 }
 
-int fx_wait_active(fx_t *fx, uint64_t n, unsigned ms) {
+static uint64_t stat_of(const hr_server_stats_t *st, fx_stat_t which) {
+  switch (which) {
+    case FX_REQUESTS:
+      return st->requests;
+    case FX_ACCEPTED:
+      return st->connections_accepted;
+    case FX_ACTIVE:
+      return st->connections_active;
+    case FX_REJECTED:
+      return st->connections_rejected;
+    case FX_BAD_REQUESTS:
+      return st->bad_requests;
+  }
+  return 0;
+}
+
+int fx_wait_stat(fx_t *fx, fx_stat_t which, uint64_t n, unsigned ms,
+                 uint64_t *last) {
   unsigned long long end = now_ms() + ms;
   hr_server_stats_t st;
+  uint64_t v;
   for (;;) {
     fx_stats(fx, &st);
-    if (st.connections_active == n) return 1;
+    v = stat_of(&st, which);
+    if (last != NULL) *last = v;
+    if (v == n) return 1;
     if (now_ms() >= end) return 0;
     sleep_ms(2);
   }
+}
+
+int fx_wait_active(fx_t *fx, uint64_t n, unsigned ms) {
+  return fx_wait_stat(fx, FX_ACTIVE, n, ms, NULL);
+}
+
+void expect_stat(fx_t *fx, fx_stat_t which, uint64_t n) {
+  static const char *const names[] = {"requests", "connections_accepted",
+                                      "connections_active",
+                                      "connections_rejected", "bad_requests"};
+  uint64_t last = 0;
+  if (!fx_wait_stat(fx, which, n, RC_TIMEOUT_MS, &last))
+    fail_msg("stats.%s is %llu, want %llu", names[which],
+             (unsigned long long)last, (unsigned long long)n);
 }
 
 void fx_route_opts(fx_t *fx, const char *methods, const char *pattern,
@@ -367,6 +401,36 @@ void expect_date(const rc_response_t *r) {
   assert_int_equal(*end, '\0');
   t = timegm(&tm);
   assert_true(t > now - 60 && t < now + 60);
+}
+
+int allow_equiv(const char *allow, size_t len, const char *base) {
+  char buf[512], out[512], prev[64] = "", *tok, *save = NULL;
+  size_t at = 0;
+  int has_get;
+  if (len >= sizeof buf) return 0;
+  memcpy(buf, allow, len);
+  buf[len] = '\0';
+  has_get = strstr(buf, "GET") != NULL;
+  out[0] = '\0';
+  for (tok = strtok_r(buf, ",", &save); tok != NULL;
+       tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ') tok++;
+    if (prev[0] != '\0' && strcmp(prev, tok) >= 0) return 0;
+    snprintf(prev, sizeof prev, "%s", tok);
+    if (strcmp(tok, "OPTIONS") == 0 && strstr(base, "OPTIONS") == NULL) continue;
+    if (strcmp(tok, "HEAD") == 0 && has_get && strstr(base, "HEAD") == NULL)
+      continue;
+    at += (size_t)snprintf(out + at, sizeof out - at, "%s%s", at ? ", " : "",
+                           tok);
+    if (at >= sizeof out) return 0;
+  }
+  /* the separator must be exactly ", " */
+  if (len > 0 && (strstr(allow, ",") != NULL)) {
+    size_t i;
+    for (i = 0; i + 1 < len; i++)
+      if (allow[i] == ',' && allow[i + 1] != ' ') return 0;
+  }
+  return strcmp(out, base) == 0;
 }
 
 const char *status_line_of(int code) {

@@ -94,6 +94,22 @@ void fx_stats(fx_t *fx, hr_server_stats_t *st);
 /* Polls the stats until connections_active == n, up to `ms`. 1 if reached. */
 int fx_wait_active(fx_t *fx, uint64_t n, unsigned ms);
 
+/* Which counter fx_wait_stat polls. */
+typedef enum fx_stat_e {
+  FX_REQUESTS,
+  FX_ACCEPTED,
+  FX_ACTIVE,
+  FX_REJECTED,
+  FX_BAD_REQUESTS
+} fx_stat_t;
+/* Polls until the counter equals n (counters may be updated just after the
+ * client saw the bytes), up to `ms`.  Returns 1 if reached; the value seen
+ * last is stored in *last (may be NULL). */
+int fx_wait_stat(fx_t *fx, fx_stat_t which, uint64_t n, unsigned ms,
+                 uint64_t *last);
+/* Asserts the counter reaches exactly n within RC_TIMEOUT_MS. */
+void expect_stat(fx_t *fx, fx_stat_t which, uint64_t n);
+
 /* Adds a route; asserts success. */
 void fx_route(fx_t *fx, const char *methods, const char *pattern,
               hr_handler_cb cb, void *udata);
@@ -139,6 +155,11 @@ void expect_field(const rc_response_t *r, const char *name, const char *value,
 void expect_no_field(const rc_response_t *r, const char *name);
 /* Asserts a Date field in IMF-fixdate form within a minute of now. */
 void expect_date(const rc_response_t *r);
+/* Whether an Allow value equals `base` ("DELETE, POST, PUT") once the
+ * methods the router may add on its own are set aside: OPTIONS (answered by
+ * the router) and HEAD when GET is listed.  The value must be ", "-separated,
+ * sorted, without duplicates.  Returns 1 or 0. */
+int allow_equiv(const char *allow, size_t len, const char *base);
 /* Builds "HTTP/1.1 <code> <reason>" from hr_status_reason. */
 const char *status_line_of(int code);
 

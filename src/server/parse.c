@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The llhttp side of a connection: the parser callbacks that collect the
+ * request line and field lines as spans into the read buffer (trimming
+ * values, noting Host, Connection, Expect and Transfer-Encoding, refusing
+ * what llhttp 8.1 lets through), body delivery (buffered, streamed or
+ * discarded, with the chunked framing checked between pieces), handing a
+ * checked header section to llhttp, and splitting the request target.
+ */
+#include <string.h>
+
+#include "server/internal.h"
+
+/* ---- llhttp callbacks ---------------------------------------------------- */
+
+static hr__conn_t *conn_of(llhttp_t *p) { return p->data; }
+
+/* Appends a data span, merging with `s` when contiguous (the header section
+ * is parsed in one call, so a span normally arrives in one piece). */
+static void span_extend(hr_span_t *s, const char *at, size_t len) {
+  if (s->ptr == NULL || s->len == 0)
+    s->ptr = at, s->len = len;
+  else
+    s->len = (size_t)(at + len - s->ptr);
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  size_t i;
+  /* llhttp 8.1's lenient URL parser lets through bytes a URI cannot hold
+   * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse them. */
+  for (i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)at[i];
+    if (ch <= 0x20 || ch >= 0x7f || ch == '#') c->req.target_bad = 1;
+  }
+  span_extend(&c->req.target, at, len);
+  return 0;
+}
+
+static int new_field(hr__conn_t *c) {
+  hr_request_t *r = &c->req;
+  if (r->nfields == r->fields_cap) {
+    size_t cap = r->fields_cap ? r->fields_cap * 2 : 16;
+    hr_field_t *f = hr__arena_grow(&c->arena, r->fields,
+                                   r->fields_cap * sizeof(*f), cap * sizeof(*f));
+    if (f == NULL) {
+      c->fail_status = 503;
+      llhttp_set_error_reason(&c->parser, "out of memory");
+      return HPE_USER;
+    }
+    r->fields = f;
+    r->fields_cap = cap;
+  }
+  memset(&r->fields[r->nfields++], 0, sizeof(hr_field_t));
+  return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  if (c->phase != HR__PH_HEAD) return 0; /* trailer fields are not kept */
+  if (r->nfields == 0 || r->in_field_value) {
+    int err = new_field(c);
+    if (err) return err;
+    r->in_field_value = 0;
+  }
+  span_extend(&r->fields[r->nfields - 1].name, at, len);
+  return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  if (c->phase != HR__PH_HEAD) return 0;
+  r->in_field_value = 1;
+  span_extend(&r->fields[r->nfields - 1].value, at, len);
+  return 0;
+}
+
+static int has_token(hr_span_t list, hr_span_t token) {
+  /* Comma-separated list of tokens, OWS around each (RFC 9110 §5.6.1). */
+  const char *s = list.ptr, *end = list.ptr + list.len;
+  while (s < end) {
+    const char *e = memchr(s, ',', (size_t)(end - s)), *t;
+    hr_span_t item;
+    if (e == NULL) e = end;
+    t = e;
+    while (s < t && (*s == ' ' || *s == '\t')) s++;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
+    item.ptr = s;
+    item.len = (size_t)(t - s);
+    if (hr_span_eq_nocase(item, token)) return 1;
+    s = e + 1;
+  }
+  return 0;
+}
+
+/* Host = uri-host [ ":" port ] (RFC 9110 §7.2, RFC 3986 §3.2.2): a
+ * reg-name, an IPv4 address or a bracketed IP literal, then digits. */
+static int valid_host(hr_span_t h) {
+  const char *s = h.ptr, *end = h.ptr + h.len;
+  if (h.len == 0) return 1; /* allowed when the target has no authority */
+  if (*s == '[') {
+    s++;
+    while (s < end && *s != ']') {
+      unsigned char c = (unsigned char)*s++;
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+            (c >= 'A' && c <= 'F') || c == ':' || c == '.' || c == 'v' ||
+            c == 'V'))
+        return 0;
+    }
+    if (s == end) return 0;
+    s++; /* ']' */
+  } else {
+    for (; s < end && *s != ':'; s++) {
+      unsigned char c = (unsigned char)*s;
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c >= '0' && c <= '9') || (c != 0 && strchr("-._~%!$&'()*+,;=", c))))
+        return 0;
+    }
+  }
+  if (s == end) return 1;
+  if (*s++ != ':') return 0;
+  for (; s < end; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+/* Whether every coding in a Transfer-Encoding value is "chunked" (the only
+ * one hroute decodes; RFC 9112 §6.1 answers others with 501).  llhttp
+ * itself rejects lists where chunked is not last. */
+static int only_chunked(hr_span_t v) {
+  const char *s = v.ptr, *end = v.ptr + v.len;
+  while (s < end) {
+    const char *e = memchr(s, ',', (size_t)(end - s)), *t;
+    hr_span_t item;
+    if (e == NULL) e = end;
+    t = e;
+    while (s < t && (*s == ' ' || *s == '\t')) s++;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
+    item.ptr = s;
+    item.len = (size_t)(t - s);
+    if (!hr_span_eq_nocase(item, HR_SPAN_LIT("chunked"))) return 0;
+    s = e + 1;
+  }
+  return 1;
+}
+
+static int on_header_value_complete(llhttp_t *p) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  hr_field_t *f;
+  if (c->phase != HR__PH_HEAD) return 0;
+  if (r->nfields == 0) return 0;
+  f = &r->fields[r->nfields - 1];
+  if (!r->in_field_value) { /* a field with an empty value */
+    f->value.ptr = NULL;
+    f->value.len = 0;
+  }
+  r->in_field_value = 1;
+  while (f->value.len && (f->value.ptr[0] == ' ' || f->value.ptr[0] == '\t'))
+    f->value.ptr++, f->value.len--;
+  while (f->value.len && (f->value.ptr[f->value.len - 1] == ' ' ||
+                          f->value.ptr[f->value.len - 1] == '\t'))
+    f->value.len--;
+  switch (f->name.len) {
+    case 4:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Host"))) {
+        r->host_count++;
+        r->host = f->value;
+        if (!valid_host(f->value)) r->host_count = 2; /* answered 400 */
+      }
+      break;
+    case 6:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Expect"))) {
+        if (hr_span_eq_nocase(f->value, HR_SPAN_LIT("100-continue")))
+          r->expect_continue = 1;
+        else
+          r->expect_other = 1;
+      }
+      break;
+    case 17:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Transfer-Encoding"))) {
+        r->has_te = 1;
+        if (!only_chunked(f->value)) r->te_unsupported = 1;
+      }
+      break;
+    case 10:
+      if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Connection"))) {
+        if (has_token(f->value, HR_SPAN_LIT("close"))) r->conn_close = 1;
+        if (has_token(f->value, HR_SPAN_LIT("keep-alive"))) r->conn_keep_alive = 1;
+      }
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p) {
+  hr__conn_t *c = conn_of(p);
+  /* A value may be empty, in which case on_header_value never runs: mark the
+   * name as finished so the next name starts a new field. */
+  if (c->phase == HR__PH_HEAD) c->req.in_field_value = 0;
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len) {
+  hr__conn_t *c = conn_of(p);
+  hr_request_t *r = &c->req;
+  if (r->chunked) {
+    if (hr__frame_scan(&c->fscan, c->gap_start, (size_t)(at - c->gap_start))) {
+      c->fail_status = 400;
+      llhttp_set_error_reason(p, "bare CR or LF, obs-fold or empty name in chunked framing");
+      return HPE_USER;
+    }
+    hr__frame_scan_after_data(&c->fscan);
+    c->gap_start = at + len;
+  }
+  c->body_data += len;
+  if (c->body_data > c->body_limit) {
+    c->fail_status = 413;
+    llhttp_set_error_reason(p, "body larger than the limit");
+    return HPE_USER;
+  }
+  if (c->discard_body) return 0;
+  if (r->route != NULL && r->route->body_mode == HR_BODY_STREAM) {
+    if (r->body_cb != NULL && !r->body_done) {
+      hr_span_t chunk = {at, len};
+      r->body_cb(r, chunk, 0, r->body_udata);
+      if (c->closed) return HPE_USER;
+    }
+    return 0;
+  }
+  if (r->body_cap - r->body_len < len) {
+    size_t cap = r->body_cap ? r->body_cap * 2 : 1024;
+    char *b;
+    while (cap < r->body_len + len) cap *= 2;
+    if (cap > c->body_limit && c->body_limit >= r->body_len + len)
+      cap = (size_t)c->body_limit;
+    b = hr__arena_grow(&c->arena, r->body, r->body_cap, cap);
+    if (b == NULL) {
+      c->fail_status = 503;
+      llhttp_set_error_reason(p, "out of memory");
+      return HPE_USER;
+    }
+    r->body = b;
+    r->body_cap = cap;
+  }
+  memcpy(r->body + r->body_len, at, len);
+  r->body_len += len;
+  return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  (void)p;
+  /* Stop after each message: the next one is parsed only after this one is
+   * answered, and only after hr__head_scan() has checked its bytes. */
+  return HPE_PAUSED;
+}
+
+const llhttp_settings_t hr__parser_settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value_complete = on_header_value_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* Splits the request target into path and query (RFC 9112 §3.2). */
+void hr__split_target(hr_request_t *r) {
+  const char *s = r->target.ptr, *end = s + r->target.len, *q, *h;
+  if (r->target.len == 0) return;
+  if (s[0] != '/' && !(r->target.len == 1 && s[0] == '*')) {
+    /* absolute-form: scheme "://" authority path-abempty [ "?" query ] */
+    const char *sep = NULL, *t;
+    for (t = s; t + 2 < end; t++)
+      if (t[0] == ':' && t[1] == '/' && t[2] == '/') {
+        sep = t + 3;
+        break;
+      }
+    if (sep != NULL) {
+      const char *slash = sep;
+      while (slash < end && *slash != '/' && *slash != '?' && *slash != '#')
+        slash++;
+      if (slash == end || *slash != '/') {
+        r->path = HR_SPAN_LIT("/");
+        s = slash;
+        if (s < end && *s == '?') {
+          h = memchr(s, '#', (size_t)(end - s));
+          r->query.ptr = s + 1;
+          r->query.len = (size_t)((h ? h : end) - s - 1);
+        }
+        return;
+      }
+      s = slash;
+    }
+  }
+  h = memchr(s, '#', (size_t)(end - s));
+  if (h != NULL) end = h;
+  q = memchr(s, '?', (size_t)(end - s));
+  r->path.ptr = s;
+  r->path.len = (size_t)((q ? q : end) - s);
+  if (q != NULL) {
+    r->query.ptr = q + 1;
+    r->query.len = (size_t)(end - q - 1);
+  }
+}
+
+static int is_tchar(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/*
+ * Hands the checked header section to llhttp.  llhttp 8 knows a fixed list
+ * of methods, while any token is a method (RFC 9110 §9.1), so hroute reads
+ * the method itself and gives llhttp "GET " in its place: request framing
+ * does not depend on the method (RFC 9112 §6.3; CONNECT tunnels are not
+ * supported), and every span llhttp reports still points into the buffer.
+ */
+llhttp_errno_t hr__parse_head(hr__conn_t *c) {
+  const char *p = c->rbuf + c->msg_start, *end = c->rbuf + c->hdr_end, *m;
+  llhttp_errno_t e;
+  while (end - p >= 2 && p[0] == '\r' && p[1] == '\n') p += 2; /* RFC 9112 §2.2 */
+  for (m = p; m < end && is_tchar((unsigned char)*m); m++)
+    ;
+  if (m == p || m == end || *m != ' ') return HPE_INVALID_METHOD;
+  c->req.method.ptr = p;
+  c->req.method.len = (size_t)(m - p);
+  /* Each message starts from a fresh parser: nothing of an earlier one (an
+   * Upgrade request leaves llhttp in upgrade mode) carries over. */
+  llhttp_reset(&c->parser);
+  e = llhttp_execute(&c->parser, "GET ", 4);
+  if (e != HPE_OK) return e;
+  return llhttp_execute(&c->parser, m + 1, (size_t)(end - m - 1));
+}
+
