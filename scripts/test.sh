@@ -9,6 +9,7 @@
 #   test   Debug, warnings as errors; every CTest test, the install test too
 #   asan   AddressSanitizer (leaks included) and UBSan; every test
 #   tsan   ThreadSanitizer; only the tests labelled `stress` or `tsan`
+#   fuzz   clang + libFuzzer: every tests/fuzz target for a bounded run
 # --quick runs the first stage only. Missing Debian packages are installed
 # first (scripts/deps.sh). Exits non-zero when any stage fails, and ends with
 # one summary line counting the tests of all stages.
@@ -30,7 +31,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 jobs=${HROUTE_JOBS:-2}
 
-"$root/scripts/deps.sh"
+"$root/scripts/deps.sh" --fuzz
 
 total_passed=0
 total_failed=0
@@ -155,6 +156,16 @@ run_stages() {
     stage tsan build/tsan '^(stress|tsan)$' -DHROUTE_SANITIZE=thread \
       -DHROUTE_BUILD_EXAMPLES=OFF -DHROUTE_BUILD_BENCH=OFF -DHROUTE_BUILD_TOOLS=OFF ||
     return 0
+
+  # libFuzzer targets (clang only), each for HROUTE_FUZZ_RUNS inputs.
+  if command -v clang >/dev/null 2>&1; then
+    CC=clang ASAN_OPTIONS=$asan_options UBSAN_OPTIONS=$ubsan_options \
+      stage fuzz build/fuzz '^fuzz$' -DHROUTE_FUZZ=ON -DHROUTE_WERROR=OFF \
+        -DHROUTE_BUILD_EXAMPLES=OFF -DHROUTE_BUILD_BENCH=OFF -DHROUTE_BUILD_TOOLS=OFF ||
+      return 0
+  else
+    summaries+=("fuzz: skipped (no clang)")
+  fi
 }
 
 run_stages

@@ -28,6 +28,7 @@ static void conn_process(hr__conn_t *c);
 static void conn_fail(hr__conn_t *c, int status, const char *reason);
 static void update_timer(hr__conn_t *c);
 static void update_reading(hr__conn_t *c);
+static void conn_start(hr__conn_t *c, unsigned handles);
 
 /* ---- exchange ------------------------------------------------------------ */
 
@@ -319,7 +320,7 @@ void hr__conn_close(hr__conn_t *c) {
   if (c->closed) return;
   c->closed = 1;
   c->closing = 1;
-  if (c->reading) uv_read_stop((uv_stream_t *)&c->tcp);
+  if (c->reading && c->sink == NULL) uv_read_stop((uv_stream_t *)&c->tcp);
   c->reading = 0;
   abort_handler(c, HR_ECLOSED);
   hr__out_discard(c);
@@ -328,7 +329,7 @@ void hr__conn_close(hr__conn_t *c) {
                               memory_order_relaxed);
     c->counted = 0;
   }
-  uv_close((uv_handle_t *)&c->tcp, on_close);
+  if (c->sink == NULL) uv_close((uv_handle_t *)&c->tcp, on_close);
   uv_close((uv_handle_t *)&c->timer, on_close);
 }
 
@@ -378,7 +379,7 @@ static void maybe_finish_close(hr__conn_t *c) {
   if (!c->closing || c->closed) return;
   if (c->handler_active && !c->aborted) return; /* response still to come */
   if (c->writing || hr__out_queued(c) > 0) return;
-  if (c->peer_eof) {
+  if (c->peer_eof || c->sink != NULL) {
     hr__conn_close(c);
     return;
   }
@@ -478,6 +479,10 @@ static void update_reading(hr__conn_t *c) {
            hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes;
   else
     want = hr__out_queued(c) <= c->w->server->opts.write_high_water_bytes;
+  if (c->sink != NULL) {
+    c->reading = (unsigned)want; /* the feeder asks hr__vconn_feed */
+    return;
+  }
   if (want && !c->reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
       c->reading = 1;
@@ -826,12 +831,18 @@ void hr__conn_accept(hr__worker_t *w, uv_stream_t *listener) {
     return;
   }
   c->counted = 1;
+  uv_tcp_nodelay(&c->tcp, 1);
+  conn_start(c, 2);
+}
+
+/* Everything a new connection needs besides its socket. */
+static void conn_start(hr__conn_t *c, unsigned handles) {
+  hr__worker_t *w = c->w;
   uv_timer_init(w->loop, &c->timer);
   c->timer.data = c;
-  c->handles_open = 2;
+  c->handles_open = handles;
   c->write_req.data = c;
   c->shutdown_req.data = c;
-  uv_tcp_nodelay(&c->tcp, 1);
   llhttp_init(&c->parser, HTTP_REQUEST, &hr__parser_settings);
   c->parser.data = c;
   hr__arena_init(&c->arena, &w->bpool);
@@ -844,6 +855,51 @@ void hr__conn_accept(hr__worker_t *w, uv_stream_t *listener) {
   c->head_started = c->last_activity = uv_now(w->loop);
   update_reading(c);
   update_timer(c);
+}
+
+/* ---- connections without a socket ----------------------------------------- */
+
+hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx) {
+  hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c));
+  if (c == NULL) return NULL;
+  memset(c, 0, sizeof(*c));
+  c->w = w;
+  c->sink = sink;
+  c->sink_ctx = ctx;
+  conn_start(c, 1);
+  return c;
+}
+
+size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n) {
+  size_t done = 0, cap = c->w->server->rbuf_size;
+  while (done < n && !c->closed && c->reading && !c->closing) {
+    size_t room;
+    if (c->rbuf == NULL) {
+      c->rbuf = hr__pool_get(&c->w->rpool);
+      c->rlen = c->rpos = c->msg_start = 0;
+      if (c->rbuf == NULL) break;
+    }
+    room = cap - c->rlen;
+    if (room == 0) break;
+    if (room > n - done) room = n - done;
+    memcpy(c->rbuf + c->rlen, p + done, room);
+    c->rlen += room;
+    done += room;
+    c->last_activity = uv_now(c->w->loop);
+    conn_process(c);
+  }
+  return done;
+}
+
+void hr__vconn_eof(hr__conn_t *c) {
+  if (c->closed) return;
+  c->peer_eof = 1;
+  c->reading = 0;
+  if (c->handler_active && c->phase == HR__PH_DONE) {
+    hr__conn_close(c);
+    return;
+  }
+  conn_process(c);
 }
 
 int hr__conn_is_idle(const hr__conn_t *c) {

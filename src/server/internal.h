@@ -121,8 +121,13 @@ typedef enum {
   HR__T_LINGER   /* closing: draining the peer's bytes after our FIN */
 } hr__timer_kind_t;
 
+/* Where a connection without a socket writes (see hr__vconn_new). */
+typedef void (*hr__sink_cb)(void *ctx, const char *p, size_t n);
+
 struct hr__conn_s {
-  uv_tcp_t tcp;
+  uv_tcp_t tcp;          /* unused (never initialised) when `sink` is set */
+  hr__sink_cb sink;
+  void *sink_ctx;
   uv_timer_t timer;
   uv_shutdown_t shutdown_req;
   uv_write_t write_req;
@@ -301,6 +306,18 @@ void hr__worker_ctx_prepare(hr__worker_t *w);
 void hr__worker_ctx_sweep(hr__worker_t *w, int all);
 /* conn.c: the server answers `status` itself on the keep-alive path. */
 void hr__answer_status(hr__conn_t *c, int status);
+
+/* Connections without a socket, for the in-process benchmark, fuzzing and
+ * tests (conn.c).  Bytes fed are processed at once, as if read; output goes
+ * to `sink` synchronously.  feed returns how many bytes were taken (less
+ * when the connection stops reading: a response is pending, or it closed).
+ * Close with hr__conn_close; the connection is freed on the loop. */
+hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx);
+size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n);
+void hr__vconn_eof(hr__conn_t *c);
+/* server.c: a server with one worker on `loop` and no listener, for
+ * hr__vconn_new.  Close it with hr_server_close. */
+int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop);
 
 /* write.c */
 int hr__out_append(hr__conn_t *c, const void *p, size_t n);

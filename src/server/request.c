@@ -77,6 +77,7 @@ int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
 }
 
 int hr_request_peer(const hr_request_t *req, struct sockaddr *addr, int *len) {
+  if (req->conn->sink != NULL) return UV_ENOTCONN; /* no socket */
   return uv_tcp_getpeername(&req->conn->tcp, addr, len);
 }
 

@@ -211,6 +211,23 @@ int hr_server_attach(hr_server_t *s, uv_loop_t *loop) {
   return 0;
 }
 
+int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop) {
+  int err;
+  if (s == NULL || loop == NULL) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW || s->naddrs != 0) return HR_ESTATE;
+  err = create_workers(s, 1);
+  if (err == 0) {
+    s->workers[0].attached = 1;
+    err = hr__worker_init(&s->workers[0], s, loop);
+  }
+  if (err != 0) {
+    free_workers(s);
+    return err;
+  }
+  s->state = HR__SRV_ATTACHED;
+  return 0;
+}
+
 int hr_server_close(hr_server_t *s, uint64_t deadline_ms, hr_shutdown_cb cb,
                     void *udata) {
   if (s == NULL || s->state != HR__SRV_ATTACHED) return HR_ESTATE;

@@ -174,6 +174,12 @@ void hr__out_flush(hr__conn_t *c) {
     }
   }
   fill_bufs(b, bufs);
+  if (c->sink != NULL) { /* no socket: everything goes to the sink at once */
+    for (i = 0; i < b->nsegs; i++) c->sink(c->sink_ctx, bufs[i].base, bufs[i].len);
+    if (bufs != small) hr__mem_free(&c->w->mem, bufs);
+    batch_release(c, b, 1);
+    return;
+  }
   n = uv_try_write((uv_stream_t *)&c->tcp, bufs, (unsigned)b->nsegs);
   if (n == UV_EAGAIN || n == UV_ENOSYS) n = 0;
   if (n < 0) {

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the whole request path without sockets: bytes go
+ * into a connection (strictness scanner, llhttp, routing, limits, bodies,
+ * dispatch, responses) in pieces whose size the first input byte chooses.
+ * No input may crash, leak, or make the server write a response that does
+ * not start with "HTTP/1.1 ".
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hroute.h>
+
+#include "server/internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uv_loop_t loop;
+static hr_router_t *router;
+static hr_server_t *server;
+static hr__worker_t *worker;
+static size_t out_len;
+static int out_bad;
+
+static void sink(void *ctx, const char *p, size_t n) {
+  (void)ctx;
+  if (out_len == 0 && (n < 9 || memcmp(p, "HTTP/1.1 ", 9) != 0)) out_bad = 1;
+  out_len += n;
+}
+
+static void h_text(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t p = hr_request_param(req, 0);
+  (void)udata;
+  hr_response_send(res, 200, p.ptr, p.len);
+}
+
+static void h_echo(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t b = hr_request_body(req);
+  (void)udata;
+  hr_response_send(res, 200, b.ptr, b.len);
+}
+
+static void h_stream(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)udata;
+  hr_response_start(res, 200, HR_LENGTH_UNKNOWN);
+  hr_response_write(res, "abc", 3);
+  hr_response_end(res);
+  hr_request_read_body(req, NULL, NULL);
+}
+
+static void setup(void) {
+  hr_server_options_t so;
+  hr_route_options_t ro;
+  hr_param_type_t types[1] = {HR_PARAM_INT64};
+  uv_loop_init(&loop);
+  hr_router_new(&router, NULL);
+  hr_route_options_init(&ro);
+  hr_router_add(router, "GET,HEAD", "/t/:x", h_text, NULL, NULL);
+  hr_router_add(router, "POST,PUT", "/echo", h_echo, NULL, NULL);
+  hr_router_add(router, "*", "/files/*rest", h_text, NULL, NULL);
+  ro.param_types = types;
+  ro.nparam_types = 1;
+  hr_router_add(router, "GET", "/n/:id", h_text, NULL, &ro);
+  hr_route_options_init(&ro);
+  ro.body_mode = HR_BODY_STREAM;
+  hr_router_add(router, "POST", "/stream", h_stream, NULL, &ro);
+  hr_server_options_init(&so);
+  so.max_header_bytes = 2048;
+  so.max_request_line_bytes = 512;
+  so.max_header_fields = 16;
+  so.max_body_bytes = 4096;
+  hr_server_new(&server, router, &so);
+  hr__server_attach_virtual(server, &loop);
+  worker = &server->workers[0];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  hr__conn_t *c;
+  size_t step, off = 0;
+  if (server == NULL) setup();
+  if (size < 1) return 0;
+  step = (size_t)data[0] % 64 + 1;
+  data++;
+  size--;
+  out_len = 0;
+  out_bad = 0;
+  c = hr__vconn_new(worker, sink, NULL);
+  if (c == NULL) return 0;
+  while (off < size && !c->closed) {
+    size_t n = size - off < step ? size - off : step;
+    size_t took = hr__vconn_feed(c, (const char *)data + off, n);
+    if (took == 0) break;
+    off += took;
+  }
+  if (!c->closed) hr__vconn_eof(c);
+  if (!c->closed) hr__conn_close(c);
+  uv_run(&loop, UV_RUN_NOWAIT); /* close callbacks free the connection */
+  if (out_bad) abort();
+  return 0;
+}
