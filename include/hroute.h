@@ -7,6 +7,7 @@
  *   router.h  routes, patterns, matching without a server
  *   http.h    the request and response a handler works with
  *   server.h  listeners, worker threads, limits, shutdown
+ *   delegate.h  typed header values: types, delegates, the lookup cache
  */
 #ifndef HROUTE_H
 #define HROUTE_H
@@ -16,5 +17,6 @@
 #include "hroute/router.h"
 #include "hroute/http.h"
 #include "hroute/server.h"
+#include "hroute/delegate.h"
 
 #endif /* HROUTE_H */

@@ -73,6 +73,12 @@ HR_EXTERN hr_span_t hr_request_param(const hr_request_t *req, size_t index);
 HR_EXTERN int hr_request_param_value(const hr_request_t *req, size_t index,
                                      hr_value_t *out);
 
+/* The value of parameter `index` typed with HR_PARAM_OF_TYPE(t): a pointer
+ * to an object of that type's value_size, valid until the response
+ * completes; NULL when the parameter is not typed that way. */
+HR_EXTERN const void *hr_request_param_object(const hr_request_t *req,
+                                              size_t index);
+
 /* Parameter by name.  Returns 0 and stores the value, or HR_ENOTFOUND. */
 HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
                                        hr_span_t *value);

@@ -120,6 +120,13 @@ typedef enum hr_param_type_e {
   HR_PARAM_UUID        /* 8-4-4-4-12 hex digits (RFC 9562 §4), any case */
 } hr_param_type_t;
 
+/* A parameter parsed by the header delegate of value type `type_id` (see
+ * delegate.h; the type needs a value_size).  The delegate is looked up
+ * through the router's cache at each request, so one registered later
+ * takes effect for later requests.  Read the value with
+ * hr_request_param_object(). */
+#define HR_PARAM_OF_TYPE(type_id) ((hr_param_type_t)(0x10000 + (type_id)))
+
 /* A converted parameter value; which member is set follows the type. */
 typedef union hr_value_u {
   int64_t i64;

@@ -64,7 +64,6 @@ int hr__invoker_new(hr__mem_t *m, hr__core_t *core, const hr__mwlist_t *mws,
   inv->nafter = na;
   inv->mem = m;
   atomic_init(&inv->refs, 0);
-  atomic_init(&inv->retired, 0);
   *out = inv;
   return 0;
 }
@@ -76,34 +75,32 @@ void hr__invoker_ref(hr_route_t *inv) {
 }
 
 void hr__invoker_unref(hr_route_t *inv) {
-  size_t i;
-  const hr_allocator_t *a = inv->mem->a;
   /* acq_rel: pairs with the other owners' releases, so the one that frees
-   * sees every slot write they made. */
+   * sees everything they did. */
   if (atomic_fetch_sub_explicit(&inv->refs, 1, memory_order_acq_rel) != 1) return;
-  for (i = 0; i < HR__MAX_LOOPS; i++) {
-    hr__slot_t *s = atomic_load_explicit(&inv->slots[i], memory_order_acquire);
-    if (s != NULL) a->free(a->ctx, s);
-  }
   hr__core_unref(inv->mem, (hr__core_t *)inv->core);
   hr__mem_free(inv->mem, inv);
 }
 
-hr__slot_t *hr__invoker_slot(hr_route_t *inv, unsigned loop, hr__mem_t *m) {
-  const hr_allocator_t *a = inv->mem->a;
+void hr__core_ref(hr__core_t *core) {
+  /* Relaxed: the caller reaches `core` through something it holds. */
+  atomic_fetch_add_explicit(&core->refs, 1, memory_order_relaxed);
+}
+
+hr__slot_t *hr__core_slot(hr__core_t *core, unsigned loop) {
+  const hr_allocator_t *a = core->slot_alloc;
   hr__slot_t *s;
-  (void)m;
   /* Only loop `loop` stores this pointer; relaxed is enough for it. */
-  s = atomic_load_explicit(&inv->slots[loop], memory_order_relaxed);
+  s = atomic_load_explicit(&core->slots[loop], memory_order_relaxed);
   if (s != NULL) return s;
-  /* Straight through the router's allocator: the router's call counter has
-   * one writer, the thread that registers routes. */
+  /* Straight through the allocator, not a counting hr__mem_t: loops of
+   * several threads make slots. */
   s = a->malloc(a->ctx, sizeof(*s));
   if (s == NULL) return NULL;
   memset(s, 0, sizeof(*s));
-  /* Pairs with the acquire loads in hr__invoker_stats() and _unref(): the
-   * zeroed slot is visible before its pointer. */
-  atomic_store_explicit(&inv->slots[loop], s, memory_order_release);
+  /* Pairs with the acquire loads in hr__core_stats() and the core's free:
+   * the zeroed slot is visible before its pointer. */
+  atomic_store_explicit(&core->slots[loop], s, memory_order_release);
   return s;
 }
 
@@ -122,11 +119,11 @@ void hr__slot_count_response(hr__slot_t *s, int status, uint64_t us) {
   bump(&s->latency_us[b]);
 }
 
-void hr__invoker_stats(const hr_route_t *inv, hr_route_stats_t *out) {
+void hr__core_stats(const hr__core_t *core, hr_route_stats_t *out) {
   size_t i, j;
   memset(out, 0, sizeof(*out));
   for (i = 0; i < HR__MAX_LOOPS; i++) {
-    const hr__slot_t *s = atomic_load_explicit(&inv->slots[i], memory_order_acquire);
+    const hr__slot_t *s = atomic_load_explicit(&core->slots[i], memory_order_acquire);
     if (s == NULL) continue;
     out->requests += atomic_load_explicit(&s->requests, memory_order_relaxed);
     for (j = 0; j < 6; j++)
@@ -141,7 +138,7 @@ void hr__invoker_stats(const hr_route_t *inv, hr_route_stats_t *out) {
 static int parse_u64(hr_span_t v, uint64_t *out) {
   uint64_t n = 0;
   size_t i;
-  if (v.len == 0 || v.len > 20) return -1;
+  if (v.len == 0) return -1;
   for (i = 0; i < v.len; i++) {
     unsigned d = (unsigned char)v.ptr[i] - '0';
     if (d > 9) return -1;
@@ -203,7 +200,7 @@ int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
   const hr__core_t *c = inv->core;
   for (i = 0; i < n && i < c->nparams; i++) {
     hr_span_t v = params[i].value;
-    switch (c->ptypes[i]) {
+    switch ((int)c->ptypes[i]) {
       case HR_PARAM_STRING:
         break;
       case HR_PARAM_INT64:
@@ -223,6 +220,8 @@ int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
       case HR_PARAM_UUID:
         if (parse_uuid(v, values[i].uuid) != 0) return -1;
         break;
+      default:
+        break; /* HR_PARAM_OF_TYPE: parsed by the server (invoke.c) */
     }
   }
   return 0;

@@ -73,7 +73,13 @@ static int fail(hr_route_error_t *err, int code, const char *reason,
 }
 
 static void core_free(hr__mem_t *m, hr__core_t *rt) {
+  size_t i;
   if (rt == NULL) return;
+  for (i = 0; i < HR__MAX_LOOPS; i++) {
+    /* Pairs with the release store in hr__core_slot(). */
+    hr__slot_t *s = atomic_load_explicit(&rt->slots[i], memory_order_acquire);
+    if (s != NULL) rt->slot_alloc->free(rt->slot_alloc->ctx, s);
+  }
   hr__mem_free(m, (void *)rt->pattern.ptr); /* one block: pattern, methods,
                                                 host, token text */
   hr__mem_free(m, rt->ext_methods);
@@ -341,7 +347,8 @@ int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
   if (o->nparam_types > 0 && o->param_types == NULL)
     return fail(err, HR_EINVAL, "nparam_types without param_types", 0);
   for (i = 0; i < o->nparam_types; i++)
-    if ((unsigned)o->param_types[i] > HR_PARAM_UUID)
+    if ((unsigned)o->param_types[i] > HR_PARAM_UUID &&
+        (unsigned)o->param_types[i] <= 0x10000)
       return fail(err, HR_EINVAL, "unknown parameter type", 0);
   /* A group prefix "/api" plus "/" is "/api/"; plus "/x" is "/api/x". */
   total = prelen + plen + 1 + mlen + 1 + hlen + 1 + (prelen + plen) + 1;
@@ -349,6 +356,8 @@ int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
   if (rt == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
   memset(rt, 0, sizeof(*rt));
   atomic_init(&rt->refs, 1);
+  atomic_init(&rt->retired, 0);
+  rt->slot_alloc = m->a;
   rt->group = group;
   block = hr__mem_alloc(m, total);
   if (block == NULL) {

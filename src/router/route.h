@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <urcu/urcu-bp.h>
 
+#include "delegate/registry.h"
 #include "hroute/error.h"
 #include "hroute/router.h"
 #include "util/mem.h"
@@ -48,6 +49,21 @@ typedef struct hr__tok_s {
   size_t offset;  /* byte offset in the pattern, for error reports */
 } hr__tok_t;
 
+/* Most worker loops one router can serve at once (per-loop slots). */
+#define HR__MAX_LOOPS 64
+
+/* What one loop keeps for one route (its core, so it survives middleware
+ * changes, which recompile invokers): its counters (single writer: that
+ * loop; relaxed atomics, summed by readers) and its per-loop context. */
+typedef struct hr__slot_s {
+  _Atomic uint64_t requests;
+  _Atomic uint64_t responses[6];
+  _Atomic uint64_t latency_us[HR_LATENCY_BUCKETS];
+  void *ctx;
+  int ctx_made;
+  unsigned inflight;   /* requests of this loop using `ctx` (loop only) */
+} hr__slot_t;
+
 /* The compiled, immutable part of a route, shared by the successive
  * invokers made from it (middleware changes recompile invokers, not this).
  * Reference-counted: every invoker holds one reference. */
@@ -74,6 +90,13 @@ typedef struct hr__core_s {
   hr_context_scope_t ctx_scope;
   hr_context_create_cb ctx_create;
   hr_context_destroy_cb ctx_destroy;
+  /* Per-loop slots: each pointer stored once (release) by its loop. */
+  _Atomic(hr__slot_t *) slots[HR__MAX_LOOPS];
+  /* Set (release) by the writer once a published table no longer holds
+   * any invoker of this core; loops then destroy their contexts. */
+  _Atomic int retired;
+  size_t writer_mark;      /* writer side only, under the router lock */
+  const hr_allocator_t *slot_alloc; /* slots go straight to this allocator */
 } hr__core_t;
 
 /* Compiles a route core (pattern.c).  Returns 0 or an error code, with
@@ -99,19 +122,6 @@ typedef struct hr__mw_s {
   void *udata;
 } hr__mw_t;
 
-/* Most worker loops one router can serve at once (per-loop slots). */
-#define HR__MAX_LOOPS 64
-
-/* What one loop keeps for one invoker: its counters (single writer: that
- * loop; relaxed atomics, summed by readers) and its per-loop context. */
-typedef struct hr__slot_s {
-  _Atomic uint64_t requests;
-  _Atomic uint64_t responses[6];
-  _Atomic uint64_t latency_us[HR_LATENCY_BUCKETS];
-  void *ctx;
-  int ctx_made;
-} hr__slot_t;
-
 /*
  * The invoker: everything a request needs to reach and run its handler,
  * resolved at registration.  Immutable once published, except for the
@@ -133,14 +143,9 @@ struct hr_route_s {
   size_t nbefore;
   const hr__mw_t *after;   /* already in calling order */
   size_t nafter;
-  /* One reference per table that contains it, per request that outlives
-   * its read-side critical section, per loop context made for it. */
+  /* One reference per table that contains it and per request that
+   * outlives its read-side critical section. */
   _Atomic unsigned refs;
-  /* Set (release) by the writer once a published table no longer holds it;
-   * loops then destroy their contexts for it. */
-  _Atomic int retired;
-  _Atomic(hr__slot_t *) slots[HR__MAX_LOOPS];
-  size_t writer_mark;      /* writer side only, under the router lock */
   hr__mem_t *mem;
 };
 
@@ -153,10 +158,12 @@ void hr__invoker_unref(hr_route_t *inv);
 /* Converts typed parameters; returns 0, or -1 when one does not convert. */
 int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
                         size_t n, hr_value_t *values);
-/* The calling loop's slot (made on first use); NULL when out of memory. */
-hr__slot_t *hr__invoker_slot(hr_route_t *inv, unsigned loop, hr__mem_t *m);
+/* The calling loop's slot of a route (made on first use); NULL when out of
+ * memory. */
+hr__slot_t *hr__core_slot(hr__core_t *core, unsigned loop);
 void hr__slot_count_response(hr__slot_t *s, int status, uint64_t us);
-void hr__invoker_stats(const hr_route_t *inv, hr_route_stats_t *out);
+void hr__core_stats(const hr__core_t *core, hr_route_stats_t *out);
+void hr__core_ref(hr__core_t *core);
 
 /* Middleware registered on a router (writer side). */
 typedef struct hr__mwreg_s {
@@ -261,6 +268,7 @@ struct hr_router_s {
   hr__mwreg_t *mws;              /* writer side: middleware, in order */
   hr__mwreg_t **mws_tail;
   uint64_t loops_used;           /* bitmap of per-loop slot numbers in use */
+  hr__registry_t registry;       /* value types and header delegates */
 };
 
 /* A per-loop slot number for a worker loop, or -1 when all are taken. */

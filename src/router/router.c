@@ -54,17 +54,24 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
   if (r == NULL) return HR_ENOMEM;
   memset(r, 0, sizeof(*r));
   r->mem = mem;
+  r->mem.shared = 1; /* any thread registers routes and types */
   r->opts = o;
   r->opts.case_insensitive = o.case_insensitive != 0;
   r->root.router = r;
   r->root.prefix = (char *)"";
   r->mws_tail = &r->mws;
+  if (hr__registry_init(&r->registry, &r->mem) != 0) {
+    hr__mem_free(&mem, r);
+    return HR_ENOMEM;
+  }
   if (hr__table_build(&r->mem, NULL, 0, 0, &t, NULL) != 0) {
+    hr__registry_free(&r->registry);
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
   if (pthread_mutex_init(&r->lock, NULL) != 0) {
     hr__table_free(t);
+    hr__registry_free(&r->registry);
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
@@ -90,6 +97,7 @@ void hr_router_free(hr_router_t *r) {
     r->mws = mw->next;
     hr__mem_free(&r->mem, mw);
   }
+  hr__registry_free(&r->registry);
   pthread_mutex_destroy(&r->lock);
   mem = r->mem;
   hr__mem_free(&mem, r);
@@ -142,12 +150,14 @@ static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
    * before a reader can see the pointer. */
   atomic_store_explicit(&r->table, t, memory_order_release);
   r->mark++;
-  for (i = 0; i < n; i++) routes[i]->writer_mark = r->mark;
-  for (i = 0; i < old->ninvokers; i++)
-    if (old->invokers[i]->writer_mark != r->mark)
+  for (i = 0; i < n; i++) ((hr__core_t *)routes[i]->core)->writer_mark = r->mark;
+  for (i = 0; i < old->ninvokers; i++) {
+    hr__core_t *c = (hr__core_t *)old->invokers[i]->core;
+    if (c->writer_mark != r->mark)
       /* Pairs with the acquire load in the loops' context sweep: it sees
-       * the invoker as gone once this table is published. */
-      atomic_store_explicit(&old->invokers[i]->retired, 1, memory_order_release);
+       * the route as gone once this table is published. */
+      atomic_store_explicit(&c->retired, 1, memory_order_release);
+  }
   hr__mem_free(&r->mem, r->routes);
   r->routes = routes;
   r->nroutes = n;
@@ -262,6 +272,20 @@ int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
   rc = hr__core_compile(&r->mem, r->opts.case_insensitive, g, g->host, g->prefix,
                         methods, pattern, handler, udata, opts, &core, err);
   if (rc != 0) return rc;
+  for (n = 0; n < core->nparams; n++) {
+    /* A delegate-typed parameter needs a registered type with a size. */
+    unsigned t = (unsigned)core->ptypes[n];
+    const hr__dtype_t *dt = t > 0x10000 ? hr__registry_type(&r->registry, t - 0x10000) : NULL;
+    if (t > 0x10000 && (dt == NULL || dt->value_size == 0)) {
+      hr__core_unref(&r->mem, core);
+      if (err != NULL) {
+        memset(err, 0, sizeof(*err));
+        err->code = HR_EINVAL;
+        err->reason = "parameter typed with an unknown type, or one without a value size";
+      }
+      return HR_EINVAL;
+    }
+  }
 
   pthread_mutex_lock(&r->lock);
   mws.head = r->mws;
@@ -351,6 +375,7 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
   char *p;
   int rc = 0;
   if (before == NULL && after == NULL) return HR_EINVAL;
+  if (host != NULL && !valid_host_name(host)) return HR_EINVAL;
   if (pl > 0 && (prefix[0] != '/' || (pl > 1 && prefix[pl - 1] == '/'))) return HR_EINVAL;
   reg = hr__mem_alloc(&r->mem, sizeof(*reg) + hl + 1 + pl + 1);
   if (reg == NULL) return HR_ENOMEM;
@@ -602,7 +627,7 @@ int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
     const hr__core_t *c = t->invokers[i]->core;
     if (hr_span_eq(c->host, probe->host) && hr_span_eq(c->pattern, probe->pattern) &&
         hr__methods_equal(c, probe)) {
-      hr__invoker_stats(t->invokers[i], out);
+      hr__core_stats(c, out);
       rc = 0;
       break;
     }

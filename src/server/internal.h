@@ -57,6 +57,7 @@ struct hr_request_s {
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
   hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
+  void *objs[HR_MAX_PARAMS];        /* parameters parsed by a delegate */
   void *ctx;                        /* per-request context */
   int ctx_made;
   char *body;
@@ -190,6 +191,7 @@ struct hr__conn_s {
   unsigned counted : 1;       /* holds a max_connections slot */
   unsigned invoked : 1;       /* the invoker ran for this exchange */
   unsigned route_ref : 1;     /* holds a reference on req.route */
+  unsigned holds_ctx : 1;     /* counted in slot->inflight */
   unsigned internal_answer : 1; /* the server answers, not the route */
 };
 
@@ -197,7 +199,7 @@ struct hr__conn_s {
 
 /* A per-loop context this loop made (see invoke.c). */
 typedef struct hr__ctxent_s {
-  hr_route_t *inv;
+  hr__core_t *core;
   hr__slot_t *slot;
 } hr__ctxent_t;
 

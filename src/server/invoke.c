@@ -17,8 +17,9 @@ static void count(_Atomic uint64_t *c) {
                         memory_order_relaxed);
 }
 
-/* Makes this loop's context for `inv` and remembers it, with a reference on
- * the invoker, until the invoker is retired or the loop stops. */
+/* Makes this loop's context for `inv`'s route and remembers it, with a
+ * reference on the route's core, until the route is retired and no request
+ * of this loop uses the context any more, or the loop stops. */
 static int make_loop_ctx(hr__worker_t *w, hr_route_t *inv, hr__slot_t *slot) {
   hr__ctxent_t *e;
   if (w->nctx == w->ctx_cap) {
@@ -31,27 +32,29 @@ static int make_loop_ctx(hr__worker_t *w, hr_route_t *inv, hr__slot_t *slot) {
   if (inv->core->ctx_create(inv->udata, w->loop, &slot->ctx) != 0) return -1;
   slot->ctx_made = 1;
   e = &w->ctxs[w->nctx++];
-  e->inv = inv;
+  e->core = (hr__core_t *)inv->core;
   e->slot = slot;
-  hr__invoker_ref(inv);
+  hr__core_ref(e->core);
   return 0;
 }
 
-static void destroy_loop_ctx(hr__ctxent_t *e) {
-  const hr__core_t *core = e->inv->core;
+static void destroy_loop_ctx(hr__worker_t *w, hr__ctxent_t *e) {
+  hr__core_t *core = e->core;
   if (core->ctx_destroy != NULL) core->ctx_destroy(core->udata, e->slot->ctx);
   e->slot->ctx = NULL;
   e->slot->ctx_made = 0;
-  hr__invoker_unref(e->inv);
+  hr__core_unref(&w->server->router->mem, core);
 }
 
 void hr__worker_ctx_sweep(hr__worker_t *w, int all) {
   size_t i = 0;
   while (i < w->nctx) {
     hr__ctxent_t *e = &w->ctxs[i];
-    /* Pairs with the release store in the router's publish(). */
-    if (all || atomic_load_explicit(&e->inv->retired, memory_order_acquire)) {
-      destroy_loop_ctx(e);
+    /* Pairs with the release store in the router's publish().  A context
+     * still handed to a request of this loop waits for it to end. */
+    if (all || (e->slot->inflight == 0 &&
+                atomic_load_explicit(&e->core->retired, memory_order_acquire))) {
+      destroy_loop_ctx(w, e);
       w->ctxs[i] = w->ctxs[--w->nctx];
     } else {
       i++;
@@ -74,11 +77,35 @@ void hr__worker_ctx_prepare(hr__worker_t *w) {
     hr_route_t *inv = t->invokers[i];
     hr__slot_t *slot;
     if (inv->ctx_scope != HR_CONTEXT_LOOP) continue;
-    slot = hr__invoker_slot(inv, (unsigned)w->loop_slot, &w->mem);
+    slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
     /* A failure here is retried at the route's first request. */
     if (slot != NULL && !slot->ctx_made) make_loop_ctx(w, inv, slot);
   }
   hr__rcu_read_unlock();
+}
+
+/* Parameters typed HR_PARAM_OF_TYPE(t): parsed by t's delegate, found
+ * through the router's lookup cache at each request (a delegate registered
+ * later takes effect for later requests), into the request's arena. */
+static int parse_objects(hr__conn_t *c, const hr_route_t *inv) {
+  hr_request_t *r = &c->req;
+  hr__registry_t *reg = &c->w->server->router->registry;
+  size_t i;
+  for (i = 0; i < r->nparams; i++) {
+    unsigned t = (unsigned)inv->core->ptypes[i];
+    const hr__dtype_t *dt;
+    hr_lookup_t l;
+    if (t < 0x10000) continue;
+    dt = hr__registry_type(reg, t - 0x10000);
+    if (dt == NULL || hr__registry_lookup(reg, t - 0x10000, &l) != 0 ||
+        l.delegate->parse == NULL)
+      return -1;
+    r->objs[i] = hr__arena_alloc(&c->arena, dt->value_size);
+    if (r->objs[i] == NULL ||
+        l.delegate->parse(r->params[i].value, r->objs[i], l.delegate->udata) != 0)
+      return -1;
+  }
+  return 0;
 }
 
 void hr__invoke(hr__conn_t *c) {
@@ -88,11 +115,10 @@ void hr__invoke(hr__conn_t *c) {
   hr__worker_t *w = c->w;
   void *ctx = inv->udata;
   size_t i;
-  c->invoked = 1;
   c->t_start = uv_hrtime();
-  c->slot = hr__invoker_slot(inv, (unsigned)w->loop_slot, &w->mem);
-  if (c->slot != NULL) count(&c->slot->requests);
-  if (inv->typed && hr__invoker_convert(inv, r->params, r->nparams, r->values) != 0) {
+  c->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
+  if (inv->typed && (hr__invoker_convert(inv, r->params, r->nparams, r->values) != 0 ||
+                     parse_objects(c, inv) != 0)) {
     /* The path names no resource of this type (as JAX-RS answers). */
     hr__answer_status(c, 404);
     return;
@@ -103,6 +129,8 @@ void hr__invoke(hr__conn_t *c) {
       return;
     }
     ctx = c->slot->ctx;
+    c->slot->inflight++; /* the context stays until this request ends */
+    c->holds_ctx = 1;
   } else if (inv->ctx_scope == HR_CONTEXT_REQUEST) {
     if (inv->core->ctx_create(inv->udata, w->loop, &r->ctx) != 0) {
       hr__answer_status(c, 503);
@@ -111,6 +139,9 @@ void hr__invoke(hr__conn_t *c) {
     r->ctx_made = 1;
     ctx = r->ctx;
   }
+  /* From here on the route's chain runs: counted, with after-middleware. */
+  c->invoked = 1;
+  if (c->slot != NULL) count(&c->slot->requests);
   c->handler_active = 1;
   for (i = 0; i < inv->nbefore; i++) {
     const hr__mw_t *mw = &inv->before[i];
@@ -138,6 +169,10 @@ void hr__exchange_end(hr__conn_t *c) {
     r->ctx_made = 0;
     c->invoked = 0;
   }
+  if (c->holds_ctx) {
+    c->slot->inflight--;
+    c->holds_ctx = 0;
+  }
   c->slot = NULL;
   r->route = NULL;
   if (c->route_ref) {
@@ -146,10 +181,18 @@ void hr__exchange_end(hr__conn_t *c) {
   }
 }
 
+const void *hr_request_param_object(const hr_request_t *req, size_t index) {
+  if (req->route == NULL || index >= req->nparams ||
+      (unsigned)req->route->core->ptypes[index] < 0x10000)
+    return NULL;
+  return req->objs[index];
+}
+
 int hr_request_param_value(const hr_request_t *req, size_t index,
                            hr_value_t *out) {
   if (req->route == NULL || index >= req->nparams ||
-      req->route->core->ptypes[index] == HR_PARAM_STRING)
+      req->route->core->ptypes[index] == HR_PARAM_STRING ||
+      (unsigned)req->route->core->ptypes[index] >= 0x10000)
     return HR_EINVAL;
   *out = req->values[index];
   return 0;

@@ -31,11 +31,17 @@ const hr_allocator_t *hr_allocator_default(void) { return &libc_allocator; }
 void hr__mem_init(hr__mem_t *m, const hr_allocator_t *a) {
   m->a = a != NULL ? a : &libc_allocator;
   atomic_init(&m->allocs, 0);
+  m->shared = 0;
 }
 
 static void count_one(hr__mem_t *m) {
+  uint64_t n;
+  if (m->shared) {
+    atomic_fetch_add_explicit(&m->allocs, 1, memory_order_relaxed);
+    return;
+  }
   /* Single writer: relaxed load + store; readers only want a statistic. */
-  uint64_t n = atomic_load_explicit(&m->allocs, memory_order_relaxed);
+  n = atomic_load_explicit(&m->allocs, memory_order_relaxed);
   atomic_store_explicit(&m->allocs, n + 1, memory_order_relaxed);
 }
 

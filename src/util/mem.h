@@ -14,12 +14,15 @@
 
 #include "hroute/common.h"
 
-/* An allocator plus a call counter.  The counter is written only by the
- * thread owning this hr__mem_t (relaxed load + store, no RMW) and read by any
- * thread with a relaxed load: it is a statistic, nothing is ordered by it. */
+/* An allocator plus a call counter, read by any thread with a relaxed load:
+ * a statistic, nothing is ordered by it.  A worker's counter has one writer
+ * (relaxed load + store, no RMW on the request path); a `shared` one (the
+ * router's, used by every thread that registers or reads routes) is
+ * incremented with fetch_add. */
 typedef struct hr__mem_s {
   const hr_allocator_t *a;
   _Atomic uint64_t allocs;
+  int shared;
 } hr__mem_t;
 
 void hr__mem_init(hr__mem_t *m, const hr_allocator_t *a);

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Typed header values: value types, header delegates that format and parse
+ * them, and the lookup that finds a type's delegate.
+ *
+ * A value type has a small id (never reused within a router), a name, at
+ * most one parent and an ordered list of interfaces.  Looking up the
+ * delegate of a type checks, in this fixed order: the type itself, its
+ * interfaces depth-first in declared order (each interface's own interfaces
+ * before the next one, then the interface's parent chain), then its parent,
+ * which is looked up the same way, and so on up.  The first delegate found
+ * answers; a type with none may carry a to-text function used as a
+ * fallback for formatting; otherwise the answer is HR_ENODELEGATE.
+ *
+ * Every lookup, including the many that find nothing, is answered from a
+ * per-type cache without locks and without allocating.  The cache is bounded
+ * by construction (one entry per registered type) and stays correct when
+ * delegates are registered later, on the type or anywhere it can reach: a
+ * registry generation, bumped after each registration is published, tags
+ * each entry, and a stale entry is walked again.  No reader reverts to an
+ * older answer once it has seen a newer one.
+ *
+ * The registry belongs to a router: two routers never see each other's
+ * types, and freeing a router frees everything it cached.
+ *
+ * Threads: registration from any thread, serialised; lookups, formatting
+ * and parsing from any thread, concurrently with registration.
+ */
+#ifndef HROUTE_DELEGATE_H
+#define HROUTE_DELEGATE_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "common.h"
+#include "router.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A value type id: 1.. for registered types; 0 means "none". */
+typedef uint32_t hr_type_id_t;
+
+/* Most types one router can register (built-in types included). */
+#define HR_MAX_TYPES 4096
+/* Most interfaces one type may declare. */
+#define HR_MAX_INTERFACES 8
+
+/*
+ * A header delegate for one value type.
+ *   format  writes `value` as a field value into buf[0..cap): returns 0 with
+ *           *len the bytes written, or HR_ENOSPC with *len the bytes needed
+ *           (nothing useful in buf then).  Other errors: HR_EINVAL (a value
+ *           that cannot be written, e.g. a cookie name that is not a token).
+ *   parse   reads the field value `text` (not NUL-terminated) into `value`:
+ *           returns 0, or HR_EPARSE for malformed input (it never reads
+ *           outside `text`).  Pointers it stores into `value` point into
+ *           `text`, unless the type says otherwise.
+ * Either may be NULL (format-only or parse-only delegates).  `udata` is
+ * passed back unchanged.  Both may run on any thread, concurrently.
+ */
+typedef struct hr_delegate_s {
+  int (*format)(const void *value, char *buf, size_t cap, size_t *len,
+                void *udata);
+  int (*parse)(hr_span_t text, void *value, void *udata);
+  void *udata;
+} hr_delegate_t;
+
+/* Fallback formatting for a type without a delegate; same contract as
+ * hr_delegate_t.format. */
+typedef int (*hr_to_text_cb)(const void *value, char *buf, size_t cap,
+                             size_t *len);
+
+/*
+ * Registers a value type.  `name` is copied; `value_size` is the size in
+ * bytes of the C object a value of this type is (0 when values are never
+ * stored by hroute: such a type cannot type a path parameter); `parent` is
+ * 0 or a registered type; `interfaces` lists up to HR_MAX_INTERFACES
+ * registered types (may be NULL with ninterfaces 0); `to_text` may be NULL.
+ * Stores the new id in *out.  Returns 0, HR_EINVAL (unknown parent or
+ * interface, too many interfaces, empty name), HR_ETOOLARGE (HR_MAX_TYPES
+ * reached), HR_ENOMEM.
+ */
+HR_EXTERN int hr_type_register(hr_router_t *router, const char *name,
+                               size_t value_size, hr_type_id_t parent,
+                               const hr_type_id_t *interfaces,
+                               size_t ninterfaces, hr_to_text_cb to_text,
+                               hr_type_id_t *out);
+
+/* The name of a type (valid while the router lives), or an empty span for
+ * an unknown id. */
+HR_EXTERN hr_span_t hr_type_name(hr_router_t *router, hr_type_id_t type);
+
+/*
+ * Registers `delegate` (copied) for `type`, replacing none: a type has at
+ * most one delegate (HR_EEXIST otherwise).  Takes effect for every type that
+ * can reach `type`, for every later lookup.  Returns 0, HR_EINVAL (unknown
+ * type, no callback), HR_EEXIST, HR_ENOMEM.
+ */
+HR_EXTERN int hr_delegate_register(hr_router_t *router, hr_type_id_t type,
+                                   const hr_delegate_t *delegate);
+
+/* What a lookup found. */
+typedef struct hr_lookup_s {
+  const hr_delegate_t *delegate; /* the delegate, or NULL */
+  hr_type_id_t from;             /* the type it is registered on */
+  hr_to_text_cb to_text;         /* with delegate NULL: the fallback */
+} hr_lookup_t;
+
+/*
+ * Finds the delegate for `type` (see the lookup order above), without locks
+ * or allocation.  Returns 0 with out->delegate set; HR_ENODELEGATE when no
+ * delegate is reachable (out->to_text is the type's fallback or NULL); or
+ * HR_EINVAL for an unknown id (never cached).  The delegate stays valid
+ * while the router lives.
+ */
+HR_EXTERN int hr_delegate_lookup(hr_router_t *router, hr_type_id_t type,
+                                 hr_lookup_t *out);
+
+/* Formats `value` of `type` into buf[0..cap) through its delegate (or the
+ * fallback).  Returns as hr_delegate_t.format, or HR_ENODELEGATE /
+ * HR_EINVAL as hr_delegate_lookup. */
+HR_EXTERN int hr_value_format(hr_router_t *router, hr_type_id_t type,
+                              const void *value, char *buf, size_t cap,
+                              size_t *len);
+
+/* Parses `text` into `value` of `type` through its delegate.  Returns 0,
+ * HR_EPARSE, HR_ENODELEGATE (no delegate, or one without parse), HR_EINVAL. */
+HR_EXTERN int hr_value_parse(hr_router_t *router, hr_type_id_t type,
+                             hr_span_t text, void *value);
+
+/* Lookup counters, summed over threads. */
+typedef struct hr_delegate_stats_s {
+  uint64_t walks;  /* lookups that walked the type graph */
+  uint64_t hits;   /* answered from the cache with a delegate */
+  uint64_t misses; /* answered from the cache with "no delegate" */
+} hr_delegate_stats_t;
+
+/* Fills *out.  Any thread. */
+HR_EXTERN void hr_delegate_stats(hr_router_t *router, hr_delegate_stats_t *out);
+
+/* ---- built-in types (registered in every router, in this order) --------- */
+
+enum {
+  HR_TYPE_INT64 = 1,      /* int64_t (RFC 9110 §5.6 decimal) */
+  HR_TYPE_UINT64,         /* uint64_t */
+  HR_TYPE_DATE,           /* hr_date_t: HTTP-date (RFC 9110 §5.6.7) */
+  HR_TYPE_MEDIA_TYPE,     /* hr_media_type_t (RFC 9110 §8.3.1) */
+  HR_TYPE_MEDIA_RANGES,   /* hr_media_ranges_t: Accept (RFC 9110 §12.5.1) */
+  HR_TYPE_ETAG,           /* hr_etag_t (RFC 9110 §8.8.3) */
+  HR_TYPE_ETAG_LIST,      /* hr_etag_list_t: If-Match / If-None-Match */
+  HR_TYPE_CACHE_CONTROL,  /* hr_cache_control_t (RFC 9111 §5.2) */
+  HR_TYPE_SET_COOKIE,     /* hr_set_cookie_t (RFC 6265 §4.1) */
+  HR_TYPE_COOKIES,        /* hr_cookies_t: Cookie (RFC 6265 §4.2) */
+  HR_TYPE_LINK,           /* hr_links_t: Link (RFC 8288 §3) */
+  HR__TYPE_BUILTIN_END
+};
+
+/* Seconds since the Unix epoch, UTC.  Written as IMF-fixdate; read from
+ * IMF-fixdate and the obsolete RFC 850 and asctime forms. */
+typedef struct hr_date_s {
+  int64_t seconds;
+} hr_date_t;
+
+/* Most parameters, ranges, tags, directives, cookies, links kept per value;
+ * more in the input is HR_EPARSE (never silently dropped). */
+#define HR_MAX_ITEMS 16
+
+/* A name=value parameter.  Names are as written (compare them with
+ * hr_span_eq_nocase); a quoted value is given without its quotes, with any
+ * backslash escapes still in it, and `quoted` set.  Formatting quotes a
+ * value when it is not a token (or when `quoted` is set). */
+typedef struct hr_mparam_s {
+  hr_span_t name;
+  hr_span_t value;
+  int quoted;
+} hr_mparam_t;
+
+/* type/subtype;param=value... */
+typedef struct hr_media_type_s {
+  hr_span_t type;    /* "text" ("*" in a range) */
+  hr_span_t subtype; /* "html" ("*" in a range) */
+  size_t nparams;
+  hr_mparam_t params[HR_MAX_ITEMS];
+} hr_media_type_t;
+
+/* One media range with its weight: q in thousandths (0..1000). */
+typedef struct hr_media_range_s {
+  hr_media_type_t media; /* parameters exclude q */
+  int q;
+} hr_media_range_t;
+
+typedef struct hr_media_ranges_s {
+  size_t n;
+  hr_media_range_t ranges[HR_MAX_ITEMS];
+} hr_media_ranges_t;
+
+/*
+ * Picks the best of `offers` (n media types the handler can produce, in its
+ * order of preference) for the Accept value in `ranges` (RFC 9110 §12.5.1:
+ * the most specific matching range gives an offer its weight; q=0 excludes
+ * it; ties go to the earlier offer).  Returns the index of the offer, or -1
+ * when none is acceptable.  An empty `ranges` (no Accept field) accepts the
+ * first offer.
+ */
+HR_EXTERN int hr_media_negotiate(const hr_media_ranges_t *ranges,
+                                 const hr_media_type_t *offers, size_t n);
+
+/* An entity tag: the opaque value without quotes. */
+typedef struct hr_etag_s {
+  hr_span_t tag;
+  int weak; /* W/ */
+} hr_etag_t;
+
+/* If-Match / If-None-Match: "*" or a list of tags. */
+typedef struct hr_etag_list_s {
+  int any; /* "*" */
+  size_t n;
+  hr_etag_t tags[HR_MAX_ITEMS];
+} hr_etag_list_t;
+
+/* Cache-Control directives; -1 means absent for the numeric ones (seconds). */
+typedef struct hr_cache_control_s {
+  int64_t max_age, s_maxage, max_stale, min_fresh;
+  unsigned no_cache : 1, no_store : 1, no_transform : 1, only_if_cached : 1,
+      must_revalidate : 1, proxy_revalidate : 1, must_understand : 1,
+      is_public : 1, is_private : 1, immutable : 1;
+  /* Directives not listed above, as written (name, value). */
+  size_t n_ext;
+  hr_mparam_t ext[HR_MAX_ITEMS];
+} hr_cache_control_t;
+
+typedef enum hr_same_site_e {
+  HR_SAME_SITE_NONE_SET = 0, HR_SAME_SITE_STRICT, HR_SAME_SITE_LAX,
+  HR_SAME_SITE_NONE
+} hr_same_site_t;
+
+/* Set-Cookie (RFC 6265 §4.1).  expires < 0 and max_age < 0: absent. */
+typedef struct hr_set_cookie_s {
+  hr_span_t name, value;
+  int64_t expires; /* seconds since the epoch */
+  int64_t max_age; /* seconds */
+  hr_span_t domain, path;
+  unsigned secure : 1, http_only : 1;
+  hr_same_site_t same_site;
+} hr_set_cookie_t;
+
+/* Cookie: name=value pairs (RFC 6265 §4.2). */
+typedef struct hr_cookies_s {
+  size_t n;
+  struct {
+    hr_span_t name, value;
+  } pairs[HR_MAX_ITEMS];
+} hr_cookies_t;
+
+/* Link: <target>; rel="..."; other params (RFC 8288 §3). */
+typedef struct hr_link_s {
+  hr_span_t target; /* URI-Reference, without the angle brackets */
+  size_t nparams;   /* rel, title, type, ... as hr_mparam_t */
+  hr_mparam_t params[HR_MAX_ITEMS];
+} hr_link_t;
+
+typedef struct hr_links_s {
+  size_t n;
+  hr_link_t links[HR_MAX_ITEMS];
+} hr_links_t;
+
+/* ---- using typed values in requests and responses ------------------------ */
+
+/*
+ * Appends a field line whose value the delegate of `type` writes straight
+ * into the response's field buffer (no allocation in steady state).  Must be
+ * called before the response starts.  Returns 0, HR_EINVAL (bad name,
+ * reserved name, a value the delegate refuses), HR_ENODELEGATE, HR_ESTATE,
+ * HR_ENOMEM.  Loop thread.
+ */
+HR_EXTERN int hr_response_add_typed(hr_response_t *res, hr_span_t name,
+                                    hr_type_id_t type, const void *value);
+
+/*
+ * Reads field `name` of the request as a value of `type` (the first line
+ * with that name; list-valued types read every line with that name,
+ * combined as RFC 9110 §5.3 allows).  Spans in `value` point into the
+ * request and live as long as it.  Returns 0, HR_ENOTFOUND (no such field),
+ * HR_EPARSE (malformed: the handler decides; typically 400),
+ * HR_ENODELEGATE, HR_EINVAL.  Loop thread.
+ */
+HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
+                               hr_type_id_t type, void *value);
+
+/*
+ * Conditional GET/HEAD (RFC 9110 §13.1.2, §13.1.3, §13.2.2): when the
+ * request's If-None-Match matches `etag` (weak comparison), or, without
+ * If-None-Match, its If-Modified-Since is not older than `last_modified`
+ * (seconds; < 0: unknown), answers 304 with ETag and Last-Modified and
+ * returns 1 (the response is complete).  Otherwise returns 0 and the
+ * handler sends the full response.  `etag` may be NULL.  Malformed
+ * conditional fields are ignored, as RFC 9110 §13.1 requires.  Returns a
+ * negative error code when the 304 could not be sent.  Loop thread.
+ */
+HR_EXTERN int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
+                                       const hr_etag_t *etag,
+                                       int64_t last_modified);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_DELEGATE_H */

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Link delegate (RFC 8288 §3) for hr_links_t.
+ *
+ *   Link       = #link-value
+ *   link-value = "<" URI-Reference ">" *( OWS ";" OWS link-param )
+ *   link-param = token BWS [ "=" BWS ( token / quoted-string ) ]
+ *
+ * Commas inside "<...>" and inside quoted-strings belong to them, never to
+ * the list.  Parameters are kept as written, in order, duplicates included
+ * (§3.3 says a second rel is ignored: look parameters up first-match);
+ * extended values such as title*=UTF-8'de'... are tokens and stay encoded.
+ * A parameter without "=" has an empty, unquoted value and is written back
+ * bare.  The target is checked only for the bytes a URI-Reference can hold
+ * at all (VCHAR other than "<" and ">"): no spaces, controls or raw
+ * non-ASCII; it is not resolved or further validated.  Writing uses "; "
+ * between a target and its parameters and ", " between links.
+ */
+#include "delegate/builtin.h"
+#include "delegate/lex.h"
+
+static int is_target_char(unsigned char c) {
+  return c >= 0x21 && c <= 0x7E && c != '<' && c != '>';
+}
+
+static int parse_link_value(hr__lex_t *lx, hr_link_t *l) {
+  const char *start;
+  int r;
+  l->nparams = 0;
+  if (!hr__lex_eat(lx, '<')) return HR_EPARSE;
+  start = lx->p;
+  while (lx->p < lx->end && is_target_char((unsigned char)*lx->p)) lx->p++;
+  l->target.ptr = start;
+  l->target.len = (size_t)(lx->p - start);
+  if (!hr__lex_eat(lx, '>')) return HR_EPARSE;
+  for (;;) {
+    hr_mparam_t p;
+    r = hr__lex_param(lx, &p, HR__PARAM_BWS | HR__PARAM_NOVALUE);
+    if (r != 1) return r;
+    if (l->nparams == HR_MAX_ITEMS) return HR_EPARSE;
+    l->params[l->nparams++] = p;
+  }
+}
+
+static int parse_links(hr_span_t text, void *value, void *udata) {
+  hr_links_t *links = value;
+  hr__lex_t lx;
+  (void)udata;
+  links->n = 0;
+  hr__lex_init(&lx, text);
+  while (hr__lex_list_next(&lx)) {
+    if (links->n == HR_MAX_ITEMS) return HR_EPARSE;
+    if (parse_link_value(&lx, &links->links[links->n++]) != 0 ||
+        hr__lex_list_after(&lx) != 0)
+      return HR_EPARSE;
+  }
+  return 0;
+}
+
+static int format_links(const void *value, char *buf, size_t cap,
+                        size_t *len, void *udata) {
+  const hr_links_t *links = value;
+  hr__out_t o;
+  size_t i, j;
+  (void)udata;
+  if (links->n > HR_MAX_ITEMS) return HR_EINVAL;
+  hr__out_init(&o, buf, cap);
+  for (i = 0; i < links->n; i++) {
+    const hr_link_t *l = &links->links[i];
+    if (l->nparams > HR_MAX_ITEMS) return HR_EINVAL;
+    for (j = 0; j < l->target.len; j++)
+      if (!is_target_char((unsigned char)l->target.ptr[j])) return HR_EINVAL;
+    if (i > 0) hr__out_bytes(&o, ", ", 2);
+    hr__out_char(&o, '<');
+    hr__out_span(&o, l->target);
+    hr__out_char(&o, '>');
+    for (j = 0; j < l->nparams; j++) {
+      hr__out_bytes(&o, "; ", 2);
+      if (hr__out_param(&o, &l->params[j], HR__PARAM_NOVALUE) != 0)
+        return HR_EINVAL;
+    }
+  }
+  return hr__out_finish(&o, len);
+}
+
+const hr_delegate_t hr__delegate_link = {format_links, parse_links, NULL};

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Media types (Content-Type, RFC 9110 §8.3.1), media ranges (Accept, RFC
+ * 9110 §12.5.1) and content negotiation over them (hr_media_negotiate).
+ *
+ * Grammar:  media-type  = type "/" subtype parameters
+ *           parameters  = *( OWS ";" OWS [ parameter ] )
+ *           parameter   = token "=" ( token / quoted-string )
+ *           Accept      = #( media-range [ weight ] )
+ *           weight      = OWS ";" OWS "q=" qvalue
+ *           qvalue      = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3"0" ] )
+ * Choices where the RFCs leave room:
+ *  - The first "q" parameter of a range is its weight, as RFC 2616 and RFC
+ *    7231 put it; parameters after it were Accept extensions there and are
+ *    checked for syntax and then ignored (RFC 9110 dropped them).  A weight
+ *    written as a quoted-string is malformed.
+ *  - A range "*" "/" subtype other than "*" is malformed.
+ *  - Negotiation: a range matches an offer when type and subtype match (or
+ *    are "*"; ASCII case-insensitive) and every parameter of the range is on
+ *    the offer with an equal value.  Parameter names and values compare
+ *    case-insensitively (charset, the parameter that matters in practice,
+ *    is case-insensitive), and a quoted value equals the same value as a
+ *    token (RFC 9110 §5.6.6).  Specificity: a range naming type and subtype
+ *    beats one naming the type only, which beats the match-all range; at
+ *    the same level, more parameters beat fewer; between equally specific
+ *    ranges, the earlier one in the field wins.
+ */
+#include "delegate/builtin.h"
+#include "delegate/lex.h"
+
+static const hr_span_t star = HR_SPAN_INIT("*");
+
+/* ---- media type --------------------------------------------------------- */
+
+/* type "/" subtype parameters.  With q non-NULL (a media range), the first
+ * "q" parameter is the weight, stored in *q in thousandths, and the
+ * parameters after it are skipped. */
+static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q) {
+  hr_mparam_t p;
+  int r, have_q = 0;
+  mt->nparams = 0;
+  if (hr__lex_token(lx, &mt->type) != 0 || !hr__lex_eat(lx, '/') ||
+      hr__lex_token(lx, &mt->subtype) != 0)
+    return HR_EPARSE;
+  while ((r = hr__lex_param(lx, &p, HR__PARAM_EMPTY)) == 1) {
+    if (have_q) continue; /* an old accept-ext: ignored */
+    if (q != NULL && hr_span_eq_nocase(p.name, HR_SPAN_LIT("q"))) {
+      /* qvalue: "0" [ "." 0*3DIGIT ] / "1" [ "." 0*3"0" ] */
+      size_t i;
+      int v, scale = 100;
+      if (p.quoted || p.value.len > 5) return HR_EPARSE;
+      if (p.value.ptr[0] != '0' && p.value.ptr[0] != '1') return HR_EPARSE;
+      v = (p.value.ptr[0] - '0') * 1000;
+      if (p.value.len > 1 && p.value.ptr[1] != '.') return HR_EPARSE;
+      for (i = 2; i < p.value.len; i++, scale /= 10) {
+        char c = p.value.ptr[i];
+        if (c < '0' || c > '9') return HR_EPARSE;
+        v += (c - '0') * scale;
+      }
+      if (v > 1000) return HR_EPARSE;
+      *q = v;
+      have_q = 1;
+      continue;
+    }
+    if (mt->nparams == HR_MAX_ITEMS) return HR_EPARSE;
+    mt->params[mt->nparams++] = p;
+  }
+  return r;
+}
+
+static int format_params(hr__out_t *o, const hr_media_type_t *mt, int range) {
+  size_t i;
+  if (mt->nparams > HR_MAX_ITEMS) return HR_EINVAL;
+  for (i = 0; i < mt->nparams; i++) {
+    /* In a range, a "q" parameter would be read back as the weight. */
+    if (range && hr_span_eq_nocase(mt->params[i].name, HR_SPAN_LIT("q")))
+      return HR_EINVAL;
+    hr__out_char(o, ';');
+    if (hr__out_param(o, &mt->params[i], 0) != 0) return HR_EINVAL;
+  }
+  return 0;
+}
+
+static int format_media(hr__out_t *o, const hr_media_type_t *mt, int range) {
+  if (range && hr_span_eq(mt->type, star) && !hr_span_eq(mt->subtype, star))
+    return HR_EINVAL;
+  if (hr__out_token(o, mt->type) != 0) return HR_EINVAL;
+  hr__out_char(o, '/');
+  if (hr__out_token(o, mt->subtype) != 0) return HR_EINVAL;
+  return format_params(o, mt, range);
+}
+
+static int parse_media_type(hr_span_t text, void *value, void *udata) {
+  hr__lex_t lx;
+  (void)udata;
+  hr__lex_init(&lx, text);
+  if (parse_media(&lx, value, NULL) != 0 || lx.p != lx.end) return HR_EPARSE;
+  return 0;
+}
+
+static int format_media_type(const void *value, char *buf, size_t cap,
+                             size_t *len, void *udata) {
+  hr__out_t o;
+  (void)udata;
+  hr__out_init(&o, buf, cap);
+  if (format_media(&o, value, 0) != 0) return HR_EINVAL;
+  return hr__out_finish(&o, len);
+}
+
+/* ---- media ranges ------------------------------------------------------- */
+
+static int parse_media_ranges(hr_span_t text, void *value, void *udata) {
+  hr_media_ranges_t *mr = value;
+  hr__lex_t lx;
+  (void)udata;
+  mr->n = 0;
+  hr__lex_init(&lx, text);
+  while (hr__lex_list_next(&lx)) {
+    hr_media_range_t *r;
+    if (mr->n == HR_MAX_ITEMS) return HR_EPARSE;
+    r = &mr->ranges[mr->n++];
+    r->q = 1000;
+    if (parse_media(&lx, &r->media, &r->q) != 0) return HR_EPARSE;
+    if (hr_span_eq(r->media.type, star) && !hr_span_eq(r->media.subtype, star))
+      return HR_EPARSE;
+    if (hr__lex_list_after(&lx) != 0) return HR_EPARSE;
+  }
+  return 0;
+}
+
+static int format_media_ranges(const void *value, char *buf, size_t cap,
+                               size_t *len, void *udata) {
+  const hr_media_ranges_t *mr = value;
+  hr__out_t o;
+  size_t i;
+  (void)udata;
+  if (mr->n > HR_MAX_ITEMS) return HR_EINVAL;
+  hr__out_init(&o, buf, cap);
+  for (i = 0; i < mr->n; i++) {
+    int q = mr->ranges[i].q;
+    if (i > 0) hr__out_bytes(&o, ", ", 2);
+    if (q < 0 || q > 1000) return HR_EINVAL;
+    if (format_media(&o, &mr->ranges[i].media, 1) != 0) return HR_EINVAL;
+    if (q == 1000) continue;
+    /* The shortest qvalue: 0, 0.5, 0.05, 0.005, 0.25, ... */
+    hr__out_bytes(&o, ";q=0", 4);
+    if (q > 0) {
+      char d[4] = {'.', (char)('0' + q / 100), (char)('0' + q / 10 % 10),
+                   (char)('0' + q % 10)};
+      size_t n = 4;
+      while (d[n - 1] == '0') n--;
+      hr__out_bytes(&o, d, n);
+    }
+  }
+  return hr__out_finish(&o, len);
+}
+
+/* ---- negotiation -------------------------------------------------------- */
+
+static unsigned char lower(unsigned char c) {
+  return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
+/* The next byte of a parameter value, quoted-pairs undone. */
+static unsigned char value_byte(const hr_mparam_t *p, size_t *i) {
+  unsigned char c = (unsigned char)p->value.ptr[(*i)++];
+  if (p->quoted && c == '\\' && *i < p->value.len)
+    c = (unsigned char)p->value.ptr[(*i)++];
+  return c;
+}
+
+static int value_eq(const hr_mparam_t *a, const hr_mparam_t *b) {
+  size_t i = 0, j = 0;
+  while (i < a->value.len && j < b->value.len)
+    if (lower(value_byte(a, &i)) != lower(value_byte(b, &j))) return 0;
+  return i == a->value.len && j == b->value.len;
+}
+
+/* How specific `range` is for `offer`, or -1 when it does not match. */
+static int specificity(const hr_media_type_t *range,
+                       const hr_media_type_t *offer) {
+  size_t i, j, np = range->nparams;
+  int level;
+  if (np > HR_MAX_ITEMS) return -1;
+  if (hr_span_eq(range->type, star)) {
+    level = 0;
+  } else if (!hr_span_eq_nocase(range->type, offer->type)) {
+    return -1;
+  } else if (hr_span_eq(range->subtype, star)) {
+    level = 1;
+  } else if (!hr_span_eq_nocase(range->subtype, offer->subtype)) {
+    return -1;
+  } else {
+    level = 2;
+  }
+  for (i = 0; i < np; i++) {
+    const hr_mparam_t *rp = &range->params[i];
+    for (j = 0; j < offer->nparams && j < HR_MAX_ITEMS; j++)
+      if (hr_span_eq_nocase(rp->name, offer->params[j].name) &&
+          value_eq(rp, &offer->params[j]))
+        break;
+    if (j == offer->nparams || j == HR_MAX_ITEMS) return -1;
+  }
+  return level * (HR_MAX_ITEMS + 1) + (int)np;
+}
+
+int hr_media_negotiate(const hr_media_ranges_t *ranges,
+                       const hr_media_type_t *offers, size_t n) {
+  size_t i, k, nr;
+  int best = -1, best_q = 0;
+  if (offers == NULL || n == 0) return -1;
+  if (ranges == NULL || ranges->n == 0) return 0;
+  nr = ranges->n < HR_MAX_ITEMS ? ranges->n : HR_MAX_ITEMS;
+  for (i = 0; i < n && i <= (size_t)INT32_MAX; i++) {
+    int spec = -1, q = 0;
+    for (k = 0; k < nr; k++) {
+      int s = specificity(&ranges->ranges[k].media, &offers[i]);
+      if (s > spec) {
+        spec = s;
+        q = ranges->ranges[k].q;
+      }
+    }
+    if (q > best_q) { /* strictly greater: ties keep the earlier offer */
+      best = (int)i;
+      best_q = q;
+    }
+  }
+  return best;
+}
+
+const hr_delegate_t hr__delegate_media_type = {format_media_type,
+                                               parse_media_type, NULL};
+const hr_delegate_t hr__delegate_media_ranges = {format_media_ranges,
+                                                 parse_media_ranges, NULL};

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Typed values in requests and responses: a delegate writes a field value
+ * straight into the response's field buffer, request fields are read as
+ * typed values (list-valued types combine repeated lines, RFC 9110 §5.3),
+ * and conditional GET/HEAD answers 304 (RFC 9110 §13).
+ */
+#include <string.h>
+
+#include "server/internal.h"
+
+static int is_tchar(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static hr__registry_t *registry_of(const hr__conn_t *c) {
+  return &c->w->server->router->registry;
+}
+
+/* Grows the response's field buffer (arena) to hold `need` more bytes. */
+static int fields_room(hr_response_t *res, size_t need) {
+  size_t cap;
+  char *p;
+  if (res->fields_cap - res->fields_len >= need) return 0;
+  cap = res->fields_cap ? res->fields_cap * 2 : 256;
+  while (cap < res->fields_len + need) cap *= 2;
+  p = hr__arena_grow(&res->conn->arena, res->fields, res->fields_len, cap);
+  if (p == NULL) return HR_ENOMEM;
+  res->fields = p;
+  res->fields_cap = cap;
+  return 0;
+}
+
+int hr_response_add_typed(hr_response_t *res, hr_span_t name, hr_type_id_t type,
+                          const void *value) {
+  hr_lookup_t l;
+  size_t i, len = 0, head = name.len + 2, start;
+  int rc, tries;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (name.len == 0) return HR_EINVAL;
+  for (i = 0; i < name.len; i++)
+    if (!is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
+  if (hr_span_eq_nocase(name, HR_SPAN_LIT("Date")) ||
+      hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Length")) ||
+      hr_span_eq_nocase(name, HR_SPAN_LIT("Transfer-Encoding")) ||
+      hr_span_eq_nocase(name, HR_SPAN_LIT("Connection")))
+    return HR_EINVAL;
+  rc = hr__registry_lookup(registry_of(res->conn), type, &l);
+  if (rc == HR_EINVAL) return rc;
+  if (rc == 0 && l.delegate->format == NULL) return HR_ENODELEGATE;
+  if (rc == HR_ENODELEGATE && l.to_text == NULL) return HR_ENODELEGATE;
+  /* Format straight into the buffer: a guess first, then the exact size. */
+  len = 64;
+  start = res->fields_len;
+  for (tries = 0; tries < 2; tries++) {
+    size_t cap;
+    char *p;
+    if ((rc = fields_room(res, head + len + 2)) != 0) return rc;
+    p = res->fields + start;
+    memcpy(p, name.ptr, name.len);
+    p[name.len] = ':';
+    p[name.len + 1] = ' ';
+    cap = res->fields_cap - start - head - 2;
+    rc = l.delegate != NULL
+             ? l.delegate->format(value, p + head, cap, &len, l.delegate->udata)
+             : l.to_text(value, p + head, cap, &len);
+    if (rc != HR_ENOSPC) break;
+  }
+  if (rc != 0) return rc == HR_ENOSPC ? HR_EINVAL : rc;
+  for (i = 0; i < len; i++) {
+    char ch = res->fields[start + head + i];
+    if (ch == '\r' || ch == '\n' || ch == '\0') return HR_EINVAL; /* bad delegate */
+  }
+  res->fields[start + head + len] = '\r';
+  res->fields[start + head + len + 1] = '\n';
+  res->fields_len = start + head + len + 2;
+  return 0;
+}
+
+/* Types whose field lines may be combined into one comma list (RFC 9110
+ * §5.3); Cookie lines are joined with "; " (RFC 6265 §5.4). */
+static const char *list_separator(hr_type_id_t type) {
+  switch (type) {
+    case HR_TYPE_MEDIA_RANGES:
+    case HR_TYPE_ETAG_LIST:
+    case HR_TYPE_CACHE_CONTROL:
+    case HR_TYPE_LINK:
+      return ", ";
+    case HR_TYPE_COOKIES:
+      return "; ";
+    default:
+      return NULL;
+  }
+}
+
+int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
+                     void *value) {
+  hr_lookup_t l;
+  size_t cursor = 0, lines = 0, total = 0, i;
+  hr_span_t v, first = {NULL, 0};
+  const char *sep;
+  char *joined, *w;
+  int rc = hr__registry_lookup(registry_of(req->conn), type, &l);
+  if (rc != 0) return rc;
+  if (l.delegate->parse == NULL) return HR_ENODELEGATE;
+  while (hr_request_field(req, name, &cursor, &v) == 0) {
+    if (lines++ == 0) first = v;
+    total += v.len + 2;
+  }
+  if (lines == 0) return HR_ENOTFOUND;
+  if (lines == 1) return l.delegate->parse(first, value, l.delegate->udata);
+  sep = list_separator(type);
+  if (sep == NULL) return HR_EPARSE; /* one value, several lines */
+  /* Joined in the request's arena: lives as long as the request. */
+  joined = hr__arena_alloc(&req->conn->arena, total);
+  if (joined == NULL) return HR_ENOMEM;
+  w = joined;
+  cursor = 0;
+  for (i = 0; hr_request_field(req, name, &cursor, &v) == 0; i++) {
+    if (i) {
+      memcpy(w, sep, 2);
+      w += 2;
+    }
+    memcpy(w, v.ptr, v.len);
+    w += v.len;
+  }
+  v.ptr = joined;
+  v.len = (size_t)(w - joined);
+  return l.delegate->parse(v, value, l.delegate->udata);
+}
+
+/* Weak comparison (RFC 9110 §8.8.3.2): same opaque tag, either may be weak. */
+static int etag_weak_eq(const hr_etag_t *a, const hr_etag_t *b) {
+  return hr_span_eq(a->tag, b->tag);
+}
+
+int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
+                             const hr_etag_t *etag, int64_t last_modified) {
+  hr_etag_list_t inm;
+  hr_date_t ims;
+  int get_or_head = hr_span_eq(req->method, HR_SPAN_LIT("GET")) ||
+                    hr_span_eq(req->method, HR_SPAN_LIT("HEAD"));
+  int status = 0, rc;
+  size_t i;
+  rc = hr_request_typed(req, HR_SPAN_LIT("If-None-Match"), HR_TYPE_ETAG_LIST, &inm);
+  if (rc == 0) {
+    /* §13.1.2: If-None-Match takes precedence over If-Modified-Since. */
+    int match = inm.any && (etag != NULL || last_modified >= 0);
+    for (i = 0; !match && etag != NULL && i < inm.n; i++)
+      match = etag_weak_eq(&inm.tags[i], etag);
+    if (match) status = get_or_head ? 304 : 412;
+  } else if (rc != HR_ENOTFOUND && rc != HR_EPARSE) {
+    return rc;
+  } else if (rc == HR_ENOTFOUND && get_or_head && last_modified >= 0 &&
+             hr_request_typed(req, HR_SPAN_LIT("If-Modified-Since"), HR_TYPE_DATE,
+                              &ims) == 0 &&
+             last_modified <= ims.seconds) {
+    status = 304; /* §13.1.3: not modified since */
+  }
+  if (status == 0) return 0;
+  if (status == 304) {
+    hr_date_t lm;
+    lm.seconds = last_modified;
+    /* §15.4.5: a 304 carries the validators the 200 would have. */
+    if (etag != NULL &&
+        (rc = hr_response_add_typed(res, HR_SPAN_LIT("ETag"), HR_TYPE_ETAG, etag)) != 0)
+      return rc;
+    if (last_modified >= 0 &&
+        (rc = hr_response_add_typed(res, HR_SPAN_LIT("Last-Modified"), HR_TYPE_DATE,
+                                    &lm)) != 0)
+      return rc;
+  }
+  rc = hr_response_send(res, status, NULL, 0);
+  return rc == 0 ? 1 : rc;
+}

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Middleware (hr_router_use, hr_group_use) over loopback.  Every
+ * before-middleware appends its name to a trace kept per loop thread (a
+ * request's befores and its handler run back to back on one thread), the
+ * handler appends "h" and answers with the trace, so the body shows what
+ * ran and in which order; after-middleware append "name:status," to a log
+ * the test reads.  Covered: order (router-level in registration order, then
+ * the group's; afters reversed), prefix and host scoping, early answers
+ * (synchronous and later), fields added by a before, status 0 for a lost
+ * exchange, and middleware added while the server runs.
+ *
+ * ctest-labels: tsan
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "held.h"
+
+static __thread char trace[256];
+static __thread size_t trace_len;
+
+static void trace_add(const char *s) {
+  int n = snprintf(trace + trace_len, sizeof trace - trace_len, "%s%s",
+                   trace_len ? "," : "", s);
+  if (n > 0) trace_len += (size_t)n;
+  if (trace_len >= sizeof trace) trace_len = sizeof trace - 1;
+}
+
+/* Sends the trace (and starts a new one for the next request). */
+static int trace_send(hr_response_t *res, int status) {
+  int rc = hr_response_send(res, status, trace, trace_len);
+  trace_len = 0;
+  return rc;
+}
+
+static hr_next_t mw_b(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)res;
+  trace_add(udata);
+  return HR_NEXT;
+}
+
+static struct {
+  pthread_mutex_t mu;
+  char text[512];
+  ev_t ev; /* once per after call */
+} alog; /* mu initialised in main, ev per test */
+
+static void mw_a(hr_request_t *req, int status, void *udata) {
+  size_t n;
+  (void)req;
+  pthread_mutex_lock(&alog.mu);
+  n = strlen(alog.text);
+  snprintf(alog.text + n, sizeof alog.text - n, "%s:%d,", (const char *)udata, status);
+  pthread_mutex_unlock(&alog.mu);
+  ev_signal(&alog.ev);
+}
+
+static void h_trace(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  ta_count();
+  trace_add("h");
+  trace_send(res, 200);
+}
+
+static void use(fx_t *fx, const char *host, const char *prefix, const char *name) {
+  int rc = hr_router_use(fx->router, host, prefix, mw_b, mw_a, (void *)name);
+  if (rc != 0) fail_msg("hr_router_use %s: %s", name, hr_err_name(rc));
+}
+
+static void alog_reset(void) {
+  pthread_mutex_lock(&alog.mu);
+  alog.text[0] = '\0';
+  pthread_mutex_unlock(&alog.mu);
+  ev_init(&alog.ev);
+}
+
+/* Waits for `n` more after calls (since the last check) and compares the
+ * log, then clears it. */
+static unsigned long alog_seen;
+static void expect_afters(unsigned long n, const char *want) {
+  alog_seen += n;
+  assert_true(ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&alog.mu);
+  if (strcmp(alog.text, want) != 0) {
+    char got[512];
+    snprintf(got, sizeof got, "%s", alog.text);
+    pthread_mutex_unlock(&alog.mu);
+    fail_msg("after-middleware ran \"%s\", want \"%s\"", got, want);
+  }
+  alog.text[0] = '\0';
+  pthread_mutex_unlock(&alog.mu);
+}
+
+static int mw_setup(void **state) {
+  alog_reset();
+  alog_seen = 0;
+  held_init(&held_default);
+  return fx_setup(state);
+}
+
+static int mw_teardown(void **state) {
+  int rc;
+  held_release(&held_default);
+  rc = fx_teardown(state);
+  ev_destroy(&alog.ev);
+  held_destroy(&held_default);
+  return rc;
+}
+
+/* GET `target` with Host `host`; expects 200 with body `trace`. */
+static void expect_trace(rc_t *c, const char *host, const char *target, const char *want) {
+  char req[256];
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, host);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_response(c, "HTTP/1.1 200 OK", want, NULL);
+}
+
+/* ---- order ------------------------------------------------------------------ */
+
+static void test_order(void **state) {
+  fx_t *fx = *state;
+  hr_group_t *g;
+  rc_t *c;
+  assert_int_equal(hr_router_group(fx->router, NULL, "/api", &g), 0);
+  assert_int_equal(hr_group_add(g, "GET", "/x", h_trace, NULL, NULL), 0);
+  fx_route(fx, "GET", "/api/y", h_trace, NULL); /* same prefix, not the group */
+  fx_route(fx, "GET", "/z", h_trace, NULL);
+  use(fx, NULL, NULL, "A");
+  assert_int_equal(hr_group_use(g, mw_b, mw_a, "G1"), 0);
+  use(fx, NULL, "/api", "B");
+  assert_int_equal(hr_group_use(g, mw_b, mw_a, "G2"), 0);
+  use(fx, NULL, NULL, "C");
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  /* router-level in registration order, then the group's; afters reversed */
+  expect_trace(c, "a", "/api/x", "A,B,C,G1,G2,h");
+  expect_afters(5, "G2:200,G1:200,C:200,B:200,A:200,");
+  expect_trace(c, "a", "/api/y", "A,B,C,h");
+  expect_afters(3, "C:200,B:200,A:200,");
+  expect_trace(c, "a", "/z", "A,C,h");
+  expect_afters(2, "C:200,A:200,");
+  /* a before-only and an after-only registration */
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, mw_b, NULL, "Bonly"), 0);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_a, "Aonly"), 0);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, NULL, "none"), HR_EINVAL);
+  expect_trace(c, "a", "/z", "A,C,Bonly,h");
+  expect_afters(3, "Aonly:200,C:200,A:200,");
+  assert_int_equal(ta_calls(), 4);
+}
+
+/* ---- scoping ---------------------------------------------------------------- */
+
+static void test_prefix_scope(void **state) {
+  fx_t *fx = *state;
+  static const char *const paths[] = {"/api", "/api/x", "/api/x/y", "/api/:id/z",
+                                      "/apix", "/ap", "/", "/other/api"};
+  hr_group_t *g;
+  rc_t *c;
+  size_t i;
+  for (i = 0; i < sizeof paths / sizeof paths[0]; i++)
+    fx_route(fx, "GET", paths[i], h_trace, NULL);
+  assert_int_equal(hr_router_group(fx->router, NULL, "/api/v1", &g), 0);
+  assert_int_equal(hr_group_add(g, "GET", "/q", h_trace, NULL, NULL), 0);
+  use(fx, NULL, "/api", "P");
+  use(fx, NULL, "/", "R"); /* "/" covers everything, like "" */
+  assert_int_equal(hr_router_use(fx->router, NULL, "/api/", mw_b, mw_a, "X"), HR_EINVAL);
+  assert_int_equal(hr_router_use(fx->router, NULL, "api", mw_b, mw_a, "X"), HR_EINVAL);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  expect_trace(c, "a", "/api", "P,R,h");
+  expect_trace(c, "a", "/api/x", "P,R,h");
+  expect_trace(c, "a", "/api/x/y", "P,R,h");
+  expect_trace(c, "a", "/api/7/z", "P,R,h");
+  expect_trace(c, "a", "/api/v1/q", "P,R,h");
+  expect_trace(c, "a", "/apix", "R,h");
+  expect_trace(c, "a", "/ap", "R,h");
+  expect_trace(c, "a", "/", "R,h");
+  expect_trace(c, "a", "/other/api", "R,h");
+  expect_afters(14, "R:200,P:200,R:200,P:200,R:200,P:200,R:200,P:200,R:200,P:200,"
+                    "R:200,R:200,R:200,R:200,");
+}
+
+static void test_host_scope(void **state) {
+  fx_t *fx = *state;
+  hr_group_t *g;
+  rc_t *c;
+  assert_int_equal(hr_router_group(fx->router, "a.example", NULL, &g), 0);
+  assert_int_equal(hr_group_add(g, "GET", "/h", h_trace, NULL, NULL), 0);
+  assert_int_equal(hr_group_add(g, "GET", "/k", h_trace, NULL, NULL), 0);
+  fx_route(fx, "GET", "/h", h_trace, NULL);
+  use(fx, "a.example", NULL, "H");
+  use(fx, NULL, NULL, "ALL");
+  use(fx, "A.Example", "/h", "U"); /* host names compare without case */
+  use(fx, "b.example", NULL, "NONE"); /* b.example has no table of its own */
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  expect_trace(c, "a.example", "/h", "H,ALL,U,h");
+  expect_trace(c, "A.EXAMPLE:8080", "/h", "H,ALL,U,h");
+  expect_trace(c, "a.example", "/k", "H,ALL,h");
+  expect_trace(c, "b.example", "/h", "ALL,h");
+  expect_trace(c, "other", "/h", "ALL,h");
+  expect_afters(10, "U:200,ALL:200,H:200,U:200,ALL:200,H:200,ALL:200,H:200,"
+                    "ALL:200,ALL:200,");
+}
+
+/* ---- early answers ------------------------------------------------------------ */
+
+/* Answers 401 itself for "?deny", and 403 later (held) for "?later". */
+static hr_next_t mw_deny(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t q = hr_request_query(req);
+  trace_add(udata);
+  if (hr_span_eq(q, HR_SPAN_LIT("deny"))) {
+    trace_send(res, 401);
+    return HR_ANSWERED;
+  }
+  if (hr_span_eq(q, HR_SPAN_LIT("later"))) {
+    trace_len = 0;
+    held_take(&held_default, res);
+    return HR_ANSWERED;
+  }
+  return HR_NEXT;
+}
+
+static void test_early_answer(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx_route(fx, "GET", "/p", h_trace, NULL);
+  use(fx, NULL, NULL, "A");
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, mw_deny, mw_a, "D"), 0);
+  use(fx, NULL, NULL, "Z");
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  expect_trace(c, "a", "/p", "A,D,Z,h");
+  expect_afters(3, "Z:200,D:200,A:200,");
+  assert_int_equal(rc_send_str(c, "GET /p?deny HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "A,D", NULL);
+  /* no handler, no later before; every after sees the status sent */
+  expect_afters(3, "Z:401,D:401,A:401,");
+  assert_int_equal(rc_send_str(c, "GET /p?later HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_int_equal(held_complete(&held_default, 1, 403, "later"), 0);
+  expect_response(c, "HTTP/1.1 403 Forbidden", "later", NULL);
+  expect_afters(3, "Z:403,D:403,A:403,");
+  /* the connection goes on */
+  expect_trace(c, "a", "/p", "A,D,Z,h");
+  expect_afters(3, "Z:200,D:200,A:200,");
+  assert_int_equal(ta_calls(), 2);
+}
+
+/* ---- fields, lost exchanges, changes while serving --------------------------- */
+
+static hr_next_t mw_field(hr_request_t *req, hr_response_t *res, void *udata) {
+  int rc = hr_response_add_field(res, HR_SPAN_LIT("X-Before"), HR_SPAN_LIT("b1"));
+  (void)req;
+  if (rc == 0)
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Content-Length"), HR_SPAN_LIT("1"));
+  trace_add(rc == HR_EINVAL ? udata : "wrong rc");
+  return HR_NEXT;
+}
+
+static void h_field(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_response_add_field(res, HR_SPAN_LIT("X-Handler"), HR_SPAN_LIT("h1"));
+  h_trace(req, res, udata);
+}
+
+static void test_before_adds_field(void **state) {
+  fx_t *fx = *state;
+  hr_field_t f = {HR_SPAN_LIT("X-Route"), HR_SPAN_LIT("r1")};
+  hr_route_options_t o;
+  rc_response_t r;
+  rc_t *c;
+  hr_route_options_init(&o);
+  o.fields = &f;
+  o.nfields = 1;
+  fx_route_opts(fx, "GET", "/f", h_field, NULL, &o);
+  fx_route(fx, "GET", "/g", h_trace, NULL);
+  assert_int_equal(hr_router_use(fx->router, NULL, "/f", mw_field, NULL, "F"), 0);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /f HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "F,h", &r);
+  expect_field(&r, "X-Route", "r1", 0);
+  expect_field(&r, "X-Before", "b1", 0);
+  expect_field(&r, "X-Handler", "h1", 0);
+  expect_field(&r, "Content-Length", "3", 0);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /g HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "h", &r);
+  expect_no_field(&r, "X-Before");
+  rc_response_free(&r);
+}
+
+static void test_after_lost_exchange(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx_route(fx, "GET", "/hold", held_handler, "held");
+  fx_route(fx, "GET", "/p", h_trace, NULL);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_a, "A"), 0);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /hold HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&held_default.ev_held, 1, RC_TIMEOUT_MS));
+  fx_drop(fx, c);
+  assert_true(ev_wait(&held_default.ev_aborted, 1, RC_TIMEOUT_MS));
+  assert_int_equal(held_complete(&held_default, 1, 200, NULL), HR_ECLOSED);
+  expect_afters(1, "A:0,");
+  c = fx_connect(fx);
+  expect_trace(c, "a", "/p", "h");
+  expect_afters(1, "A:200,");
+}
+
+static void test_added_while_serving(void **state) {
+  fx_t *fx = *state;
+  rc_t *c, *c2;
+  fx_route(fx, "GET", "/p", h_trace, NULL);
+  fx_route(fx, "GET", "/hold", held_handler, "held");
+  fx_start(fx, 2);
+  c = fx_connect(fx);
+  c2 = fx_connect(fx);
+  expect_trace(c, "a", "/p", "h");
+  /* in flight while the middleware is added: it keeps its own chain */
+  assert_int_equal(rc_send_str(c2, "GET /hold HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&held_default.ev_held, 1, RC_TIMEOUT_MS));
+  use(fx, NULL, NULL, "L");
+  expect_trace(c, "a", "/p", "L,h"); /* same keep-alive connection */
+  expect_afters(1, "L:200,");
+  assert_int_equal(held_complete(&held_default, 1, 200, NULL), 0);
+  expect_response(c2, "HTTP/1.1 200 OK", "held", NULL);
+  use(fx, NULL, "/p", "M");
+  expect_trace(c2, "a", "/p", "L,M,h");
+  /* the held exchange ran no after; these are the last request's */
+  expect_afters(2, "M:200,L:200,");
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, mw_setup, mw_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_order),
+      T(test_prefix_scope),
+      T(test_host_scope),
+      T(test_early_answer),
+      T(test_before_adds_field),
+      T(test_after_lost_exchange),
+      T(test_added_while_serving),
+  };
+  pthread_mutex_init(&alog.mu, NULL);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
