@@ -21,8 +21,9 @@
  * the target "*" is only valid for OPTIONS (else 400):
  *   1. The path is the request target up to '?' (absolute-form targets route
  *      by their path).  Percent-encoded octets are decoded before matching,
- *      except %2F, %3F and %23, which stay opaque inside their segment.  A
- *      malformed escape or %00 gives 400.
+ *      except %2F, %3F, %23 and %25, which stay opaque inside their segment
+ *      (a literal '%' in a pattern cannot be matched).  A malformed escape
+ *      or %00 gives 400, before any redirect.
  *   2. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
  *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
  *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
@@ -373,7 +374,8 @@ typedef struct hr_match_s {
  * Makes no allocation.  Parameter values and `location` point into `target`
  * or `buf`.  Returns 0 with out->status set, HR_ENOSPC when `buf` is too
  * small for this target (nothing else in *out is meaningful), or HR_EINVAL
- * (NULL arguments).  Any thread.
+ * (NULL arguments).  Any thread; inside hr_router_read_lock() when routes
+ * may change concurrently.
  */
 HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
                               hr_span_t host, hr_span_t target, char *buf,
@@ -382,11 +384,13 @@ HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
 /*
  * Read-side critical section (RCU).  A route table, and the routes it holds,
  * stay valid until every reader that could have loaded it has left its
- * critical section.  hr_router_match() takes one internally; wrap the match
- * and every use of its result (`route`, `allow`, parameter names) in
- * hr_router_read_lock() / hr_router_read_unlock() when other threads may
- * remove or replace routes meanwhile.  Sections nest; they must not block
- * for long (replaced tables wait for them).  Any thread; no registration.
+ * critical section.  When other threads may add, replace or remove routes
+ * while you match, call hr_router_match() and use its result (`route`,
+ * `allow`, parameter names) between hr_router_read_lock() and
+ * hr_router_read_unlock(); one section may cover many lookups (the server
+ * takes one per batch of requests).  Without concurrent changes no section
+ * is needed.  Sections nest; they must not block for long (replaced tables
+ * wait for them).  Any thread; no registration.
  */
 HR_EXTERN void hr_router_read_lock(void);
 HR_EXTERN void hr_router_read_unlock(void);

@@ -98,8 +98,10 @@ int hr__path_decode(hr_span_t in, char *out, size_t *outlen) {
     w += pct - p;
     v = escape_at(pct, end);
     if (v <= 0) return -1; /* malformed, or %00 */
-    if (v == '/' || v == '?' || v == '#') {
-      memcpy(w, pct, 3); /* opaque: stays inside its segment */
+    if (v == '/' || v == '?' || v == '#' || v == '%') {
+      /* Opaque: stays inside its segment; and "%25" stays encoded so that
+       * the parameter decoding after the match decodes it exactly once. */
+      memcpy(w, pct, 3);
       w += 3;
     } else {
       *w++ = (char)v;
@@ -108,6 +110,15 @@ int hr__path_decode(hr_span_t in, char *out, size_t *outlen) {
   }
   *outlen = (size_t)(w - out);
   return 0;
+}
+
+int hr__path_escapes_ok(hr_span_t in) {
+  const char *p = in.ptr, *end = in.ptr + in.len;
+  while ((p = memchr(p, '%', (size_t)(end - p))) != NULL) {
+    if (escape_at(p, end) <= 0) return 0;
+    p += 3;
+  }
+  return 1;
 }
 
 int hr__param_decode(hr_span_t in, char *out, size_t *outlen) {

@@ -18,9 +18,12 @@
 int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
                      hr_span_t *authority);
 
-/* Decodes %XX escapes except %2F %3F %23, which are copied as they are.
- * Returns 0, or -1 for a malformed escape or %00. */
+/* Decodes %XX escapes except %2F %3F %23 %25, which are copied as they
+ * are.  Returns 0, or -1 for a malformed escape or %00. */
 int hr__path_decode(hr_span_t in, char *out, size_t *outlen);
+
+/* 1 when every '%' starts a valid escape other than %00, else 0. */
+int hr__path_escapes_ok(hr_span_t in);
 
 /* Decodes every %XX escape.  Returns 0, or -1 as above. */
 int hr__param_decode(hr_span_t in, char *out, size_t *outlen);

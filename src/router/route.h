@@ -189,16 +189,18 @@ typedef struct hr__leaf_s {
 } hr__leaf_t;
 
 typedef struct hr__node_s hr__node_t;
+#define HR__INDEX_MIN 6 /* static children from which a node gets an index */
 struct hr__node_s {
   const char *prefix;
   uint32_t plen;
   uint32_t nstatic;
   const unsigned char *first; /* first byte of each static child */
+  const unsigned char *index; /* nstatic >= HR__INDEX_MIN: byte -> child + 1 */
   hr__node_t **statics;
   hr__node_t *param;          /* one segment */
   hr__node_t *catchall;       /* the rest; a leaf */
-  hr_span_t name;             /* for param and catch-all nodes */
   const hr__leaf_t *leaf;     /* routes ending here */
+  hr_span_t name;             /* for param and catch-all nodes (cold) */
 };
 
 typedef struct hr__host_s {
@@ -219,6 +221,7 @@ typedef struct hr__table_s {
   size_t bytes;
   hr_route_t **invokers;
   size_t ninvokers;
+  struct hr__table_s *retired_next; /* writer side: waiting for reclamation */
 } hr__table_t;
 
 /* Builds a table from `routes` (tree.c), taking a reference on each.
@@ -269,6 +272,9 @@ struct hr_router_s {
   hr__mwreg_t **mws_tail;
   uint64_t loops_used;           /* bitmap of per-loop slot numbers in use */
   hr__registry_t registry;       /* value types and header delegates */
+  hr__table_t *retired;          /* writer side: replaced, not yet freed */
+  size_t nretired;
+  int used_call_rcu;             /* some table went to call_rcu */
 };
 
 /* A per-loop slot number for a worker loop, or -1 when all are taken. */

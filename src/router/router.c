@@ -9,9 +9,12 @@
  * `router->table`; readers load it with acquire, so every byte of the table
  * and of the routes it references is visible before the pointer is.  Nothing
  * reachable from a published table is written again, except the invokers'
- * atomics (see route.h).  A replaced table is reclaimed with call_rcu after
- * a grace period: every reader that loaded it has left its read-side
- * critical section by then.  The table holds a reference on each invoker;
+ * atomics (see route.h).  A replaced table is reclaimed after a grace
+ * period, when every reader that loaded it has left its read-side critical
+ * section: replaced tables wait on a router-private list, and every
+ * HR__RETIRE_BATCH of them one synchronize_rcu() frees the lot (a writer
+ * that is itself inside a read-side section cannot wait, and hands them to
+ * call_rcu instead).  The table holds a reference on each invoker;
  * requests that outlive their critical section take their own.
  */
 #include <string.h>
@@ -23,6 +26,11 @@
 #ifdef HR__TSAN
 char hr__rcu_tsan_edge;
 #endif
+
+/* Replaced tables kept before one grace period frees them together. */
+#define HR__RETIRE_BATCH 16
+
+static void reclaim_retired(hr_router_t *r);
 
 void hr_route_options_init(hr_route_options_t *opts) {
   memset(opts, 0, sizeof(*opts));
@@ -85,8 +93,10 @@ void hr_router_free(hr_router_t *r) {
   hr__mwreg_t *mw;
   hr__mem_t mem;
   if (r == NULL) return;
-  /* Wait for the reclamation of replaced tables already queued. */
-  urcu_bp_barrier();
+  reclaim_retired(r);
+  /* Wait for tables handed to call_rcu, if any (liburcu's call_rcu thread
+   * works in 10 ms batches, which is why it is not the usual path). */
+  if (r->used_call_rcu) urcu_bp_barrier();
   hr__table_free(atomic_load_explicit(&r->table, memory_order_relaxed));
   hr__mem_free(&r->mem, r->routes);
   while ((g = r->groups) != NULL) {
@@ -133,6 +143,31 @@ static void reclaim(struct rcu_head *head) {
   hr__table_free(t);
 }
 
+/* Frees the replaced tables after a grace period (writer side: the lock is
+ * held, or the router is being freed). */
+static void reclaim_retired(hr_router_t *r) {
+  hr__table_t *t = r->retired, *next;
+  if (t == NULL) return;
+  r->retired = NULL;
+  r->nretired = 0;
+  if (urcu_bp_read_ongoing()) {
+    /* Waiting for a grace period from inside a read-side section would
+     * wait for ourselves. */
+    for (; t != NULL; t = next) {
+      next = t->retired_next;
+      urcu_bp_call_rcu(&t->rcu, reclaim);
+    }
+    r->used_call_rcu = 1;
+    return;
+  }
+  urcu_bp_synchronize_rcu();
+  HR__GP_ACQUIRE(); /* the grace period: see util/rcu.h */
+  for (; t != NULL; t = next) {
+    next = t->retired_next;
+    hr__table_free(t);
+  }
+}
+
 /* Builds a table from `routes` and publishes it (lock held).  On success
  * the router's route array becomes `routes` (the old array is freed), the
  * invokers left out are marked retired, and the old table is reclaimed
@@ -162,7 +197,9 @@ static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
   r->routes = routes;
   r->nroutes = n;
   r->routes_cap = n;
-  urcu_bp_call_rcu(&old->rcu, reclaim);
+  old->retired_next = r->retired;
+  r->retired = old;
+  if (++r->nretired >= HR__RETIRE_BATCH) reclaim_retired(r);
   return 0;
 }
 
@@ -481,6 +518,84 @@ static int put_location(hr_match_t *out, char *buf, size_t buflen, size_t at,
   return 0;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Flags from scan(). */
+#define SCAN_PCT 1u     /* the path has a '%' */
+#define SCAN_UNCLEAN 2u /* a '/' is followed by '/', '.' or '%' */
+
+/* One pass over an origin-form target: returns the length of the path (up
+ * to '?' or '#') and sets *flags. */
+static inline size_t scan(const char *s, size_t n, unsigned *flags) {
+  size_t i = 0;
+  unsigned f = 0;
+  int prev_slash = 0;
+#if defined(__SSE2__)
+  if (n < 16) goto scalar; /* a padded copy would stall on store forwarding */
+  const __m128i sl = _mm_set1_epi8('/'), pc = _mm_set1_epi8('%'),
+                dt = _mm_set1_epi8('.'), qm = _mm_set1_epi8('?'),
+                hs = _mm_set1_epi8('#');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    unsigned ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl));
+    unsigned mp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, pc));
+    unsigned md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dt));
+    unsigned mq = (unsigned)_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(v, qm), _mm_cmpeq_epi8(v, hs)));
+    unsigned keep = 0xFFFFu, follow;
+    if (mq) keep = (1u << __builtin_ctz(mq)) - 1;
+    ms &= keep;
+    mp &= keep;
+    md &= keep;
+    follow = (ms | mp | md) & keep;
+    if (mp) f |= SCAN_PCT;
+    if ((ms & (follow >> 1)) || (prev_slash && (follow & 1))) f |= SCAN_UNCLEAN;
+    if (mq) {
+      *flags = f;
+      return i + (size_t)__builtin_ctz(mq);
+    }
+    prev_slash = (ms >> 15) & 1;
+  }
+  if (i < n) {
+    unsigned lo, live, ms, mp, md, mq, follow;
+    __m128i v;
+    /* The tail: the last 16 bytes (n >= 16 here), overlapping what is
+     * done. */
+    v = _mm_loadu_si128((const __m128i *)(const void *)(s + n - 16));
+    lo = (unsigned)(i - (n - 16));
+    live = 0xFFFFu & ~((1u << lo) - 1);
+    ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl)) & live;
+    mp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, pc)) & live;
+    md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dt)) & live;
+    mq = (unsigned)_mm_movemask_epi8(
+             _mm_or_si128(_mm_cmpeq_epi8(v, qm), _mm_cmpeq_epi8(v, hs))) & live;
+    if (mq) live &= (1u << __builtin_ctz(mq)) - 1;
+    ms &= live;
+    mp &= live;
+    md &= live;
+    follow = ms | mp | md;
+    if (mp) f |= SCAN_PCT;
+    if ((ms & (follow >> 1)) || (prev_slash && ((follow >> lo) & 1))) f |= SCAN_UNCLEAN;
+    *flags = f;
+    return mq ? n - 16 + (size_t)__builtin_ctz(mq) : n;
+  }
+  *flags = f;
+  return n;
+scalar:
+#endif
+  for (; i < n; i++) {
+    char c = s[i];
+    if (c == '?' || c == '#') break;
+    if (prev_slash && (c == '/' || c == '.' || c == '%')) f |= SCAN_UNCLEAN;
+    if (c == '%') f |= SCAN_PCT;
+    prev_slash = c == '/';
+  }
+  *flags = f;
+  return i;
+}
+
 static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
                       hr_span_t target, char *buf, size_t buflen,
                       hr_match_t *out) {
@@ -489,7 +604,7 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   const hr__leaf_t *leaf;
   hr_span_t path, query, mpath, authority;
   size_t used = 0, i, nparams = 0;
-  int mid, has_pct, ci;
+  int mid, has_pct, ci, maybe_unclean;
   if (r == NULL || out == NULL || (buf == NULL && buflen != 0)) return HR_EINVAL;
   memset(out, 0, offsetof(hr_match_t, params));
   out->allow.ptr = out->location.ptr = NULL;
@@ -497,11 +612,37 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   out->path.ptr = out->query.ptr = NULL;
   out->path.len = out->query.len = 0;
   out->status = 400;
-  if (hr__target_split(target, &path, &query, &authority) != 0) return 0;
-  /* RFC 9112 §3.2.2: an absolute-form target's authority wins over Host. */
-  if (authority.len) host = authority;
-  out->path = path;
-  out->query = query;
+  if (target.len > 0 && target.ptr[0] == '/') {
+    /* origin-form, the common case: one pass finds the end of the path and
+     * whether it needs decoding or may need cleaning. */
+    unsigned flags;
+    size_t plen = scan(target.ptr, target.len, &flags);
+    path.ptr = target.ptr;
+    path.len = plen;
+    query.ptr = NULL;
+    query.len = 0;
+    if (plen < target.len && target.ptr[plen] == '?') {
+      const char *hash = memchr(target.ptr + plen, '#', target.len - plen);
+      query.ptr = target.ptr + plen + 1;
+      query.len = (size_t)((hash ? hash : target.ptr + target.len) - query.ptr);
+    }
+    has_pct = (flags & SCAN_PCT) != 0;
+    maybe_unclean = (flags & SCAN_UNCLEAN) != 0;
+  } else {
+    hr_span_t p2, q2, a2;
+    if (hr__target_split(target, &p2, &q2, &a2) != 0) return 0;
+    path = p2;
+    query = q2;
+    authority = a2;
+    /* RFC 9112 §3.2.2: an absolute-form target's authority wins over Host. */
+    if (authority.len) host = authority;
+    has_pct = memchr(path.ptr, '%', path.len) != NULL;
+    maybe_unclean = 1;
+  }
+  out->path.ptr = path.ptr;
+  out->path.len = path.len;
+  out->query.ptr = query.ptr;
+  out->query.len = query.len;
   mid = hr__method_id(method);
   ci = r->opts.case_insensitive;
   /* Pairs with the release store in publish(). */
@@ -515,8 +656,10 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
     }
     return 0;
   }
-  has_pct = memchr(path.ptr, '%', path.len) != NULL;
-  if (!hr__path_is_clean(path)) {
+  /* Malformed escapes are refused before anything else, redirects included
+   * (a redirect would only carry them to the clean path). */
+  if (has_pct && !hr__path_escapes_ok(path)) return 0;
+  if (maybe_unclean && !hr__path_is_clean(path)) {
     size_t n;
     if (r->opts.unclean_path == HR_CLEAN_REJECT) return 0;
     if (buflen < path.len + 1) return HR_ENOSPC;
@@ -593,11 +736,9 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
 int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
                     hr_span_t target, char *buf, size_t buflen,
                     hr_match_t *out) {
-  int rc;
-  hr__rcu_read_lock();
-  rc = match_impl(r, method, host, target, buf, buflen, out);
-  hr__rcu_read_unlock();
-  return rc;
+  /* The caller's read-side section, if routes may change meanwhile (see
+   * router.h): taking one per lookup would cost more than the lookup. */
+  return match_impl(r, method, host, target, buf, buflen, out);
 }
 
 /* ---- introspection --------------------------------------------------------- */

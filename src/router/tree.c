@@ -272,7 +272,8 @@ static void *bump(bump_t *b, size_t n) {
 
 static size_t node_size(const bnode_t *n) {
   size_t s = ALIGN8(sizeof(hr__node_t)) + ALIGN8(n->prefix.len) +
-             ALIGN8(n->nkids) + ALIGN8(n->nkids * sizeof(hr__node_t *));
+             ALIGN8(n->nkids) + ALIGN8(n->nkids * sizeof(hr__node_t *)) +
+             (n->nkids >= HR__INDEX_MIN && n->nkids < 256 ? 256 : 0);
   size_t i;
   if (n->nroutes) {
     size_t next = count_ext(n->routes, n->nroutes);
@@ -339,6 +340,12 @@ static hr__node_t *freeze(bump_t *bp, const bnode_t *n, int *rc) {
   for (i = 0; i < n->nkids; i++) {
     first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
     f->statics[i] = freeze(bp, n->kids[i], rc);
+  }
+  if (n->nkids >= HR__INDEX_MIN && n->nkids < 256) {
+    unsigned char *ix = bump(bp, 256);
+    memset(ix, 0, 256);
+    for (i = 0; i < n->nkids; i++) ix[first[i]] = (unsigned char)(i + 1);
+    f->index = ix;
   }
   if (n->param) f->param = freeze(bp, n->param, rc);
   if (n->catchall) f->catchall = freeze(bp, n->catchall, rc);
@@ -472,10 +479,22 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
 
 /* ---- lookup ---------------------------------------------------------------- */
 
-static int prefix_eq(const char *p, const char *prefix, size_t n, int ci) {
-  size_t i;
-  if (!ci) return memcmp(p, prefix, n) == 0;
-  for (i = 0; i < n; i++) {
+/* Compares n bytes; the caller has matched byte 0 already (child dispatch
+ * by first byte), so it starts at 1. */
+static inline int prefix_eq(const char *p, const char *prefix, size_t n, int ci) {
+  size_t i = 1;
+  if (!ci) {
+    for (; i + 8 <= n; i += 8) {
+      uint64_t a, b;
+      memcpy(&a, p + i, 8);
+      memcpy(&b, prefix + i, 8);
+      if (a != b) return 0;
+    }
+    for (; i < n; i++)
+      if (p[i] != prefix[i]) return 0;
+    return 1;
+  }
+  for (; i < n; i++) {
     unsigned char c = (unsigned char)p[i];
     if (c >= 'A' && c <= 'Z') c |= 0x20;
     if (c != (unsigned char)prefix[i]) return 0;
@@ -483,49 +502,95 @@ static int prefix_eq(const char *p, const char *prefix, size_t n, int ci) {
   return 1;
 }
 
-static const hr__leaf_t *walk(const hr__node_t *n, const char *p, size_t len,
-                              size_t pos, int ci, hr_param_t *params,
-                              size_t np, size_t *np_out) {
-  size_t i;
-  if (len - pos < n->plen || !prefix_eq(p + pos, n->prefix, n->plen, ci))
-    return NULL;
-  pos += n->plen;
-  if (pos == len) {
-    if (n->leaf != NULL) *np_out = np;
-    return n->leaf;
+static inline const hr__node_t *static_child(const hr__node_t *n, unsigned char c) {
+  uint32_t i;
+  if (n->index != NULL) {
+    unsigned k = n->index[c];
+    return k ? n->statics[k - 1] : NULL;
   }
-  if (n->nstatic) {
-    unsigned char c = (unsigned char)p[pos];
-    if (ci && c >= 'A' && c <= 'Z') c |= 0x20;
-    for (i = 0; i < n->nstatic; i++) {
-      if (n->first[i] == c) {
-        const hr__leaf_t *l = walk(n->statics[i], p, len, pos, ci, params, np, np_out);
-        if (l != NULL) return l;
-        break;
-      }
-      if (n->first[i] > c) break;
+  for (i = 0; i < n->nstatic; i++)
+    if (n->first[i] == c) return n->statics[i];
+  return NULL;
+}
+
+/* The walk, written once and compiled twice (ci constant 0 or 1) so that
+ * the usual case-sensitive lookup carries no case-folding test. */
+static inline __attribute__((always_inline)) const hr__leaf_t *
+walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
+          hr_param_t *params, size_t np, size_t *np_out);
+
+static const hr__leaf_t *walk_cs(const hr__node_t *n, const char *p, size_t len,
+                                 size_t pos, hr_param_t *params, size_t np,
+                                 size_t *np_out) {
+  return walk_impl(n, p, len, pos, 0, params, np, np_out);
+}
+
+static const hr__leaf_t *walk_ci(const hr__node_t *n, const char *p, size_t len,
+                                 size_t pos, hr_param_t *params, size_t np,
+                                 size_t *np_out) {
+  return walk_impl(n, p, len, pos, 1, params, np, np_out);
+}
+
+static inline __attribute__((always_inline)) const hr__leaf_t *
+walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
+          hr_param_t *params, size_t np, size_t *np_out) {
+  for (;;) {
+    const hr__node_t *k = NULL;
+    size_t end;
+    if (n->plen) {
+      if (len - pos < n->plen || !prefix_eq(p + pos, n->prefix, n->plen, ci))
+        return NULL;
+      pos += n->plen;
     }
-  }
-  if (n->param != NULL && np < HR_MAX_PARAMS) {
-    const char *e = memchr(p + pos, '/', len - pos);
-    size_t end = e ? (size_t)(e - p) : len;
-    if (end > pos) {
-      const hr__leaf_t *l;
-      params[np].name = n->param->name;
-      params[np].value.ptr = p + pos;
-      params[np].value.len = end - pos;
-      l = walk(n->param, p, len, end, ci, params, np + 1, np_out);
+    if (pos == len) {
+      if (n->leaf != NULL) *np_out = np;
+      return n->leaf;
+    }
+    if (n->nstatic) {
+      unsigned char c = (unsigned char)p[pos];
+      if (ci && c >= 'A' && c <= 'Z') c |= 0x20;
+      k = static_child(n, c);
+    }
+    if (n->param == NULL && n->catchall == NULL) {
+      if (k == NULL) return NULL;
+      n = k; /* no alternative: no backtracking point */
+      continue;
+    }
+    if (k != NULL) {
+      const hr__leaf_t *l = ci ? walk_ci(k, p, len, pos, params, np, np_out)
+                               : walk_cs(k, p, len, pos, params, np, np_out);
       if (l != NULL) return l;
     }
+    if (np >= HR_MAX_PARAMS) return NULL;
+    if (n->param != NULL) {
+      for (end = pos; end < len && p[end] != '/'; end++)
+        ;
+      if (end > pos) {
+        params[np].name = n->param->name;
+        params[np].value.ptr = p + pos;
+        params[np].value.len = end - pos;
+        if (n->catchall == NULL) {
+          n = n->param;
+          pos = end;
+          np++;
+          continue;
+        } else {
+          const hr__leaf_t *l =
+              ci ? walk_ci(n->param, p, len, end, params, np + 1, np_out)
+                 : walk_cs(n->param, p, len, end, params, np + 1, np_out);
+          if (l != NULL) return l;
+        }
+      }
+    }
+    if (n->catchall != NULL) {
+      params[np].name = n->catchall->name;
+      params[np].value.ptr = p + pos;
+      params[np].value.len = len - pos;
+      *np_out = np + 1;
+      return n->catchall->leaf;
+    }
+    return NULL;
   }
-  if (n->catchall != NULL && np < HR_MAX_PARAMS) {
-    params[np].name = n->catchall->name;
-    params[np].value.ptr = p + pos;
-    params[np].value.len = len - pos;
-    *np_out = np + 1;
-    return n->catchall->leaf;
-  }
-  return NULL;
 }
 
 const hr__leaf_t *hr__tree_find(const hr__node_t *root, const char *path,
@@ -533,7 +598,8 @@ const hr__leaf_t *hr__tree_find(const hr__node_t *root, const char *path,
                                 size_t *nparams) {
   *nparams = 0;
   if (root == NULL) return NULL;
-  return walk(root, path, len, 0, ci, params, 0, nparams);
+  return ci ? walk_ci(root, path, len, 0, params, 0, nparams)
+            : walk_cs(root, path, len, 0, params, 0, nparams);
 }
 
 const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
