@@ -30,7 +30,8 @@ char hr__rcu_tsan_edge;
 /* Replaced tables kept before one grace period frees them together. */
 #define HR__RETIRE_BATCH 16
 
-static void reclaim_retired(hr_router_t *r);
+static void reclaim_list(hr__table_t *t);
+static hr__table_t *take_batch(hr_router_t *r, int all);
 
 void hr_route_options_init(hr_route_options_t *opts) {
   memset(opts, 0, sizeof(*opts));
@@ -93,7 +94,7 @@ void hr_router_free(hr_router_t *r) {
   hr__mwreg_t *mw;
   hr__mem_t mem;
   if (r == NULL) return;
-  reclaim_retired(r);
+  reclaim_list(take_batch(r, 1));
   /* Wait for tables handed to call_rcu, if any (liburcu's call_rcu thread
    * works in 10 ms batches, which is why it is not the usual path). */
   if (r->used_call_rcu) urcu_bp_barrier();
@@ -143,21 +144,19 @@ static void reclaim(struct rcu_head *head) {
   hr__table_free(t);
 }
 
-/* Frees the replaced tables after a grace period (writer side: the lock is
- * held, or the router is being freed). */
-static void reclaim_retired(hr_router_t *r) {
-  hr__table_t *t = r->retired, *next;
+/* Frees a list of replaced tables after a grace period.  Called without
+ * the router lock: waiting for readers while holding it would deadlock with
+ * a reader (a handler) that registers a route. */
+static void reclaim_list(hr__table_t *t) {
+  hr__table_t *next;
   if (t == NULL) return;
-  r->retired = NULL;
-  r->nretired = 0;
   if (urcu_bp_read_ongoing()) {
     /* Waiting for a grace period from inside a read-side section would
-     * wait for ourselves. */
+     * wait for ourselves: let call_rcu free them later. */
     for (; t != NULL; t = next) {
       next = t->retired_next;
       urcu_bp_call_rcu(&t->rcu, reclaim);
     }
-    r->used_call_rcu = 1;
     return;
   }
   urcu_bp_synchronize_rcu();
@@ -166,6 +165,23 @@ static void reclaim_retired(hr_router_t *r) {
     next = t->retired_next;
     hr__table_free(t);
   }
+}
+
+/* Detaches the retired list when a batch is due (lock held). */
+static hr__table_t *take_batch(hr_router_t *r, int all) {
+  hr__table_t *t = r->retired;
+  if (t == NULL || (!all && r->nretired < HR__RETIRE_BATCH)) return NULL;
+  if (urcu_bp_read_ongoing()) r->used_call_rcu = 1; /* see hr_router_free */
+  r->retired = NULL;
+  r->nretired = 0;
+  return t;
+}
+
+/* Unlocks the router, then frees a due batch of replaced tables. */
+static void unlock_and_reclaim(hr_router_t *r) {
+  hr__table_t *batch = take_batch(r, 0);
+  pthread_mutex_unlock(&r->lock);
+  reclaim_list(batch);
 }
 
 /* Builds a table from `routes` and publishes it (lock held).  On success
@@ -199,7 +215,7 @@ static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
   r->routes_cap = n;
   old->retired_next = r->retired;
   r->retired = old;
-  if (++r->nretired >= HR__RETIRE_BATCH) reclaim_retired(r);
+  r->nretired++; /* freed in batches by unlock_and_reclaim() */
   return 0;
 }
 
@@ -348,7 +364,7 @@ int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
     hr__mem_free(&r->mem, routes);
     goto fail;
   }
-  pthread_mutex_unlock(&r->lock);
+  unlock_and_reclaim(r);
   return 0;
 fail:
   pthread_mutex_unlock(&r->lock);
@@ -392,7 +408,7 @@ int hr_group_remove(hr_group_t *g, const char *methods, const char *pattern) {
          (r->nroutes - (size_t)same - 1) * sizeof(*routes));
   rc = publish(r, routes, r->nroutes - 1, NULL);
   if (rc != 0) hr__mem_free(&r->mem, routes);
-  pthread_mutex_unlock(&r->lock);
+  unlock_and_reclaim(r);
   return rc;
 }
 
@@ -457,7 +473,7 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
     hr__mem_free(&r->mem, routes);
     hr__mem_free(&r->mem, reg);
   }
-  pthread_mutex_unlock(&r->lock);
+  unlock_and_reclaim(r);
   return rc;
 }
 
