@@ -98,10 +98,14 @@ static int etag_eq(const hr_etag_t *a, const hr_etag_t *b) {
 static int value_eq(int k, const value_t *a, const value_t *b) {
   size_t i;
   switch (k) {
-    case K_INT64: return a->i64 == b->i64;
-    case K_UINT64: return a->u64 == b->u64;
-    case K_DATE: return a->date.seconds == b->date.seconds;
-    case K_MEDIA_TYPE: return mt_eq(&a->mt, &b->mt);
+    case K_INT64:
+      return a->i64 == b->i64;
+    case K_UINT64:
+      return a->u64 == b->u64;
+    case K_DATE:
+      return a->date.seconds == b->date.seconds;
+    case K_MEDIA_TYPE:
+      return mt_eq(&a->mt, &b->mt);
     case K_MEDIA_RANGES:
       if (a->mr.n != b->mr.n) return 0;
       for (i = 0; i < a->mr.n; i++)
@@ -109,7 +113,8 @@ static int value_eq(int k, const value_t *a, const value_t *b) {
             !mt_eq(&a->mr.ranges[i].media, &b->mr.ranges[i].media))
           return 0;
       return 1;
-    case K_ETAG: return etag_eq(&a->etag, &b->etag);
+    case K_ETAG:
+      return etag_eq(&a->etag, &b->etag);
     case K_ETAG_LIST:
       if (a->el.any != b->el.any || a->el.n != b->el.n) return 0;
       for (i = 0; i < a->el.n; i++)
@@ -242,10 +247,13 @@ static const canon_t canon_cases[] = {
     {K_DATE, "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 GMT"},
     {K_DATE, "Sun Nov 06 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 GMT"},
     {K_DATE, "Thu, 01 Jan 1970 00:00:00 GMT", "Thu, 01 Jan 1970 00:00:00 GMT"},
-    {K_DATE, "Thursday, 01-Jan-70 00:00:00 GMT", "Thu, 01 Jan 1970 00:00:00 GMT"},
+    {K_DATE, "Thursday, 01-Jan-70 00:00:00 GMT",
+     "Thu, 01 Jan 1970 00:00:00 GMT"},
     {K_DATE, "Friday, 31-Dec-99 23:59:59 GMT", "Fri, 31 Dec 1999 23:59:59 GMT"},
-    {K_DATE, "Saturday, 01-Jan-00 00:00:00 GMT", "Sat, 01 Jan 2000 00:00:00 GMT"},
-    {K_DATE, "Tuesday, 31-Dec-69 23:59:59 GMT", "Tue, 31 Dec 2069 23:59:59 GMT"},
+    {K_DATE, "Saturday, 01-Jan-00 00:00:00 GMT",
+     "Sat, 01 Jan 2000 00:00:00 GMT"},
+    {K_DATE, "Tuesday, 31-Dec-69 23:59:59 GMT",
+     "Tue, 31 Dec 2069 23:59:59 GMT"},
     {K_DATE, "Tue, 29 Feb 2000 12:00:00 GMT", "Tue, 29 Feb 2000 12:00:00 GMT"},
     {K_DATE, "Sat, 31 Dec 2016 23:59:60 GMT", "Sun, 01 Jan 2017 00:00:00 GMT"},
     {K_DATE, "Fri, 31 Dec 9999 23:59:59 GMT", "Fri, 31 Dec 9999 23:59:59 GMT"},
@@ -254,8 +262,10 @@ static const canon_t canon_cases[] = {
     /* RFC 9110 §8.3.1: equivalent spellings (case and quoting are kept) */
     {K_MEDIA_TYPE, "text/html;charset=utf-8", "text/html;charset=utf-8"},
     {K_MEDIA_TYPE, "text/html;charset=UTF-8", "text/html;charset=UTF-8"},
-    {K_MEDIA_TYPE, "Text/HTML;Charset=\"utf-8\"", "Text/HTML;Charset=\"utf-8\""},
-    {K_MEDIA_TYPE, "text/html; charset=\"utf-8\"", "text/html;charset=\"utf-8\""},
+    {K_MEDIA_TYPE, "Text/HTML;Charset=\"utf-8\"",
+     "Text/HTML;Charset=\"utf-8\""},
+    {K_MEDIA_TYPE, "text/html; charset=\"utf-8\"",
+     "text/html;charset=\"utf-8\""},
     {K_MEDIA_TYPE, "text/plain ;\ta=b ; c=d", "text/plain;a=b;c=d"},
     {K_MEDIA_TYPE, "text/plain;;a=b;", "text/plain;a=b"},
     {K_MEDIA_TYPE, "multipart/form-data; boundary=\"a b,c\"",
@@ -265,8 +275,10 @@ static const canon_t canon_cases[] = {
     {K_MEDIA_TYPE, "application/vnd.api+json", "application/vnd.api+json"},
 
     /* RFC 9110 §12.5.1 examples */
-    {K_MEDIA_RANGES, "audio/*; q=0.2, audio/basic", "audio/*;q=0.2, audio/basic"},
-    {K_MEDIA_RANGES, "text/plain; q=0.5, text/html, text/x-dvi; q=0.8, text/x-c",
+    {K_MEDIA_RANGES, "audio/*; q=0.2, audio/basic",
+     "audio/*;q=0.2, audio/basic"},
+    {K_MEDIA_RANGES,
+     "text/plain; q=0.5, text/html, text/x-dvi; q=0.8, text/x-c",
      "text/plain;q=0.5, text/html, text/x-dvi;q=0.8, text/x-c"},
     {K_MEDIA_RANGES, "text/*, text/plain, text/plain;format=flowed, */*",
      "text/*, text/plain, text/plain;format=flowed, */*"},
@@ -285,8 +297,9 @@ static const canon_t canon_cases[] = {
     {K_MEDIA_RANGES, "a/b;level=1;q=0.5;ext=x;y=\"z\"", "a/b;level=1;q=0.5"},
     {K_MEDIA_RANGES, "", ""},
     {K_MEDIA_RANGES, ",, a/b ,,c/d,", "a/b, c/d"},
-    {K_MEDIA_RANGES, "text/html,application/xhtml+xml,application/xml;q=0.9,"
-                     "image/avif,*/*;q=0.8",
+    {K_MEDIA_RANGES,
+     "text/html,application/xhtml+xml,application/xml;q=0.9,"
+     "image/avif,*/*;q=0.8",
      "text/html, application/xhtml+xml, application/xml;q=0.9, image/avif, "
      "*/*;q=0.8"},
 
@@ -314,7 +327,8 @@ static const canon_t canon_cases[] = {
      "no-cache, no-store, must-revalidate"},
     {K_CACHE_CONTROL, "public, max-age=31536000, immutable",
      "public, immutable, max-age=31536000"},
-    {K_CACHE_CONTROL, "private, community=\"UCI\"", "private, community=\"UCI\""},
+    {K_CACHE_CONTROL, "private, community=\"UCI\"",
+     "private, community=\"UCI\""},
     {K_CACHE_CONTROL, "MAX-AGE=\"5\"", "max-age=5"},
     {K_CACHE_CONTROL, "max-age=99999999999999999999999", "max-age=2147483648"},
     {K_CACHE_CONTROL, "s-maxage=2147483649", "s-maxage=2147483648"},
@@ -401,11 +415,13 @@ static const canon_t canon_cases[] = {
      "</TheBook/chapter2>; rel=\"previous\"; "
      "title*=UTF-8'de'letztes%20Kapitel, </TheBook/chapter4>; rel=\"next\"; "
      "title*=UTF-8'de'n%c3%a4chstes%20Kapitel"},
-    {K_LINK, "<http://example.org/>; rel=\"start http://example.net/relation/other\"",
+    {K_LINK,
+     "<http://example.org/>; rel=\"start http://example.net/relation/other\"",
      "<http://example.org/>; rel=\"start http://example.net/relation/other\""},
     {K_LINK, "<a>;rel=next", "<a>; rel=next"},
     {K_LINK, "<a> ; rel = next ;\tcrossorigin", "<a>; rel=next; crossorigin"},
-    {K_LINK, "<a,b;c>; title=\"x, y; z\",<d>", "<a,b;c>; title=\"x, y; z\", <d>"},
+    {K_LINK, "<a,b;c>; title=\"x, y; z\",<d>",
+     "<a,b;c>; title=\"x, y; z\", <d>"},
     {K_LINK, "<>", "<>"},
     {K_LINK, "", ""},
     {K_LINK, ", <a>, , <b>,", "<a>, <b>"},
@@ -477,8 +493,8 @@ static const bad_t bad_cases[] = {
     {K_DATE, "Sun, 06 Nov 1994 08:49:37 GMT "},
     {K_DATE, " Sun, 06 Nov 1994 08:49:37 GMT"},
     {K_DATE, "Sun, 06 Nov 1994 08:49:37 GM"},
-    {K_DATE, "Mon, 06 Nov 1994 08:49:37 GMT"},  /* wrong weekday */
-    {K_DATE, "sun, 06 Nov 1994 08:49:37 GMT"},  /* case-sensitive */
+    {K_DATE, "Mon, 06 Nov 1994 08:49:37 GMT"}, /* wrong weekday */
+    {K_DATE, "sun, 06 Nov 1994 08:49:37 GMT"}, /* case-sensitive */
     {K_DATE, "Sun, 06 nov 1994 08:49:37 GMT"},
     {K_DATE, "Sun, 06 Nov 1994 08:49:37 gmt"},
     {K_DATE, "Sun, 6 Nov 1994 08:49:37 GMT"},
@@ -492,8 +508,8 @@ static const bad_t bad_cases[] = {
     {K_DATE, "Sun, 06 Nov 1994 08:49:37 +0000"},
     {K_DATE, "Sun, 06 Xyz 1994 08:49:37 GMT"},
     {K_DATE, "Sun, 00 Nov 1994 08:49:37 GMT"},
-    {K_DATE, "Thu, 31 Nov 1994 08:49:37 GMT"},  /* no 31 November */
-    {K_DATE, "Mon, 29 Feb 2100 00:00:00 GMT"},  /* 2100 is no leap year */
+    {K_DATE, "Thu, 31 Nov 1994 08:49:37 GMT"}, /* no 31 November */
+    {K_DATE, "Mon, 29 Feb 2100 00:00:00 GMT"}, /* 2100 is no leap year */
     {K_DATE, "Sun, 06 Nov 1994 08:49 GMT"},
     {K_DATE, "Sun, 06 Nov 1994T08:49:37 GMT"},
     {K_DATE, "Sunday, 06-Nov-1994 08:49:37 GMT"},
@@ -550,8 +566,9 @@ static const bad_t bad_cases[] = {
     {K_MEDIA_RANGES, "text/html;q=0,5"},
     {K_MEDIA_RANGES, "text/html;q=0.5;ext"},
     {K_MEDIA_RANGES, "text/html;level"},
-    {K_MEDIA_RANGES, "text/html;"
-                     "a=\"unterminated, text/plain"},
+    {K_MEDIA_RANGES,
+     "text/html;"
+     "a=\"unterminated, text/plain"},
 
     {K_ETAG, ""},
     {K_ETAG, "xyzzy"},
@@ -671,7 +688,8 @@ static void test_malformed(void **state) {
     count[c->k]++;
   }
   for (k = 0; k < K_COUNT; k++)
-    if (count[k] < 10) fail_msg("%s: only %d malformed cases", kinds[k].name, count[k]);
+    if (count[k] < 10)
+      fail_msg("%s: only %d malformed cases", kinds[k].name, count[k]);
 }
 
 /* A truncated input is malformed, or a shorter valid value: whichever, the
@@ -691,6 +709,31 @@ static void test_truncated(void **state) {
   }
 }
 
+/* An empty span may carry a NULL pointer (include/hroute/common.h). */
+static void test_empty_null(void **state) {
+  static const int want[K_COUNT] = {
+      [K_INT64] = HR_EPARSE,
+      [K_UINT64] = HR_EPARSE,
+      [K_DATE] = HR_EPARSE,
+      [K_MEDIA_TYPE] = HR_EPARSE,
+      [K_MEDIA_RANGES] = 0,
+      [K_ETAG] = HR_EPARSE,
+      [K_ETAG_LIST] = 0,
+      [K_CACHE_CONTROL] = 0,
+      [K_SET_COOKIE] = HR_EPARSE,
+      [K_COOKIES] = HR_EPARSE,
+      [K_LINK] = 0,
+  };
+  int k;
+  (void)state;
+  for (k = 0; k < K_COUNT; k++) {
+    value_t v;
+    int rc = kinds[k].d->parse((hr_span_t){NULL, 0}, &v, NULL);
+    if (rc != want[k])
+      fail_msg("%s: gave %d, want %d", kinds[k].name, rc, want[k]);
+  }
+}
+
 /* ---- HR_ENOSPC: the exact length, for every short buffer ---------------- */
 
 static const canon_t nospc_samples[] = {
@@ -698,10 +741,12 @@ static const canon_t nospc_samples[] = {
     {K_UINT64, "18446744073709551615", NULL},
     {K_DATE, "Sun, 06 Nov 1994 08:49:37 GMT", NULL},
     {K_MEDIA_TYPE, "text/html;charset=\"utf-8\";x=\"a\\\"b\"", NULL},
-    {K_MEDIA_RANGES, "text/*;q=0.3, text/plain;format=flowed, */*;q=0.05", NULL},
+    {K_MEDIA_RANGES, "text/*;q=0.3, text/plain;format=flowed, */*;q=0.05",
+     NULL},
     {K_ETAG, "W/\"xyzzy\"", NULL},
     {K_ETAG_LIST, "\"xyzzy\", W/\"r2d2xxxx\"", NULL},
-    {K_CACHE_CONTROL, "no-cache, private, max-age=60, max-stale, x=\"a b\"", NULL},
+    {K_CACHE_CONTROL, "no-cache, private, max-age=60, max-stale, x=\"a b\"",
+     NULL},
     {K_SET_COOKIE,
      "SID=31d4; Expires=Wed, 09 Jun 2021 10:18:14 GMT; Max-Age=60; "
      "Domain=example.com; Path=/; Secure; HttpOnly; SameSite=Strict",
@@ -740,7 +785,8 @@ static void test_enospc(void **state) {
     {
       char big[512];
       memset(big, '#', sizeof big);
-      assert_int_equal(kinds[c->k].d->format(&v, big, sizeof big, &len, NULL), 0);
+      assert_int_equal(kinds[c->k].d->format(&v, big, sizeof big, &len, NULL),
+                       0);
       assert_int_equal(len, need);
       assert_int_equal(big[need], '#');
     }
@@ -784,13 +830,18 @@ static const items_case_t items_cases[] = {
 
 static size_t item_count(int k, const value_t *v) {
   switch (k) {
-    case K_MEDIA_TYPE: return v->mt.nparams;
+    case K_MEDIA_TYPE:
+      return v->mt.nparams;
     case K_MEDIA_RANGES:
       return v->mr.n == 2 ? v->mr.ranges[1].media.nparams : v->mr.n;
-    case K_ETAG_LIST: return v->el.n;
-    case K_CACHE_CONTROL: return v->cc.n_ext;
-    case K_COOKIES: return v->ck.n;
-    case K_LINK: return v->lk.n == 2 ? v->lk.links[1].nparams : v->lk.n;
+    case K_ETAG_LIST:
+      return v->el.n;
+    case K_CACHE_CONTROL:
+      return v->cc.n_ext;
+    case K_COOKIES:
+      return v->ck.n;
+    case K_LINK:
+      return v->lk.n == 2 ? v->lk.links[1].nparams : v->lk.n;
   }
   return 0;
 }
@@ -858,7 +909,8 @@ static void test_int_values(void **state) {
 
 /* ---- dates: against the C library, over the whole range ----------------- */
 
-static const int64_t rfc_example_seconds = 784111777; /* Sun, 06 Nov 1994 08:49:37 */
+static const int64_t rfc_example_seconds =
+    784111777; /* Sun, 06 Nov 1994 08:49:37 */
 
 static void check_date_text(const char *text, int64_t want) {
   value_t v;
@@ -945,7 +997,8 @@ static void round_trip(int k, const value_t *v, const char *want) {
   if (want != NULL && strcmp(text, want) != 0)
     fail_msg("%s: wrote '%s', want '%s'", kinds[k].name, text, want);
   rc = parse(k, text, &w, &copy);
-  if (rc != 0) fail_msg("%s: '%s' does not parse (%d)", kinds[k].name, text, rc);
+  if (rc != 0)
+    fail_msg("%s: '%s' does not parse (%d)", kinds[k].name, text, rc);
   if (!value_eq(k, v, &w))
     fail_msg("%s: '%s' parses to a different value", kinds[k].name, text);
   free(text);
@@ -1092,7 +1145,8 @@ static void expect_einval(int k, const value_t *v, const char *what) {
   size_t len;
   char buf[256];
   int rc = format(k, v, &text);
-  if (rc != HR_EINVAL) fail_msg("%s: %s gave %d, want HR_EINVAL", kinds[k].name, what, rc);
+  if (rc != HR_EINVAL)
+    fail_msg("%s: %s gave %d, want HR_EINVAL", kinds[k].name, what, rc);
   /* Whatever the buffer size. */
   assert_int_equal(kinds[k].d->format(v, buf, sizeof buf, &len, NULL),
                    HR_EINVAL);
@@ -1206,6 +1260,8 @@ static void test_format_invalid(void **state) {
   v.sc.value = S("v");
   v.sc.domain = S("ex ample.com");
   expect_einval(K_SET_COOKIE, &v, "a space in Domain");
+  v.sc.domain = S(".example.com");
+  expect_einval(K_SET_COOKIE, &v, "a leading '.' in Domain");
   v.sc.domain = S("");
   v.sc.path = S("nopath");
   expect_einval(K_SET_COOKIE, &v, "a Path without '/'");
@@ -1257,7 +1313,8 @@ static void test_parsed_fields(void **state) {
   char *copy;
   (void)state;
 
-  assert_int_equal(parse(K_MEDIA_TYPE, "Text/HTML;Charset=\"utf-8\"", &v, &copy), 0);
+  assert_int_equal(
+      parse(K_MEDIA_TYPE, "Text/HTML;Charset=\"utf-8\"", &v, &copy), 0);
   assert_true(hr_span_eq(v.mt.type, S("Text")));
   assert_true(hr_span_eq(v.mt.subtype, S("HTML")));
   assert_int_equal(v.mt.nparams, 1);
@@ -1266,7 +1323,8 @@ static void test_parsed_fields(void **state) {
   assert_int_equal(v.mt.params[0].quoted, 1);
   free(copy);
 
-  assert_int_equal(parse(K_MEDIA_RANGES, "audio/*; q=0.2, audio/basic", &v, &copy), 0);
+  assert_int_equal(
+      parse(K_MEDIA_RANGES, "audio/*; q=0.2, audio/basic", &v, &copy), 0);
   assert_int_equal(v.mr.n, 2);
   assert_int_equal(v.mr.ranges[0].q, 200);
   assert_true(hr_span_eq(v.mr.ranges[0].media.subtype, S("*")));
@@ -1278,7 +1336,8 @@ static void test_parsed_fields(void **state) {
   assert_int_equal(v.el.any, 1);
   assert_int_equal(v.el.n, 0);
   free(copy);
-  assert_int_equal(parse(K_ETAG_LIST, "W/\"xyzzy\", \"r2d2xxxx\"", &v, &copy), 0);
+  assert_int_equal(parse(K_ETAG_LIST, "W/\"xyzzy\", \"r2d2xxxx\"", &v, &copy),
+                   0);
   assert_int_equal(v.el.any, 0);
   assert_int_equal(v.el.n, 2);
   assert_int_equal(v.el.tags[0].weak, 1);
@@ -1292,7 +1351,8 @@ static void test_parsed_fields(void **state) {
   assert_int_equal(v.cc.no_cache | v.cc.no_store | v.cc.is_public, 0);
   assert_int_equal(v.cc.n_ext, 0);
   free(copy);
-  assert_int_equal(parse(K_CACHE_CONTROL, "max-stale, No-Cache=\"a\", x", &v, &copy), 0);
+  assert_int_equal(
+      parse(K_CACHE_CONTROL, "max-stale, No-Cache=\"a\", x", &v, &copy), 0);
   assert_true(v.cc.max_stale == INT64_MAX);
   assert_int_equal(v.cc.no_cache, 1);
   assert_int_equal(v.cc.n_ext, 1);
@@ -1324,7 +1384,8 @@ static void test_parsed_fields(void **state) {
   assert_true(hr_span_eq(v.ck.pairs[1].value, S("en-US")));
   free(copy);
 
-  assert_int_equal(parse(K_LINK, "<a,b>; rel=\"x, y\"; t = z, <c>", &v, &copy), 0);
+  assert_int_equal(parse(K_LINK, "<a,b>; rel=\"x, y\"; t = z, <c>", &v, &copy),
+                   0);
   assert_int_equal(v.lk.n, 2);
   assert_true(hr_span_eq(v.lk.links[0].target, S("a,b")));
   assert_int_equal(v.lk.links[0].nparams, 2);
@@ -1352,22 +1413,28 @@ static const nego_t nego_cases[] = {
     {"audio/*; q=0.2, audio/basic", {"audio/mpeg"}, 0},
     {"audio/*; q=0.2, audio/basic", {"video/mp4"}, -1},
     {"text/plain; q=0.5, text/html, text/x-dvi; q=0.8, text/x-c",
-     {"text/plain", "text/x-dvi", "text/html"}, 2},
+     {"text/plain", "text/x-dvi", "text/html"},
+     2},
     {"text/plain; q=0.5, text/html, text/x-dvi; q=0.8, text/x-c",
-     {"text/plain", "text/x-dvi"}, 1},
+     {"text/plain", "text/x-dvi"},
+     1},
     {"text/plain; q=0.5, text/html, text/x-dvi; q=0.8, text/x-c",
-     {"text/x-c", "text/html"}, 0},
+     {"text/x-c", "text/html"},
+     0},
     /* precedence: the most specific range wins, whatever its weight */
     {"text/*;q=0.9, text/plain;q=0.2", {"text/plain", "text/html"}, 1},
     {"text/plain;q=0.2, text/*;q=0.9", {"text/plain", "text/html"}, 1},
     {"*/*;q=0.9, text/*;q=0.1", {"text/plain", "image/png"}, 1},
     {"text/plain;format=flowed;q=0.1, text/plain;q=0.9",
-     {"text/plain;format=flowed", "text/plain"}, 1},
+     {"text/plain;format=flowed", "text/plain"},
+     1},
     {"text/plain;q=0.1, text/plain;format=flowed;q=0.9",
-     {"text/plain", "text/plain;format=flowed"}, 1},
+     {"text/plain", "text/plain;format=flowed"},
+     1},
     {"text/plain;format=flowed;charset=utf-8;q=0.1, "
      "text/plain;format=flowed;q=0.9",
-     {"text/plain;charset=utf-8;format=flowed", "text/plain;format=flowed"}, 1},
+     {"text/plain;charset=utf-8;format=flowed", "text/plain;format=flowed"},
+     1},
     /* q=0 excludes */
     {"text/html;q=0, */*", {"text/html", "image/png"}, 1},
     {"text/html;q=0", {"text/html"}, -1},
@@ -1381,15 +1448,19 @@ static const nego_t nego_cases[] = {
     {"TEXT/HTML", {"text/html"}, 0},
     {"text/plain;charset=\"UTF-8\"", {"text/plain;Charset=utf-8"}, 0},
     {"text/plain;charset=\"utf\\-8\"", {"text/plain;charset=utf-8"}, 0},
-    {"text/plain;charset=utf-8", {"text/plain;charset=latin1", "text/plain"}, -1},
-    {"text/plain;charset=utf-8", {"text/plain;charset=latin1;x=1",
-                                  "text/plain;x=1;charset=utf-8"}, 1},
+    {"text/plain;charset=utf-8",
+     {"text/plain;charset=latin1", "text/plain"},
+     -1},
+    {"text/plain;charset=utf-8",
+     {"text/plain;charset=latin1;x=1", "text/plain;x=1;charset=utf-8"},
+     1},
     /* no Accept field: the first offer */
     {"", {"a/b", "c/d"}, 0},
     {"", {NULL}, -1},
     /* a wildcard range with a parameter */
     {"text/*;charset=utf-8, */*;q=0.1",
-     {"text/plain;charset=latin1", "text/plain;charset=utf-8"}, 1},
+     {"text/plain;charset=latin1", "text/plain;charset=utf-8"},
+     1},
 };
 
 static void test_negotiate(void **state) {
@@ -1404,7 +1475,8 @@ static void test_negotiate(void **state) {
     int got;
     assert_int_equal(parse(K_MEDIA_RANGES, c->accept, &accept, &copies[0]), 0);
     for (j = 0; j < 6 && c->offers[j] != NULL; j++, n++) {
-      assert_int_equal(parse(K_MEDIA_TYPE, c->offers[j], &mt, &copies[j + 1]), 0);
+      assert_int_equal(parse(K_MEDIA_TYPE, c->offers[j], &mt, &copies[j + 1]),
+                       0);
       offers[j] = mt.mt;
     }
     got = hr_media_negotiate(&accept.mr, n ? offers : NULL, n);
@@ -1422,9 +1494,12 @@ static void test_negotiate_rfc_table(void **state) {
     const char *type;
     int q;
   } table[] = {
-      {"text/plain;format=flowed", 1000}, {"text/plain", 700},
-      {"text/html", 300},                 {"image/jpeg", 500},
-      {"text/plain;format=fixed", 400},   {"text/html;level=3", 300},
+      {"text/plain;format=flowed", 1000},
+      {"text/plain", 700},
+      {"text/html", 300},
+      {"image/jpeg", 500},
+      {"text/plain;format=fixed", 400},
+      {"text/html;level=3", 300},
   };
   const char *accept =
       "text/*;q=0.3, text/plain;q=0.7, text/plain;format=flowed, "
@@ -1460,12 +1535,9 @@ static void test_etag_compare(void **state) {
     const char *a, *b;
     int strong, weak;
   } table[] = {
-      {"W/\"1\"", "W/\"1\"", 0, 1},
-      {"W/\"1\"", "W/\"2\"", 0, 0},
-      {"W/\"1\"", "\"1\"", 0, 1},
-      {"\"1\"", "\"1\"", 1, 1},
-      {"\"1\"", "\"2\"", 0, 0},
-      {"\"\"", "\"\"", 1, 1},
+      {"W/\"1\"", "W/\"1\"", 0, 1}, {"W/\"1\"", "W/\"2\"", 0, 0},
+      {"W/\"1\"", "\"1\"", 0, 1},   {"\"1\"", "\"1\"", 1, 1},
+      {"\"1\"", "\"2\"", 0, 0},     {"\"\"", "\"\"", 1, 1},
       {"\"1\"", "\"10\"", 0, 0},
   };
   size_t i;
@@ -1490,6 +1562,7 @@ int main(void) {
       cmocka_unit_test(test_canonical),
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_truncated),
+      cmocka_unit_test(test_empty_null),
       cmocka_unit_test(test_enospc),
       cmocka_unit_test(test_max_items),
       cmocka_unit_test(test_int_values),

@@ -220,7 +220,9 @@ typedef struct hr_etag_list_s {
   hr_etag_t tags[HR_MAX_ITEMS];
 } hr_etag_list_t;
 
-/* Cache-Control directives; -1 means absent for the numeric ones (seconds). */
+/* Cache-Control directives; -1 means absent for the numeric ones (seconds;
+ * values above 2^31 read as 2^31, RFC 9111 §1.2.2), and a bare max-stale
+ * (any staleness) reads as INT64_MAX and is written back bare. */
 typedef struct hr_cache_control_s {
   int64_t max_age, s_maxage, max_stale, min_fresh;
   unsigned no_cache : 1, no_store : 1, no_transform : 1, only_if_cached : 1,

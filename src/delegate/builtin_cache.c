@@ -28,23 +28,35 @@
 #include "delegate/builtin.h"
 #include "delegate/lex.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define DELTA_MAX 2147483648LL
 
 enum kind { FLAG, FLAG_LIST, DELTA, DELTA_OPT };
 
+/* The known directives, in the order they are written.  Flags are bits of
+ * a mask (bit i for entry i: bit-fields have no address); numbers are
+ * reached through their offset. */
 static const struct {
   const char *name;
   enum kind kind;
+  size_t off; /* numbers: offset of the int64_t field */
 } known[] = {
-    {"no-cache", FLAG_LIST},     {"no-store", FLAG},
-    {"no-transform", FLAG},      {"only-if-cached", FLAG},
-    {"must-revalidate", FLAG},   {"proxy-revalidate", FLAG},
-    {"must-understand", FLAG},   {"public", FLAG},
-    {"private", FLAG_LIST},      {"immutable", FLAG},
-    {"max-age", DELTA},          {"s-maxage", DELTA},
-    {"max-stale", DELTA_OPT},    {"min-fresh", DELTA},
+    {"no-cache", FLAG_LIST, 0},
+    {"no-store", FLAG, 0},
+    {"no-transform", FLAG, 0},
+    {"only-if-cached", FLAG, 0},
+    {"must-revalidate", FLAG, 0},
+    {"proxy-revalidate", FLAG, 0},
+    {"must-understand", FLAG, 0},
+    {"public", FLAG, 0},
+    {"private", FLAG_LIST, 0},
+    {"immutable", FLAG, 0},
+    {"max-age", DELTA, offsetof(hr_cache_control_t, max_age)},
+    {"s-maxage", DELTA, offsetof(hr_cache_control_t, s_maxage)},
+    {"max-stale", DELTA_OPT, offsetof(hr_cache_control_t, max_stale)},
+    {"min-fresh", DELTA, offsetof(hr_cache_control_t, min_fresh)},
 };
 #define NKNOWN (sizeof known / sizeof known[0])
 
@@ -55,57 +67,36 @@ static int find_known(hr_span_t name) {
   return -1;
 }
 
-/* Flags by their index in `known` (bit-fields have no address). */
-static unsigned get_flag(const hr_cache_control_t *cc, int i) {
-  switch (i) {
-    case 0: return cc->no_cache;
-    case 1: return cc->no_store;
-    case 2: return cc->no_transform;
-    case 3: return cc->only_if_cached;
-    case 4: return cc->must_revalidate;
-    case 5: return cc->proxy_revalidate;
-    case 6: return cc->must_understand;
-    case 7: return cc->is_public;
-    case 8: return cc->is_private;
-    default: return cc->immutable;
-  }
+static unsigned get_flags(const hr_cache_control_t *cc) {
+  return cc->no_cache | cc->no_store << 1 | cc->no_transform << 2 |
+         cc->only_if_cached << 3 | cc->must_revalidate << 4 |
+         cc->proxy_revalidate << 5 | cc->must_understand << 6 |
+         cc->is_public << 7 | cc->is_private << 8 | cc->immutable << 9;
 }
 
-static void set_flag(hr_cache_control_t *cc, int i) {
-  switch (i) {
-    case 0: cc->no_cache = 1; break;
-    case 1: cc->no_store = 1; break;
-    case 2: cc->no_transform = 1; break;
-    case 3: cc->only_if_cached = 1; break;
-    case 4: cc->must_revalidate = 1; break;
-    case 5: cc->proxy_revalidate = 1; break;
-    case 6: cc->must_understand = 1; break;
-    case 7: cc->is_public = 1; break;
-    case 8: cc->is_private = 1; break;
-    default: cc->immutable = 1; break;
-  }
+static void set_flags(hr_cache_control_t *cc, unsigned f) {
+  cc->no_cache = f & 1;
+  cc->no_store = f >> 1 & 1;
+  cc->no_transform = f >> 2 & 1;
+  cc->only_if_cached = f >> 3 & 1;
+  cc->must_revalidate = f >> 4 & 1;
+  cc->proxy_revalidate = f >> 5 & 1;
+  cc->must_understand = f >> 6 & 1;
+  cc->is_public = f >> 7 & 1;
+  cc->is_private = f >> 8 & 1;
+  cc->immutable = f >> 9 & 1;
 }
 
-/* Numbers by their index in `known`. */
 static int64_t *number(hr_cache_control_t *cc, int i) {
-  switch (i) {
-    case 10: return &cc->max_age;
-    case 11: return &cc->s_maxage;
-    case 12: return &cc->max_stale;
-    default: return &cc->min_fresh;
-  }
+  return (int64_t *)((char *)cc + known[i].off);
 }
 
 static int64_t get_number(const hr_cache_control_t *cc, int i) {
-  switch (i) {
-    case 10: return cc->max_age;
-    case 11: return cc->s_maxage;
-    case 12: return cc->max_stale;
-    default: return cc->min_fresh;
-  }
+  return *(const int64_t *)((const char *)cc + known[i].off);
 }
 
-static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc) {
+static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc,
+                           unsigned *flags) {
   hr_mparam_t d;
   int k, has_value = 0;
   if (hr__lex_token(lx, &d.name) != 0) return HR_EPARSE;
@@ -132,7 +123,7 @@ static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc) {
       if (has_value) return HR_EPARSE;
       /* fall through */
     case FLAG_LIST:
-      set_flag(cc, k);
+      *flags |= 1u << k;
       return 0;
     case DELTA:
     case DELTA_OPT: {
@@ -158,14 +149,16 @@ static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc) {
 static int parse_cache_control(hr_span_t text, void *value, void *udata) {
   hr_cache_control_t *cc = value;
   hr__lex_t lx;
+  unsigned flags = 0;
   (void)udata;
   memset(cc, 0, sizeof *cc);
   cc->max_age = cc->s_maxage = cc->max_stale = cc->min_fresh = -1;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
-    if (parse_directive(&lx, cc) != 0 || hr__lex_list_after(&lx) != 0)
+    if (parse_directive(&lx, cc, &flags) != 0 || hr__lex_list_after(&lx) != 0)
       return HR_EPARSE;
   }
+  set_flags(cc, flags);
   return 0;
 }
 
@@ -175,13 +168,14 @@ static int format_cache_control(const void *value, char *buf, size_t cap,
   hr__out_t o;
   size_t i;
   int first = 1;
+  unsigned flags = get_flags(cc);
   (void)udata;
   if (cc->n_ext > HR_MAX_ITEMS) return HR_EINVAL;
   hr__out_init(&o, buf, cap);
   for (i = 0; i < NKNOWN; i++) {
     int64_t v = 0;
     if (known[i].kind == FLAG || known[i].kind == FLAG_LIST) {
-      if (!get_flag(cc, (int)i)) continue;
+      if (!(flags >> i & 1)) continue;
     } else {
       v = get_number(cc, (int)i);
       if (v == -1) continue;

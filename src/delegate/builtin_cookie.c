@@ -130,7 +130,8 @@ static int month_token(hr_span_t t, int *m) {
   int k;
   if (t.len < 3) return 0;
   for (k = 0; k < 12; k++)
-    if (hr_span_eq_nocase((hr_span_t){t.ptr, 3}, (hr_span_t){names + 3 * k, 3})) {
+    if (hr_span_eq_nocase((hr_span_t){t.ptr, 3},
+                          (hr_span_t){names + 3 * k, 3})) {
       *m = k + 1;
       return 1;
     }
@@ -344,8 +345,8 @@ static int parse_cookies(hr_span_t text, void *value, void *udata) {
   return c->n > 0 ? 0 : HR_EPARSE;
 }
 
-static int format_cookies(const void *value, char *buf, size_t cap,
-                          size_t *len, void *udata) {
+static int format_cookies(const void *value, char *buf, size_t cap, size_t *len,
+                          void *udata) {
   const hr_cookies_t *c = value;
   hr__out_t o;
   size_t i;

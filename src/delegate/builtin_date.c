@@ -36,7 +36,7 @@
 
 static const char wday_short[7][4] = {"Sun", "Mon", "Tue", "Wed",
                                       "Thu", "Fri", "Sat"};
-static const char *const wday_long[7] = {"Sunday",   "Monday", "Tuesday",
+static const char *const wday_long[7] = {"Sunday",    "Monday",   "Tuesday",
                                          "Wednesday", "Thursday", "Friday",
                                          "Saturday"};
 static const char month_name[12][4] = {"Jan", "Feb", "Mar", "Apr",
@@ -53,7 +53,7 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
   int64_t era, yoe, doy, doe;
   y -= m <= 2;
   era = (y >= 0 ? y : y - 399) / 400;
-  yoe = y - era * 400;                                     /* 0..399 */
+  yoe = y - era * 400;                                   /* 0..399 */
   doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* 0..365 */
   doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* 0..146096 */
   return era * 146097 + doe - 719468;
@@ -184,10 +184,10 @@ static int parse_date(hr_span_t text, void *value, void *udata) {
   } else {
     /* RFC 850: day-name-l "," SP day "-" month "-" 2DIGIT SP time SP
      * "GMT" */
-    ok = lit(&lx, wday_long[wd] + 3) && lit(&lx, ", ") &&
-         digits(&lx, 2, &d) && lit(&lx, "-") && month(&lx, &m) &&
-         lit(&lx, "-") && digits(&lx, 2, &y) && lit(&lx, " ") &&
-         time_of_day(&lx, &h, &mi, &s) && lit(&lx, " GMT");
+    ok = lit(&lx, wday_long[wd] + 3) && lit(&lx, ", ") && digits(&lx, 2, &d) &&
+         lit(&lx, "-") && month(&lx, &m) && lit(&lx, "-") &&
+         digits(&lx, 2, &y) && lit(&lx, " ") && time_of_day(&lx, &h, &mi, &s) &&
+         lit(&lx, " GMT");
     y += y < 70 ? 2000 : 1900; /* the fixed window: see the top of the file */
   }
   if (!ok || lx.p != lx.end) return HR_EPARSE;

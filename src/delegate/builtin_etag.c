@@ -103,5 +103,5 @@ int hr__etag_match(const hr_etag_t *a, const hr_etag_t *b, int weak) {
 }
 
 const hr_delegate_t hr__delegate_etag = {format_etag, parse_etag, NULL};
-const hr_delegate_t hr__delegate_etag_list = {format_etag_list,
-                                              parse_etag_list, NULL};
+const hr_delegate_t hr__delegate_etag_list = {format_etag_list, parse_etag_list,
+                                              NULL};

@@ -57,8 +57,8 @@ static int parse_links(hr_span_t text, void *value, void *udata) {
   return 0;
 }
 
-static int format_links(const void *value, char *buf, size_t cap,
-                        size_t *len, void *udata) {
+static int format_links(const void *value, char *buf, size_t cap, size_t *len,
+                        void *udata) {
   const hr_links_t *links = value;
   hr__out_t o;
   size_t i, j;

@@ -11,9 +11,9 @@
  *           qvalue      = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3"0" ] )
  * Choices where the RFCs leave room:
  *  - The first "q" parameter of a range is its weight, as RFC 2616 and RFC
- *    7231 put it; parameters after it were Accept extensions there and are
- *    checked for syntax and then ignored (RFC 9110 dropped them).  A weight
- *    written as a quoted-string is malformed.
+ *    7231 put it; parameters after it were Accept extensions there, and are
+ *    checked for parameter syntax (name=value) and then ignored (RFC 9110
+ *    dropped them).  A weight written as a quoted-string is malformed.
  *  - A range "*" "/" subtype other than "*" is malformed.
  *  - Negotiation: a range matches an offer when type and subtype match (or
  *    are "*"; ASCII case-insensitive) and every parameter of the range is on

@@ -242,8 +242,7 @@ int hr__out_quoted(hr__out_t *o, hr_span_t s, int escaped) {
 
 int hr__out_param(hr__out_t *o, const hr_mparam_t *p, unsigned flags) {
   if (hr__out_token(o, p->name) != 0) return HR_EINVAL;
-  if (p->value.len == 0 && !p->quoted && (flags & HR__PARAM_NOVALUE))
-    return 0;
+  if (p->value.len == 0 && !p->quoted && (flags & HR__PARAM_NOVALUE)) return 0;
   hr__out_char(o, '=');
   if (!p->quoted && hr__is_token(p->value)) {
     hr__out_span(o, p->value);
