@@ -7,13 +7,9 @@
  */
 #include <string.h>
 
+#include "util/text.h"
 #include "server/internal.h"
 
-static int is_tchar(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-    return 1;
-  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 static hr__registry_t *registry_of(const hr__conn_t *c) {
   return &c->w->server->router->registry;
@@ -41,12 +37,8 @@ int hr_response_add_typed(hr_response_t *res, hr_span_t name, hr_type_id_t type,
   if (res->state != HR__RES_NEW) return HR_ESTATE;
   if (name.len == 0) return HR_EINVAL;
   for (i = 0; i < name.len; i++)
-    if (!is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
-  if (hr_span_eq_nocase(name, HR_SPAN_LIT("Date")) ||
-      hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Length")) ||
-      hr_span_eq_nocase(name, HR_SPAN_LIT("Transfer-Encoding")) ||
-      hr_span_eq_nocase(name, HR_SPAN_LIT("Connection")))
-    return HR_EINVAL;
+    if (!hr__is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
+  if (hr__reserved_field(name)) return HR_EINVAL;
   rc = hr__registry_lookup(registry_of(res->conn), type, &l);
   if (rc == HR_EINVAL) return rc;
   if (rc == 0 && l.delegate->format == NULL) return HR_ENODELEGATE;

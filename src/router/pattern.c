@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "util/text.h"
 #include "router/route.h"
 
 static const struct {
@@ -48,12 +49,6 @@ hr_span_t hr__method_name(int id) {
   return s;
 }
 
-static int is_tchar(unsigned char c) {
-  /* RFC 9110 §5.6.2 token characters. */
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-    return 1;
-  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 static int is_name_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -141,7 +136,7 @@ static int parse_methods(hr__mem_t *m, hr__core_t *rt, hr_route_error_t *err) {
     if (e == NULL) e = end;
     if (e == s) return fail(err, HR_EINVAL, "empty method", 0);
     for (c = s; c < e; c++)
-      if (!is_tchar((unsigned char)*c))
+      if (!hr__is_tchar((unsigned char)*c))
         return fail(err, HR_EINVAL, "a method must be a token (RFC 9110 9.1)", 0);
     tok.ptr = s;
     tok.len = (size_t)(e - s);
@@ -165,7 +160,7 @@ static int field_ok(const hr_field_t *f) {
   size_t i;
   if (f->name.len == 0) return 0;
   for (i = 0; i < f->name.len; i++)
-    if (!is_tchar((unsigned char)f->name.ptr[i])) return 0;
+    if (!hr__is_tchar((unsigned char)f->name.ptr[i])) return 0;
   for (i = 0; i < f->value.len; i++) {
     char c = f->value.ptr[i];
     if (c == '\r' || c == '\n' || c == '\0') return 0;
@@ -173,12 +168,6 @@ static int field_ok(const hr_field_t *f) {
   return 1;
 }
 
-static int reserved_field(hr_span_t name) {
-  return hr_span_eq_nocase(name, HR_SPAN_LIT("Date")) ||
-         hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Length")) ||
-         hr_span_eq_nocase(name, HR_SPAN_LIT("Transfer-Encoding")) ||
-         hr_span_eq_nocase(name, HR_SPAN_LIT("Connection"));
-}
 
 /* Pre-renders the constant fields as "Name: value\r\n" lines. */
 static int render_head(hr__mem_t *m, hr__core_t *rt,
@@ -192,7 +181,7 @@ static int render_head(hr__mem_t *m, hr__core_t *rt,
       return fail(err, HR_EINVAL,
                   "a constant field needs a token name and a value without CR, LF or NUL",
                   0);
-    if (reserved_field(o->fields[i].name))
+    if (hr__reserved_field(o->fields[i].name))
       return fail(err, HR_EINVAL,
                   "Date, Content-Length, Transfer-Encoding and Connection are the "
                   "server's to send",

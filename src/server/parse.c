@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/internal.h"
+#include "util/text.h"
 
 /* ---- llhttp callbacks ---------------------------------------------------- */
 
@@ -77,21 +78,11 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len) {
   return 0;
 }
 
+/* Whether a comma-separated list of tokens holds `token` (RFC 9110 §5.6.1). */
 static int has_token(hr_span_t list, hr_span_t token) {
-  /* Comma-separated list of tokens, OWS around each (RFC 9110 §5.6.1). */
-  const char *s = list.ptr, *end = list.ptr + list.len;
-  while (s < end) {
-    const char *e = memchr(s, ',', (size_t)(end - s)), *t;
-    hr_span_t item;
-    if (e == NULL) e = end;
-    t = e;
-    while (s < t && (*s == ' ' || *s == '\t')) s++;
-    while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
-    item.ptr = s;
-    item.len = (size_t)(t - s);
+  hr_span_t item;
+  while (hr__list_next(&list, &item))
     if (hr_span_eq_nocase(item, token)) return 1;
-    s = e + 1;
-  }
   return 0;
 }
 
@@ -130,19 +121,9 @@ static int valid_host(hr_span_t h) {
  * one hroute decodes; RFC 9112 §6.1 answers others with 501).  llhttp
  * itself rejects lists where chunked is not last. */
 static int only_chunked(hr_span_t v) {
-  const char *s = v.ptr, *end = v.ptr + v.len;
-  while (s < end) {
-    const char *e = memchr(s, ',', (size_t)(end - s)), *t;
-    hr_span_t item;
-    if (e == NULL) e = end;
-    t = e;
-    while (s < t && (*s == ' ' || *s == '\t')) s++;
-    while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
-    item.ptr = s;
-    item.len = (size_t)(t - s);
+  hr_span_t item;
+  while (hr__list_next(&v, &item))
     if (!hr_span_eq_nocase(item, HR_SPAN_LIT("chunked"))) return 0;
-    s = e + 1;
-  }
   return 1;
 }
 
@@ -309,11 +290,6 @@ void hr__split_target(hr_request_t *r) {
   }
 }
 
-static int is_tchar(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-    return 1;
-  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 /*
  * Hands the checked header section to llhttp.  llhttp 8 knows a fixed list
@@ -326,7 +302,7 @@ llhttp_errno_t hr__parse_head(hr__conn_t *c) {
   const char *p = c->rbuf + c->msg_start, *end = c->rbuf + c->hdr_end, *m;
   llhttp_errno_t e;
   while (end - p >= 2 && p[0] == '\r' && p[1] == '\n') p += 2; /* RFC 9112 §2.2 */
-  for (m = p; m < end && is_tchar((unsigned char)*m); m++)
+  for (m = p; m < end && hr__is_tchar((unsigned char)*m); m++)
     ;
   if (m == p || m == end || *m != ' ') return HPE_INVALID_METHOD;
   c->req.method.ptr = p;

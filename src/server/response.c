@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/text.h"
 #include "server/internal.h"
 
 void hr__res_reset(hr_response_t *res, hr__conn_t *c) {
@@ -14,27 +15,16 @@ void hr__res_reset(hr_response_t *res, hr__conn_t *c) {
   res->conn = c;
 }
 
-static int is_tchar(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-    return 1;
-  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
-static int reserved_field(hr_span_t name) {
-  return hr_span_eq_nocase(name, HR_SPAN_LIT("Date")) ||
-         hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Length")) ||
-         hr_span_eq_nocase(name, HR_SPAN_LIT("Transfer-Encoding")) ||
-         hr_span_eq_nocase(name, HR_SPAN_LIT("Connection"));
-}
 
 int hr_response_add_field(hr_response_t *res, hr_span_t name, hr_span_t value) {
   hr__conn_t *c = res->conn;
   size_t i, need;
   char *p;
   if (res->state != HR__RES_NEW) return HR_ESTATE;
-  if (name.len == 0 || reserved_field(name)) return HR_EINVAL;
+  if (name.len == 0 || hr__reserved_field(name)) return HR_EINVAL;
   for (i = 0; i < name.len; i++)
-    if (!is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
+    if (!hr__is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
   for (i = 0; i < value.len; i++)
     if (value.ptr[i] == '\r' || value.ptr[i] == '\n' || value.ptr[i] == '\0')
       return HR_EINVAL;

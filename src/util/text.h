@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small text helpers shared across modules: the token alphabet (RFC 9110
+ * §5.6.2), iteration over comma-separated lists (§5.6.1), and the field
+ * names only the server writes.
+ */
+#ifndef HR_UTIL_TEXT_H
+#define HR_UTIL_TEXT_H
+
+#include <string.h>
+
+#include "hroute/common.h"
+
+/* tchar: ALPHA / DIGIT / "!#$%&'*+-.^_`|~" */
+static inline int hr__is_tchar(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* Takes the next element of a comma-separated list from *rest into *item,
+ * without the optional whitespace around it (empty elements come out
+ * empty).  Returns 0 when the list is exhausted. */
+static inline int hr__list_next(hr_span_t *rest, hr_span_t *item) {
+  const char *s = rest->ptr, *end = rest->ptr + rest->len, *e, *t;
+  if (rest->len == 0 || s == NULL) return 0;
+  e = memchr(s, ',', (size_t)(end - s));
+  if (e == NULL) e = end;
+  t = e;
+  while (s < t && (*s == ' ' || *s == '\t')) s++;
+  while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
+  item->ptr = s;
+  item->len = (size_t)(t - s);
+  rest->ptr = e == end ? end : e + 1;
+  rest->len = (size_t)(end - rest->ptr);
+  return 1;
+}
+
+/* Fields whose values are the server's: Date, Content-Length,
+ * Transfer-Encoding, Connection. */
+static inline int hr__reserved_field(hr_span_t name) {
+  return hr_span_eq_nocase(name, HR_SPAN_LIT("Date")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Length")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Transfer-Encoding")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Connection"));
+}
+
+#endif /* HR_UTIL_TEXT_H */
