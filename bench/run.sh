@@ -11,7 +11,12 @@
 # server's GET /__hroute/stats counters).  With --compare nginx it serves the
 # same response from nginx on the same CPUs and alternates the two servers
 # round by round, then prints medians and the hroute/nginx throughput ratio.
-# Everything it starts is stopped when it exits, also when interrupted.
+# A third hroute run, "keepalive+churn", repeats the keep-alive run right
+# after it against a second hello started with --churn N (a thread in it
+# replaces routes N times per second, the served route among them) and
+# prints its throughput relative to the plain keep-alive run (the median of
+# the rounds' ratios).  Everything it starts is stopped when it exits, also
+# when interrupted.
 #
 #   bench/run.sh                                   # hroute alone, defaults
 #   bench/run.sh --duration 3s --compare nginx --rounds 1
@@ -37,6 +42,7 @@ COMPARE=none
 BUILD=1
 ONLY=             # hroute | nginx: benchmark one server only (script testing)
 WARMUP=1s         # one unmeasured keep-alive run per server before round 1
+CHURN=1000        # route replacements/s in the keepalive+churn run; 0: no such run
 
 # ---- state shared with the cleanup trap -----------------------------------
 
@@ -45,6 +51,7 @@ STOP_STATUS=0
 HELLO_PID=
 NGINX_PID=
 WRK_PID=
+CHURN_PID=        # the hello started with --churn, during its run only
 
 usage() {
   cat <<EOF
@@ -66,6 +73,8 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --compare nginx|none also benchmark nginx, alternating with hroute round
                        by round (default $COMPARE)
   --only hroute|nginx  benchmark one server only (nginx implies --compare nginx)
+  --churn N            route replacements per second in the keepalive+churn
+                       run (hello --churn N); 0 skips that run (default $CHURN)
   --no-build           use the existing build/release/hello
   --help               show this text
 
@@ -102,7 +111,7 @@ parse_args() {
       --no-build) BUILD=0; shift; continue ;;
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
       --duration | --connections | --threads | --server-threads | --path | --port | \
-        --server-cpus | --client-cpus | --depth | --rounds | --compare | --only)
+        --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -120,6 +129,7 @@ parse_args() {
       --rounds) ROUNDS=$value ;;
       --compare) COMPARE=$value ;;
       --only) ONLY=$value ;;
+      --churn) CHURN=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -134,6 +144,9 @@ parse_args() {
   ((PORT <= 65534)) || die "--port must be <= 65534"
   check_int --depth "$DEPTH" 1
   check_int --rounds "$ROUNDS" 1
+  check_int --churn "$CHURN" 0
+  ((10#$CHURN <= 100000)) || die "--churn must be <= 100000 (hello's limit)"
+  CHURN=$((10#$CHURN))
   [[ $URL_PATH == /* && $URL_PATH != *[[:space:]]* ]] || die "--path must start with / and have no spaces"
   case $COMPARE in nginx | none) ;; *) die "--compare must be nginx or none" ;; esac
   case $ONLY in '' | hroute) ;; nginx) COMPARE=nginx ;; *) die "--only must be hroute or nginx" ;; esac
@@ -184,6 +197,7 @@ cleanup() {
   set +e # clean up as much as possible, whatever fails
   stop_process "$WRK_PID" INT 2
   stop_process "$HELLO_PID" TERM 7
+  stop_process "$CHURN_PID" TERM 7
   stop_process "$NGINX_PID" TERM 5
   if [[ -n $TMP && -d $TMP ]]; then rm -rf "$TMP"; fi
   exit "$status"
@@ -256,9 +270,10 @@ cpu_ticks() {
          END { print total + 0 }'
 }
 
-# Prints "REQUESTS ALLOCATIONS" from hello's stats endpoint.
+# Prints "REQUESTS ALLOCATIONS" from the stats endpoint of the hello on port
+# $1 (default: the main one).
 hello_counters() {
-  curl -fsS --max-time 5 "http://127.0.0.1:$HELLO_PORT/__hroute/stats" |
+  curl -fsS --max-time 5 "http://127.0.0.1:${1:-$HELLO_PORT}/__hroute/stats" |
     awk '{
       r = $0; a = $0
       if (!sub(/.*"requests":/, "", r) || !sub(/.*"allocations":/, "", a)) exit 1
@@ -318,6 +333,46 @@ stop_hello() {
   [[ $STOP_STATUS == 0 ]] ||
     note "warning: hello did not shut down cleanly on SIGTERM" \
       "(exit status: $STOP_STATUS); log: $(tail -n 5 "$TMP/hello.log" | tr '\n' ' ')"
+}
+
+# Starts a second hello, with --churn, for the keepalive+churn run of round
+# $1.  It runs for that run only, so that its churn thread takes no CPU time
+# from the other runs (it shares the server CPUs), and is warmed up as the
+# main hello was.
+start_churn_hello() {
+  local round=$1
+  CHURN_PORT=$(pick_port $((${NGINX_PORT:-$HELLO_PORT} + 1)))
+  taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$CHURN_PORT" \
+    --threads "$SERVER_THREADS" --stats --churn "$CHURN" 2>"$TMP/hello-churn.$round.log" &
+  CHURN_PID=$!
+  wait_ready "hello --churn" "$CHURN_PID" "http://127.0.0.1:$CHURN_PORT$URL_PATH" \
+    "$TMP/hello-churn.$round.log"
+  check_response hroute+churn "http://127.0.0.1:$CHURN_PORT$URL_PATH"
+  run_wrk "$CHURN_PORT" "$WARMUP" keepalive "$TMP/warmup.churn.$round"
+}
+
+# Stops the hello of start_churn_hello (round $1), checks its shutdown and
+# shows how many replacements it made (the line it prints when it stops).
+stop_churn_hello() {
+  local round=$1 log="$TMP/hello-churn.$1.log" line
+  stop_process "$CHURN_PID" TERM 7
+  CHURN_PID=
+  [[ $STOP_STATUS == 0 ]] ||
+    note "warning: hello --churn did not shut down cleanly on SIGTERM" \
+      "(exit status: $STOP_STATUS); log: $(tail -n 5 "$log" | tr '\n' ' ')"
+  line=$(grep -m1 '^hello: churn: ' "$log" || true)
+  if [[ -z $line ]]; then
+    note "warning: hello --churn did not report its route replacements"
+  else
+    note "round $round/$ROUNDS  ${line#hello: }"
+  fi
+}
+
+# The keepalive+churn run of round $1.
+measure_churn() {
+  start_churn_hello "$1"
+  measure hroute "$CHURN_PID" "$CHURN_PORT" keepalive "$1" keepalive+churn
+  stop_churn_hello "$1"
 }
 
 # Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
@@ -408,17 +463,19 @@ parse_wrk() {
 # Measures server $1 ("hroute" or "nginx", process $2, port $3) in mode $4
 # for round $5 and appends one line to $TMP/results:
 #   server run round req/s p50_ms p99_ms cpu_us_per_req allocs_per_req errors
+# The run is named after the mode unless $6 names it.
 measure() {
   local server=$1 pid=$2 port=$3 mode=$4 round=$5
   local run=keepalive out cpu0 cpu1 c0 c1 rps p50 p99 requests errors served allocs cpu_us summary
   if [[ $mode == pipeline ]]; then run="pipeline$DEPTH"; fi
+  run=${6:-$run}
   out="$TMP/wrk.$server.$run.$round"
 
-  if [[ $server == hroute ]]; then c0=$(hello_counters); fi
+  if [[ $server == hroute ]]; then c0=$(hello_counters "$port"); fi
   cpu0=$(cpu_ticks "$pid")
   run_wrk "$port" "$DURATION" "$mode" "$out"
   cpu1=$(cpu_ticks "$pid")
-  if [[ $server == hroute ]]; then c1=$(hello_counters); fi
+  if [[ $server == hroute ]]; then c1=$(hello_counters "$port"); fi
   kill -0 "$pid" 2>/dev/null || die "$server died during the $run run"
 
   read -r rps p50 p99 requests errors < <(parse_wrk "$out") ||
@@ -437,7 +494,7 @@ measure() {
     'BEGIN { if (n > 0) printf "%.2f", t * 1000000 / hz / n; else print "n/a" }')
 
   echo "$server $run $round $rps $p50 $p99 $cpu_us $allocs $errors" >>"$TMP/results"
-  summary=$(printf '%-7s %-11s %8s req/s  p50 %sms  p99 %sms  cpu %sus/req  allocs/req %s' \
+  summary=$(printf '%-7s %-15s %8s req/s  p50 %sms  p99 %sms  cpu %sus/req  allocs/req %s' \
     "$server" "$run" "$rps" "$p50" "$p99" "$cpu_us" "$allocs")
   if ((errors > 0)); then summary+="  ERRORS $errors"; fi
   note "round $round/$ROUNDS  $summary"
@@ -446,7 +503,10 @@ measure() {
 # ---- report ---------------------------------------------------------------
 
 header_line() {
-  local commit=unknown cores model
+  local commit=unknown cores model churn_note=
+  if want_hroute && ((CHURN > 0)); then
+    churn_note="; keepalive+churn: hello --churn $CHURN (route replacements/s)"
+  fi
   if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
     git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
   else
@@ -456,13 +516,13 @@ header_line() {
   model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
   echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)};" \
     "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
-    "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH"
+    "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note"
 }
 
 # Prints the table of medians per server and run, and the ratio line.
 report() {
   header_line
-  awk -v pipe_run="pipeline$DEPTH" -v depth="$DEPTH" '
+  awk -v pipe_run="pipeline$DEPTH" -v depth="$DEPTH" -v churn="$CHURN" '
     function median(list,   n, v, i, j, t) {
       n = split(list, v, " ")
       for (i = 2; i <= n; i++)          # insertion sort: a few rounds only
@@ -478,17 +538,18 @@ report() {
       if (!($2 in seen_run)) { seen_run[$2] = 1; runs[++nruns] = $2 }
       key = $1 " " $2
       rps[key] = rps[key] " " $4; p50[key] = p50[key] " " $5; p99[key] = p99[key] " " $6
+      round_rps[key, $3] = $4; if ($3 > nrounds) nrounds = $3
       cpu[key] = cpu[key] " " $7; al[key] = al[key] " " $8; err[key] += $9
     }
     END {
-      printf "%-8s %-11s %10s %9s %9s %11s %11s\n",
+      printf "%-8s %-15s %10s %9s %9s %11s %11s\n",
         "server", "run", "req/s", "p50", "p99", "cpu_us/req", "allocs/req"
       for (s = 1; s <= nservers; s++)
         for (r = 1; r <= nruns; r++) {
           key = servers[s] " " runs[r]
           if (!(key in rps)) continue
           med[key] = median(rps[key])
-          printf "%-8s %-11s %10.0f %7.2fms %7.2fms %11s %11s\n", servers[s], runs[r], med[key],
+          printf "%-8s %-15s %10.0f %7.2fms %7.2fms %11s %11s\n", servers[s], runs[r], med[key],
             median(p50[key]), median(p99[key]), fmt(median(cpu[key])), fmt(median(al[key]))
         }
       line = ""
@@ -498,6 +559,17 @@ report() {
         line = line (line == "" ? "" : ", ") sprintf("%s %.2fx", runs[r], med[h] / med[n])
       }
       if (line != "") print "ratio hroute/nginx: " line
+      # Churn: the median over rounds of the per-round ratios (the two runs
+      # were measured one after the other).
+      h = "hroute keepalive"; c = "hroute keepalive+churn"; list = ""; each = ""
+      for (i = 1; i <= nrounds; i++)
+        if (((h, i) in round_rps) && ((c, i) in round_rps) && round_rps[h, i] > 0) {
+          q = round_rps[c, i] / round_rps[h, i]
+          list = list " " q; each = each (each == "" ? "" : " ") sprintf("%.2f", q)
+        }
+      if (list != "")
+        printf "churn: throughput with %d route replacements/s relative to none: %.2fx " \
+          "(goal >= 0.95; median of rounds: %s)\n", churn, median(list), each
       if (pipe_run in seen_run)
         printf "(%s latency: per write of %d requests, without wrk'"'"'s %s)\n",
           pipe_run, depth, "coordinated-omission correction"
@@ -544,6 +616,9 @@ main() {
   for ((round = 1; round <= ROUNDS; round++)); do
     for mode in keepalive pipeline; do
       if want_hroute; then measure hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
+      # Right after the plain keep-alive run, so that the two are compared
+      # under the same conditions (the machine's speed drifts).
+      if want_hroute && [[ $mode == keepalive ]] && ((CHURN > 0)); then measure_churn "$round"; fi
       if want_nginx; then measure nginx "$NGINX_PID" "$NGINX_PORT" "$mode" "$round"; fi
     done
   done

@@ -7,9 +7,11 @@
  * buffer, or the request's arena for long names), reading the server's
  * counters, and the two ways to run a server -- attached to a libuv loop this
  * program owns (one thread), or on hroute's own worker threads -- each with a
- * graceful shutdown on SIGINT and SIGTERM.
+ * graceful shutdown on SIGINT and SIGTERM.  The "route churn" section is for
+ * the benchmark only (--churn): a thread that keeps replacing routes while
+ * the server serves.
  *
- *   hello [--host ADDR] [--port N] [--threads N] [--stats]
+ *   hello [--host ADDR] [--port N] [--threads N] [--stats] [--churn N]
  *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
@@ -31,6 +33,8 @@
 
 /* How long a shutdown waits for requests in flight before closing them. */
 #define SHUTDOWN_DEADLINE_MS 5000
+/* Most route replacements per second --churn accepts. */
+#define CHURN_MAX 100000
 
 /* ---- command line ------------------------------------------------------ */
 
@@ -39,11 +43,13 @@ typedef struct options_s {
   int port;
   unsigned threads;
   int stats; /* also serve GET /__hroute/stats */
+  unsigned churn; /* route replacements per second (benchmark only), 0: none */
 } options_t;
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: hello [--host ADDR] [--port N] [--threads N] [--stats]\n"
+          "usage: hello [--host ADDR] [--port N] [--threads N] [--stats] "
+          "[--churn N]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -53,9 +59,17 @@ static void usage(FILE *out) {
           "                 threads with SO_REUSEPORT listeners (default 1, "
           "max 256)\n"
           "  --stats        also serve GET /__hroute/stats (JSON counters)\n"
+          "  --churn N      benchmark only: a thread replaces a route N times "
+          "per\n"
+          "                 second while serving (GET /churn/:x and GET "
+          "/hello/:name\n"
+          "                 in turn; default 0, none; max %d)\n"
           "  --help         show this text\n"
           "\n"
-          "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n");
+          "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n"
+          "        GET /churn/:x    -> 200 text/plain \"churn <a|b> <x>\" "
+          "(with --churn)\n",
+          CHURN_MAX);
 }
 
 /* Parses a whole decimal number in [min, max]; returns 0 or -1. */
@@ -102,6 +116,7 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->port = 8080;
   opts->threads = 1;
   opts->stats = 0;
+  opts->churn = 0;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -129,6 +144,10 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || parse_number(value, 1, 256, &number) != 0)
         goto bad;
       opts->threads = (unsigned)number;
+    } else if ((r = option_value(argc, argv, &i, "--churn", &value)) != 0) {
+      if (r < 0 || parse_number(value, 0, CHURN_MAX, &number) != 0)
+        goto bad;
+      opts->churn = (unsigned)number;
     } else {
       goto bad;
     }
@@ -218,25 +237,35 @@ static void stats_handler(hr_request_t *req, hr_response_t *res, void *udata) {
 }
 
 /*
- * Registers the routes.  Everything a request needs is resolved here, once:
- * the pattern is parsed, the parameter slot fixed and the constant fields
- * rendered into the route's response head.  The options and field arrays are
- * copied, so automatic storage is fine.
+ * Registers GET /hello/:name.  Everything a request needs is resolved here,
+ * once: the pattern is parsed, the parameter slot fixed and the constant
+ * field rendered into the route's response head.  The options and field
+ * arrays are copied, so automatic storage is fine.  `replace` is 0 at
+ * start-up; with 1 an existing GET /hello/:name is replaced (the route churn
+ * below does that), and requests already under way finish with the old one.
  */
-static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
+static int add_hello_route(hr_router_t *router, int replace) {
   const hr_field_t text_plain[] = {
       {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")},
   };
+  hr_route_options_t ro;
+
+  hr_route_options_init(&ro);
+  ro.fields = text_plain;
+  ro.nfields = sizeof(text_plain) / sizeof(text_plain[0]);
+  ro.replace = replace;
+  return hr_router_add(router, "GET", "/hello/:name", hello_handler, NULL, &ro);
+}
+
+/* Registers the routes: hello, and the stats route when asked for. */
+static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
   const hr_field_t json[] = {
       {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("application/json")},
   };
   hr_route_options_t ro;
   int err;
 
-  hr_route_options_init(&ro);
-  ro.fields = text_plain;
-  ro.nfields = sizeof(text_plain) / sizeof(text_plain[0]);
-  err = hr_router_add(router, "GET", "/hello/:name", hello_handler, NULL, &ro);
+  err = add_hello_route(router, 0);
   if (err != 0 || !stats)
     return err;
 
@@ -334,6 +363,152 @@ static int watch_signals(uv_loop_t *loop, app_t *app, uv_signal_cb cb) {
   return 0;
 }
 
+/* ---- route churn: for the benchmark only ---------------------------------- */
+
+/*
+ * bench/run.sh measures throughput while routes are being replaced, to show
+ * that publishing new route tables does not slow the requests being served
+ * (readers never wait for writers).  A service needs none of this: it is
+ * here because hello is the benchmark's server.
+ *
+ * With --churn N a thread calls hr_router_add(..., replace = 1) N times per
+ * second, in turn on GET /churn/:x (alternating between two handlers with
+ * their own udata) and on GET /hello/:name (the same handler and field
+ * again, so the route under load really gets a new compiled version).
+ * hr_router_add may be called from any thread.  The thread is joined before
+ * the router is freed.
+ */
+typedef struct churn_s {
+  hr_router_t *router;
+  unsigned per_second;
+  uv_thread_t thread;
+  uv_mutex_t lock; /* guards `stop` */
+  uv_cond_t wake;  /* signalled when `stop` is set */
+  int stop;
+  int running;     /* the thread exists (main thread only) */
+  /* Written by the thread, read after joining it. */
+  uint64_t replaced, failed;
+  int last_error;
+  uint64_t started_ns, stopped_ns;
+} churn_t;
+
+/* GET /churn/:x; `udata` names the version ("a" or "b"). */
+static void churn_handler_a(hr_request_t *req, hr_response_t *res,
+                            void *udata) {
+  char body[160];
+  hr_span_t x = hr_request_param(req, 0);
+  int len = snprintf(body, sizeof(body), "churn %s %.*s", (const char *)udata,
+                     (int)(x.len < 100 ? x.len : 100), x.ptr);
+  (void)hr_response_send(res, 200, body, (size_t)len);
+}
+
+/* The other version: a second function, so that each replacement changes
+ * the handler as well as its udata. */
+static void churn_handler_b(hr_request_t *req, hr_response_t *res,
+                            void *udata) {
+  churn_handler_a(req, res, udata);
+}
+
+static int add_churn_route(hr_router_t *router, int version, int replace) {
+  static const char *const names[2] = {"a", "b"};
+  const hr_field_t text_plain[] = {
+      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")},
+  };
+  hr_route_options_t ro;
+
+  hr_route_options_init(&ro);
+  ro.fields = text_plain;
+  ro.nfields = sizeof(text_plain) / sizeof(text_plain[0]);
+  ro.replace = replace;
+  return hr_router_add(router, "GET", "/churn/:x",
+                       version ? churn_handler_b : churn_handler_a,
+                       (void *)names[version], &ro);
+}
+
+static void churn_main(void *arg) {
+  churn_t *ch = arg;
+  const uint64_t interval = 1000000000u / ch->per_second; /* ns */
+  uint64_t next = uv_hrtime(), i, now;
+  int err;
+
+  ch->started_ns = next;
+  uv_mutex_lock(&ch->lock);
+  for (i = 0; !ch->stop; i++) {
+    uv_mutex_unlock(&ch->lock);
+    /* Even turns: the churn route, version a, b, a, ...; odd: hello. */
+    err = i % 2 == 0 ? add_churn_route(ch->router, (int)(i / 2 % 2), 1)
+                     : add_hello_route(ch->router, 1);
+    if (err == 0) {
+      ch->replaced++;
+    } else {
+      ch->failed++;
+      ch->last_error = err;
+    }
+    /* Keep the average rate: a late turn is made up at once, but never
+     * more than a second's worth. */
+    next += interval;
+    now = uv_hrtime();
+    if (now > next + 1000000000u)
+      next = now;
+    uv_mutex_lock(&ch->lock);
+    while (!ch->stop && (now = uv_hrtime()) < next)
+      (void)uv_cond_timedwait(&ch->wake, &ch->lock, next - now);
+  }
+  uv_mutex_unlock(&ch->lock);
+  ch->stopped_ns = uv_hrtime();
+}
+
+/* Registers GET /churn/:x and starts the thread.  Returns 0 or an error
+ * (hroute's or libuv's); on error nothing is left running. */
+static int churn_start(churn_t *ch, hr_router_t *router, unsigned per_second) {
+  int err;
+
+  memset(ch, 0, sizeof(*ch));
+  ch->router = router;
+  ch->per_second = per_second;
+  if ((err = add_churn_route(router, 0, 0)) != 0)
+    return err;
+  if ((err = uv_mutex_init(&ch->lock)) != 0)
+    return err;
+  if ((err = uv_cond_init(&ch->wake)) != 0) {
+    uv_mutex_destroy(&ch->lock);
+    return err;
+  }
+  if ((err = uv_thread_create(&ch->thread, churn_main, ch)) != 0) {
+    uv_cond_destroy(&ch->wake);
+    uv_mutex_destroy(&ch->lock);
+    return err;
+  }
+  ch->running = 1;
+  return 0;
+}
+
+/* Stops and joins the thread (no-op when it was never started), then
+ * reports what it did. */
+static void churn_stop(churn_t *ch) {
+  double secs;
+
+  if (!ch->running)
+    return;
+  uv_mutex_lock(&ch->lock);
+  ch->stop = 1;
+  uv_cond_signal(&ch->wake);
+  uv_mutex_unlock(&ch->lock);
+  uv_thread_join(&ch->thread);
+  ch->running = 0;
+  uv_cond_destroy(&ch->wake);
+  uv_mutex_destroy(&ch->lock);
+
+  secs = (double)(ch->stopped_ns - ch->started_ns) / 1e9;
+  fprintf(stderr,
+          "hello: churn: %" PRIu64 " route replacements in %.1f s (%.0f/s)",
+          ch->replaced, secs, secs > 0 ? (double)ch->replaced / secs : 0.0);
+  if (ch->failed > 0)
+    fprintf(stderr, ", %" PRIu64 " failed (last: %s)", ch->failed,
+            hr_strerror(ch->last_error));
+  fprintf(stderr, "\n");
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 /* Reports a failed call and returns 1 (the exit status). */
@@ -346,6 +521,7 @@ static int fail(const char *what, int err) {
 int main(int argc, char **argv) {
   options_t opts;
   app_t app;
+  churn_t churn;
   hr_router_t *router = NULL;
   hr_server_t *server = NULL;
   uv_loop_t *loop = uv_default_loop();
@@ -368,6 +544,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   memset(&app, 0, sizeof(app));
+  memset(&churn, 0, sizeof(churn));
 
   /* 1. The router: routes are compiled and published when added. */
   if ((err = hr_router_new(&router, NULL)) != 0) {
@@ -383,6 +560,12 @@ int main(int argc, char **argv) {
   app.server = server;
   if ((err = add_routes(router, server, opts.stats)) != 0) {
     status = fail("hr_router_add", err);
+    goto out;
+  }
+  /* Benchmark only: start replacing routes (see "route churn" above). */
+  if (opts.churn > 0 &&
+      (err = churn_start(&churn, router, opts.churn)) != 0) {
+    status = fail("--churn", err);
     goto out;
   }
   if ((err = hr_server_listen(server, opts.host, opts.port)) != 0) {
@@ -432,6 +615,7 @@ out:
    * (after an error), then the server before the router it uses, the loop
    * last (it fails with UV_EBUSY if a handle was left open). */
   uv_run(loop, UV_RUN_NOWAIT);
+  churn_stop(&churn); /* its thread uses the router */
   hr_server_free(server);
   hr_router_free(router);
   if ((err = uv_loop_close(loop)) != 0)

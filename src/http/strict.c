@@ -16,49 +16,84 @@ void hr__head_scan_init(hr__head_scan_t *s) {
 
 long hr__head_scan(hr__head_scan_t *s, const char *msg, size_t n,
                    const hr__head_limits_t *lim) {
-  size_t i;
-  for (i = s->pos; i < n; i++) {
+  /* The state lives in locals while scanning (stored back on exit), and the
+   * bytes of a line are skipped in a tight loop up to the next CR or LF:
+   * only line starts, field names and line ends need a closer look. */
+  size_t i = s->pos, line_len = s->line_len, fields = s->fields;
+  unsigned cr = s->cr, in_req = s->in_request_line, in_name = s->in_name;
+  size_t end = n < lim->max_header ? n : lim->max_header;
+  long rc = 0;
+  while (i < end) {
     unsigned char c = (unsigned char)msg[i];
-    if (i + 1 > lim->max_header) return s->in_request_line ? -414 : -431;
-    if (s->cr) {
-      if (c != '\n') return -400; /* bare CR */
-      s->cr = 0;
-      if (s->in_request_line) {
-        /* Empty lines before the request line are ignored (RFC 9112 §2.2). */
-        if (s->line_len != 0) s->in_request_line = 0;
-      } else if (s->line_len == 0) {
-        s->pos = i + 1;
-        return (long)(i + 1); /* the empty line: end of the section */
-      } else if (++s->fields > lim->max_fields) {
-        return -431;
+    if (cr) {
+      if (c != '\n') {
+        rc = -400; /* bare CR */
+        goto out;
       }
-      s->line_len = 0;
-      s->in_name = 0;
+      cr = 0;
+      i++;
+      if (in_req) {
+        /* Empty lines before the request line are ignored (RFC 9112 §2.2). */
+        if (line_len != 0) in_req = 0;
+      } else if (line_len == 0) {
+        rc = (long)i; /* the empty line: end of the section */
+        goto out;
+      } else if (++fields > lim->max_fields) {
+        rc = -431;
+        goto out;
+      }
+      line_len = 0;
+      in_name = 0;
       continue;
     }
     if (c == '\r') {
-      s->cr = 1;
-    } else if (c == '\n') {
-      return -400; /* bare LF */
-    } else {
-      if (s->line_len == 0 && !s->in_request_line) {
-        if (c == ' ' || c == '\t' || c == ':')
-          return -400; /* obs-fold, or an empty field name */
-        s->in_name = 1;
+      cr = 1;
+      i++;
+      continue;
+    }
+    if (c == '\n') {
+      rc = -400; /* bare LF */
+      goto out;
+    }
+    if (line_len == 0 && !in_req) {
+      if (c == ' ' || c == '\t' || c == ':') {
+        rc = -400; /* obs-fold, or an empty field name */
+        goto out;
       }
-      if (s->in_name) {
-        if (c == ':')
-          s->in_name = 0;
-        else if (c == ' ' || c == '\t')
-          return -400; /* whitespace before the colon (RFC 9112 §5.1) */
+      in_name = 1;
+    }
+    if (in_name) {
+      if (c == ':') {
+        in_name = 0;
+      } else if (c == ' ' || c == '\t') {
+        rc = -400; /* whitespace before the colon (RFC 9112 §5.1) */
+        goto out;
       }
-      s->line_len++;
-      if (s->in_request_line && s->line_len > lim->max_request_line)
-        return -414;
+      line_len++;
+      i++;
+      continue;
+    }
+    {
+      const char *p = msg + i, *e = msg + end;
+      while (p < e && *p != '\r' && *p != '\n') p++;
+      line_len += (size_t)(p - (msg + i));
+      i = (size_t)(p - msg);
+    }
+    if (in_req && line_len > lim->max_request_line) {
+      rc = -414;
+      goto out;
     }
   }
-  s->pos = n;
-  return 0;
+  /* Out of bytes: either more are needed, or the limit is reached. */
+  if (n > end) rc = in_req ? -414 : -431;
+out:
+  s->pos = i;
+  s->line_len = line_len;
+  s->fields = fields;
+  s->cr = (uint8_t)cr;
+  s->in_request_line = (uint8_t)in_req;
+  s->in_name = (uint8_t)in_name;
+  return rc;
 }
 
 void hr__frame_scan_init(hr__frame_scan_t *s) {
