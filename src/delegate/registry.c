@@ -31,7 +31,9 @@
 /* Which counter shard this thread uses: handed out round-robin the first
  * time a thread counts (a thread id, not shared state). */
 static _Atomic unsigned next_shard;
-static _Thread_local unsigned my_shard; /* 0: not assigned yet; else index + 1 */
+/* 0: not assigned yet; else index + 1.  initial-exec: no __tls_get_addr
+ * call on each lookup when hroute is a shared library. */
+static _Thread_local unsigned my_shard __attribute__((tls_model("initial-exec")));
 
 static hr__dshard_t *shard(hr__registry_t *reg) {
   if (my_shard == 0)

@@ -44,9 +44,18 @@ static void render_date(hr__worker_t *w) {
       tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+/* Milliseconds until the next wall-clock second, plus one: the timer fires
+ * just after the second changes, so Date is never a second behind. */
+static uint64_t ms_to_next_second(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)(1000 - ts.tv_nsec / 1000000) + 1;
+}
+
 static void on_date_timer(uv_timer_t *t) {
   hr__worker_t *w = t->data;
   render_date(w);
+  uv_timer_start(t, on_date_timer, ms_to_next_second(), 0);
   /* Per-loop contexts of replaced or removed routes go within a second. */
   hr__worker_ctx_sweep(w, 0);
 }
@@ -133,7 +142,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   w->handles_open++;
   uv_timer_init(loop, &w->date_timer);
   w->date_timer.data = w;
-  uv_timer_start(&w->date_timer, on_date_timer, 1000, 1000);
+  uv_timer_start(&w->date_timer, on_date_timer, ms_to_next_second(), 0);
   uv_unref((uv_handle_t *)&w->date_timer);
   w->handles_open++;
   uv_idle_init(loop, &w->resume_idle);
