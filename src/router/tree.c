@@ -336,17 +336,16 @@ static hr__node_t *freeze(bump_t *bp, const bnode_t *n, int *rc) {
   f->nstatic = (uint32_t)n->nkids;
   f->first = first;
   f->statics = bump(bp, n->nkids * sizeof(hr__node_t *));
-  if (n->nroutes) f->leaf = freeze_leaf(bp, n, rc);
-  for (i = 0; i < n->nkids; i++) {
-    first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
-    f->statics[i] = freeze(bp, n->kids[i], rc);
-  }
+  for (i = 0; i < n->nkids; i++) first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
+  /* The child index sits right after the node, before its subtrees. */
   if (n->nkids >= HR__INDEX_MIN && n->nkids < 256) {
     unsigned char *ix = bump(bp, 256);
     memset(ix, 0, 256);
     for (i = 0; i < n->nkids; i++) ix[first[i]] = (unsigned char)(i + 1);
     f->index = ix;
   }
+  if (n->nroutes) f->leaf = freeze_leaf(bp, n, rc);
+  for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(bp, n->kids[i], rc);
   if (n->param) f->param = freeze(bp, n->param, rc);
   if (n->catchall) f->catchall = freeze(bp, n->catchall, rc);
   return f;
@@ -480,9 +479,21 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
 /* ---- lookup ---------------------------------------------------------------- */
 
 /* Compares n bytes; the caller has matched byte 0 already (child dispatch
- * by first byte), so it starts at 1. */
-static inline int prefix_eq(const char *p, const char *prefix, size_t n, int ci) {
+ * by first byte), so it starts at 1.  `avail` bytes are readable at p.
+ * Prefixes are stored padded to 8 bytes, so one masked 8-byte compare does
+ * a short prefix without a loop (and without a branch per byte). */
+static inline int prefix_eq(const char *p, const char *prefix, size_t n,
+                            size_t avail, int ci) {
   size_t i = 1;
+  if (!ci && n <= 8 && avail >= 8) {
+    uint64_t a, b, mask = n == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * n)) - 1);
+    memcpy(&a, p, 8);
+    memcpy(&b, prefix, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    mask = n == 8 ? ~(uint64_t)0 : ~((~(uint64_t)0) >> (8 * n));
+#endif
+    return ((a ^ b) & mask) == 0;
+  }
   if (!ci) {
     for (; i + 8 <= n; i += 8) {
       uint64_t a, b;
@@ -500,6 +511,28 @@ static inline int prefix_eq(const char *p, const char *prefix, size_t n, int ci)
     if (c != (unsigned char)prefix[i]) return 0;
   }
   return 1;
+}
+
+/* Index of the next '/' at or after pos (or len), eight bytes at a time. */
+static inline size_t segment_end(const char *p, size_t pos, size_t len) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  const uint64_t slashes = ones * (uint64_t)'/';
+  while (len - pos >= 8) {
+    uint64_t w;
+    memcpy(&w, p + pos, 8);
+    w ^= slashes; /* a '/' byte becomes zero */
+    w = (w - ones) & ~w & highs;
+    if (w != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+      return pos + (size_t)(__builtin_clzll(w) / 8);
+#else
+      return pos + (size_t)(__builtin_ctzll(w) / 8);
+#endif
+    }
+    pos += 8;
+  }
+  while (pos < len && p[pos] != '/') pos++;
+  return pos;
 }
 
 static inline const hr__node_t *static_child(const hr__node_t *n, unsigned char c) {
@@ -538,7 +571,8 @@ walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
     const hr__node_t *k = NULL;
     size_t end;
     if (n->plen) {
-      if (len - pos < n->plen || !prefix_eq(p + pos, n->prefix, n->plen, ci))
+      if (len - pos < n->plen ||
+          !prefix_eq(p + pos, n->prefix, n->plen, len - pos, ci))
         return NULL;
       pos += n->plen;
     }
@@ -563,8 +597,7 @@ walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
     }
     if (np >= HR_MAX_PARAMS) return NULL;
     if (n->param != NULL) {
-      for (end = pos; end < len && p[end] != '/'; end++)
-        ;
+      end = segment_end(p, pos, len);
       if (end > pos) {
         params[np].name = n->param->name;
         params[np].value.ptr = p + pos;
