@@ -164,7 +164,10 @@ typedef struct hr_date_s {
 } hr_date_t;
 
 /* Most parameters, ranges, tags, directives, cookies, links kept per value;
- * more in the input is HR_EPARSE (never silently dropped). */
+ * more in the input is HR_EPARSE (items are never dropped for lack of
+ * room).  What each parser ignores by design (accept-ext parameters after
+ * q, a field-name list on no-cache/private, unknown cookie attributes) is
+ * stated in its source file. */
 #define HR_MAX_ITEMS 16
 
 /* A name=value parameter.  Names are as written (compare them with
@@ -292,11 +295,13 @@ HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
                                hr_type_id_t type, void *value);
 
 /*
- * Conditional GET/HEAD (RFC 9110 §13.1.2, §13.1.3, §13.2.2): when the
- * request's If-None-Match matches `etag` (weak comparison), or, without
- * If-None-Match, its If-Modified-Since is not older than `last_modified`
- * (seconds; < 0: unknown), answers 304 with ETag and Last-Modified and
- * returns 1 (the response is complete).  Otherwise returns 0 and the
+ * Conditional requests on an existing resource (RFC 9110 §13.1.2, §13.1.3,
+ * §13.2.2): when the request's If-None-Match is "*" or matches `etag` (weak
+ * comparison), or, without If-None-Match, its If-Modified-Since is not
+ * older than `last_modified` (seconds; < 0: unknown), answers 304 with ETag
+ * and Last-Modified for GET and HEAD (412 Precondition Failed for other
+ * methods when If-None-Match matches) and returns 1 (the response is
+ * complete).  Otherwise returns 0 and the
  * handler sends the full response.  `etag` may be NULL.  Malformed
  * conditional fields are ignored, as RFC 9110 §13.1 requires.  Returns a
  * negative error code when the 304 could not be sent.  Loop thread.

@@ -138,8 +138,10 @@ int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
   size_t i;
   rc = hr_request_typed(req, HR_SPAN_LIT("If-None-Match"), HR_TYPE_ETAG_LIST, &inm);
   if (rc == 0) {
-    /* §13.1.2: If-None-Match takes precedence over If-Modified-Since. */
-    int match = inm.any && (etag != NULL || last_modified >= 0);
+    /* §13.1.2: If-None-Match takes precedence over If-Modified-Since; "*"
+     * matches any current representation (the handler calls this for a
+     * resource that exists). */
+    int match = inm.any;
     for (i = 0; !match && etag != NULL && i < inm.n; i++)
       match = etag_weak_eq(&inm.tags[i], etag);
     if (match) status = get_or_head ? 304 : 412;

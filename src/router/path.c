@@ -8,6 +8,33 @@
 #include <string.h>
 
 #include "router/path.h"
+#include "util/text.h"
+
+/* host [ ":" port ]: a non-empty reg-name or IPv4 address, or a bracketed
+ * IP literal, then digits.  No userinfo. */
+static int authority_ok(hr_span_t a) {
+  const char *s = a.ptr, *end = a.ptr + a.len;
+  if (a.len == 0) return 0;
+  if (*s == '[') {
+    const char *e = memchr(s, ']', a.len);
+    if (e == NULL || e == s + 1) return 0;
+    for (s++; s < e; s++)
+      if (!(hr__is_path_char((unsigned char)*s) && *s != '/' && *s != '%' && *s != '@'))
+        return 0;
+    s = e + 1;
+  } else {
+    const char *h = s;
+    for (; s < end && *s != ':'; s++)
+      if (!hr__is_path_char((unsigned char)*s) || *s == '/' || *s == '@' || *s == '*')
+        return 0;
+    if (s == h) return 0;
+  }
+  if (s == end) return 1;
+  if (*s++ != ':') return 0;
+  for (; s < end; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
 
 int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
                      hr_span_t *authority) {
@@ -28,18 +55,19 @@ int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
       ;
     if (t == s || end - t < 3 || t[0] != ':' || t[1] != '/' || t[2] != '/')
       return -1;
+    {
+      /* http and https only (RFC 9110 §4.2), any case */
+      hr_span_t scheme = {s, (size_t)(t - s)};
+      if (!hr_span_eq_nocase(scheme, HR_SPAN_LIT("http")) &&
+          !hr_span_eq_nocase(scheme, HR_SPAN_LIT("https")))
+        return -1;
+    }
     s = t + 3;
     authority->ptr = s;
     while (s < end && *s != '/' && *s != '?' && *s != '#') s++;
     authority->len = (size_t)(s - authority->ptr);
-    {
-      /* userinfo is not part of the host */
-      const char *at = memchr(authority->ptr, '@', authority->len);
-      if (at != NULL) {
-        authority->len -= (size_t)(at + 1 - authority->ptr);
-        authority->ptr = at + 1;
-      }
-    }
+    /* An empty host is invalid (§4.2.1), and so is userinfo (§4.2.4). */
+    if (!authority_ok(*authority)) return -1;
     if (s == end || *s != '/') {
       static const char root[] = "/";
       path->ptr = root;

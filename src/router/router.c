@@ -22,6 +22,7 @@
 #include "router/path.h"
 #include "router/route.h"
 #include "util/rcu.h"
+#include "util/text.h"
 
 #ifdef HR__TSAN
 char hr__rcu_tsan_edge;
@@ -678,6 +679,11 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   if (maybe_unclean && !hr__path_is_clean(path)) {
     size_t n;
     if (r->opts.unclean_path == HR_CLEAN_REJECT) return 0;
+    /* A Location is only built from bytes a URI path may hold: a '\\' (which
+     * browsers read as '/') could otherwise make "//\\evil.example" a
+     * redirect off the site. */
+    for (n = 0; n < path.len; n++)
+      if (!hr__is_path_char((unsigned char)path.ptr[n])) return 0;
     if (buflen < path.len + 1) return HR_ENOSPC;
     if (hr__path_clean(path, buf, &n) != 0) return 0; /* above the root */
     if (put_location(out, buf, buflen, 0, n, query) != 0) return HR_ENOSPC;

@@ -36,6 +36,14 @@ static inline int hr__list_next(hr_span_t *rest, hr_span_t *item) {
   return 1;
 }
 
+/* Bytes a URI path may hold as they are (RFC 3986 §3.3 pchar, plus '/'
+ * and '%' for escapes): unreserved, sub-delims, ':' and '@'. */
+static inline int hr__is_path_char(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+    return 1;
+  return c != '\0' && strchr("-._~!$&'()*+,;=:@/%", c) != NULL;
+}
+
 /* Fields whose values are the server's: Date, Content-Length,
  * Transfer-Encoding, Connection. */
 static inline int hr__reserved_field(hr_span_t name) {
