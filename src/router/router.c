@@ -660,7 +660,11 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   out->path.len = path.len;
   out->query.ptr = query.ptr;
   out->query.len = query.len;
-  mid = hr__method_id(method);
+  /* GET first, without the call: it is most requests. */
+  mid = method.len == 3 && method.ptr[0] == 'G' && method.ptr[1] == 'E' &&
+                method.ptr[2] == 'T'
+            ? HR__M_GET
+            : hr__method_id(method);
   ci = r->opts.case_insensitive;
   /* Pairs with the release store in publish(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
@@ -725,7 +729,9 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
     }
     return 0;
   }
-  out->route = hr__leaf_route(leaf, method, mid);
+  /* The usual case inline: a standard method with its own route. */
+  out->route = mid >= 0 && leaf->std[mid] != NULL ? leaf->std[mid]
+                                                  : hr__leaf_route(leaf, method, mid);
   if (out->route == NULL) {
     out->allow = leaf->allow;
     /* OPTIONS without its own route: the router answers (RFC 9110 §9.3.7). */
