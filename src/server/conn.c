@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "router/path.h"
 #include "server/internal.h"
 #include "util/rcu.h"
 
@@ -131,7 +132,12 @@ static int headers_complete(hr__conn_t *c) {
   r->chunked = (c->parser.flags & F_CHUNKED) != 0;
   r->has_length = (c->parser.flags & F_CONTENT_LENGTH) != 0;
   r->content_length = r->has_length ? c->parser.content_length : 0;
-  hr__split_target(r);
+  {
+    /* The router's split: one reading of the target for both.  A target it
+     * cannot read is answered 400 by the router. */
+    hr_span_t authority;
+    hr__target_split(r->target, &r->path, &r->query, &authority);
+  }
   if (r->host_count > 1 || (r->version == 11 && r->host_count == 0)) {
     conn_fail(c, 400, "missing, repeated or invalid Host field");
     return -1;

@@ -300,7 +300,6 @@ void hr__conn_maybe_free(hr__conn_t *c);
 /* parse.c */
 extern const llhttp_settings_t hr__parser_settings;
 llhttp_errno_t hr__parse_head(hr__conn_t *c);
-void hr__split_target(hr_request_t *r);
 
 /* invoke.c */
 void hr__invoke(hr__conn_t *c);

@@ -4,8 +4,8 @@
  * request line and field lines as spans into the read buffer (trimming
  * values, noting Host, Connection, Expect and Transfer-Encoding, refusing
  * what llhttp 8.1 lets through), body delivery (buffered, streamed or
- * discarded, with the chunked framing checked between pieces), handing a
- * checked header section to llhttp, and splitting the request target.
+ * discarded, with the chunked framing checked between pieces), and handing
+ * a checked header section to llhttp.
  */
 #include <string.h>
 
@@ -254,47 +254,6 @@ const llhttp_settings_t hr__parser_settings = {
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
-
-/* Splits the request target into path and query (RFC 9112 §3.2). */
-void hr__split_target(hr_request_t *r) {
-  const char *s = r->target.ptr, *end = s + r->target.len, *q, *h;
-  if (r->target.len == 0) return;
-  if (s[0] != '/' && !(r->target.len == 1 && s[0] == '*')) {
-    /* absolute-form: scheme "://" authority path-abempty [ "?" query ] */
-    const char *sep = NULL, *t;
-    for (t = s; t + 2 < end; t++)
-      if (t[0] == ':' && t[1] == '/' && t[2] == '/') {
-        sep = t + 3;
-        break;
-      }
-    if (sep != NULL) {
-      const char *slash = sep;
-      while (slash < end && *slash != '/' && *slash != '?' && *slash != '#')
-        slash++;
-      if (slash == end || *slash != '/') {
-        r->path = HR_SPAN_LIT("/");
-        s = slash;
-        if (s < end && *s == '?') {
-          h = memchr(s, '#', (size_t)(end - s));
-          r->query.ptr = s + 1;
-          r->query.len = (size_t)((h ? h : end) - s - 1);
-        }
-        return;
-      }
-      s = slash;
-    }
-  }
-  h = memchr(s, '#', (size_t)(end - s));
-  if (h != NULL) end = h;
-  q = memchr(s, '?', (size_t)(end - s));
-  r->path.ptr = s;
-  r->path.len = (size_t)((q ? q : end) - s);
-  if (q != NULL) {
-    r->query.ptr = q + 1;
-    r->query.len = (size_t)(end - q - 1);
-  }
-}
-
 
 /*
  * Hands the checked header section to llhttp.  llhttp 8 knows a fixed list
