@@ -10,32 +10,6 @@
 #include "router/path.h"
 #include "util/text.h"
 
-/* host [ ":" port ]: a non-empty reg-name or IPv4 address, or a bracketed
- * IP literal, then digits.  No userinfo. */
-static int authority_ok(hr_span_t a) {
-  const char *s = a.ptr, *end = a.ptr + a.len;
-  if (a.len == 0) return 0;
-  if (*s == '[') {
-    const char *e = memchr(s, ']', a.len);
-    if (e == NULL || e == s + 1) return 0;
-    for (s++; s < e; s++)
-      if (!(hr__is_path_char((unsigned char)*s) && *s != '/' && *s != '%' && *s != '@'))
-        return 0;
-    s = e + 1;
-  } else {
-    const char *h = s;
-    for (; s < end && *s != ':'; s++)
-      if (!hr__is_path_char((unsigned char)*s) || *s == '/' || *s == '@' || *s == '*')
-        return 0;
-    if (s == h) return 0;
-  }
-  if (s == end) return 1;
-  if (*s++ != ':') return 0;
-  for (; s < end; s++)
-    if (*s < '0' || *s > '9') return 0;
-  return 1;
-}
-
 int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
                      hr_span_t *authority) {
   const char *s = target.ptr, *end = target.ptr + target.len, *q;
@@ -67,7 +41,7 @@ int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
     while (s < end && *s != '/' && *s != '?' && *s != '#') s++;
     authority->len = (size_t)(s - authority->ptr);
     /* An empty host is invalid (§4.2.1), and so is userinfo (§4.2.4). */
-    if (!authority_ok(*authority)) return -1;
+    if (!hr__authority_ok(*authority)) return -1;
     if (s == end || *s != '/') {
       static const char root[] = "/";
       path->ptr = root;

@@ -91,36 +91,6 @@ static int has_token(hr_span_t list, hr_span_t token) {
   return 0;
 }
 
-/* Host = uri-host [ ":" port ] (RFC 9110 §7.2, RFC 3986 §3.2.2): a
- * reg-name, an IPv4 address or a bracketed IP literal, then digits. */
-static int valid_host(hr_span_t h) {
-  const char *s = h.ptr, *end = h.ptr + h.len;
-  if (h.len == 0) return 1; /* allowed when the target has no authority */
-  if (*s == '[') {
-    s++;
-    while (s < end && *s != ']') {
-      unsigned char c = (unsigned char)*s++;
-      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-            (c >= 'A' && c <= 'F') || c == ':' || c == '.' || c == 'v' ||
-            c == 'V'))
-        return 0;
-    }
-    if (s == end) return 0;
-    s++; /* ']' */
-  } else {
-    for (; s < end && *s != ':'; s++) {
-      unsigned char c = (unsigned char)*s;
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-            (c >= '0' && c <= '9') || (c != 0 && strchr("-._~%!$&'()*+,;=", c))))
-        return 0;
-    }
-  }
-  if (s == end) return 1;
-  if (*s++ != ':') return 0;
-  for (; s < end; s++)
-    if (*s < '0' || *s > '9') return 0;
-  return 1;
-}
 
 /* Whether every coding in a Transfer-Encoding value is "chunked" (the only
  * one hroute decodes; RFC 9112 §6.1 answers others with 501).  llhttp
@@ -154,7 +124,10 @@ static int on_header_value_complete(llhttp_t *p) {
       if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Host"))) {
         r->host_count++;
         r->host = f->value;
-        if (!valid_host(f->value)) r->host_count = 2; /* answered 400 */
+        /* Host = uri-host [ ":" port ]; empty when the target has no
+         * authority (RFC 9110 §7.2). */
+        if (f->value.len && !hr__authority_ok(f->value))
+          r->host_count = 2; /* answered 400 */
       }
       break;
     case 6:

@@ -44,6 +44,12 @@ static inline int hr__is_path_char(unsigned char c) {
   return c != '\0' && strchr("-._~!$&'()*+,;=:@/%", c) != NULL;
 }
 
+/* Whether `a` is host [ ":" port ] (RFC 3986 §3.2.2, RFC 9110 §7.2): a
+ * non-empty reg-name (unreserved, sub-delims but '*', escapes) or IPv4
+ * address, or a bracketed IP literal, then optional digits.  No userinfo.
+ * (text.c) */
+int hr__authority_ok(hr_span_t a);
+
 /* Fields whose values are the server's: Date, Content-Length,
  * Transfer-Encoding, Connection. */
 static inline int hr__reserved_field(hr_span_t name) {

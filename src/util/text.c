@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared text checks that are too long to be inline (see text.h): the
+ * authority form used by the Host field and by absolute-form targets.
+ */
+#include "util/text.h"
+
+int hr__authority_ok(hr_span_t a) {
+  const char *s = a.ptr, *end = a.ptr + a.len;
+  if (a.len == 0) return 0;
+  if (*s == '[') {
+    const char *e = memchr(s, ']', a.len);
+    if (e == NULL || e == s + 1) return 0;
+    for (s++; s < e; s++) {
+      unsigned char c = (unsigned char)*s;
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+            (c >= 'A' && c <= 'F') || c == ':' || c == '.' || c == 'v' || c == 'V'))
+        return 0;
+    }
+    s = e + 1;
+  } else {
+    const char *h = s;
+    for (; s < end && *s != ':'; s++)
+      if (!hr__is_path_char((unsigned char)*s) || *s == '/' || *s == '@' || *s == '*')
+        return 0;
+    if (s == h) return 0;
+  }
+  if (s == end) return 1;
+  if (*s++ != ':') return 0;
+  for (; s < end; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
