@@ -46,6 +46,9 @@
 
 #include <hroute.h>
 
+#include "counter.h"
+#include "timing.h"
+
 #define PASSES 9         /* timed passes per single-thread case (>= 7) */
 #define PASS_NS 20e6     /* target duration of one tight-loop pass */
 #define NLEAVES 4000     /* deep leaf types for the walk case */
@@ -55,31 +58,6 @@
 #define GOAL_SCALING 1.8
 
 static volatile uintptr_t sink;
-
-/* ---- a counting allocator (thread-safe: the router may use it anywhere) --- */
-
-typedef struct counter_s {
-  _Atomic unsigned long long calls;
-} counter_t;
-
-static void *count_malloc(void *ctx, size_t n) {
-  atomic_fetch_add_explicit(&((counter_t *)ctx)->calls, 1, memory_order_relaxed);
-  return malloc(n);
-}
-
-static void *count_realloc(void *ctx, void *p, size_t n) {
-  atomic_fetch_add_explicit(&((counter_t *)ctx)->calls, 1, memory_order_relaxed);
-  return realloc(p, n);
-}
-
-static void count_free(void *ctx, void *p) {
-  (void)ctx;
-  free(p);
-}
-
-static unsigned long long calls(counter_t *c) {
-  return atomic_load_explicit(&c->calls, memory_order_relaxed);
-}
 
 /* ---- timing ------------------------------------------------------------------ */
 
@@ -99,17 +77,6 @@ static double cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 /* The CPU share of the last lookup_pass() or format_pass(). */
 static double last_share;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts v[0..n) and returns the median (mean of the middle two if even). */
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof v[0], cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 typedef struct result_s {
   double best, median; /* ns per operation */
@@ -212,23 +179,6 @@ static int check_graph(hr_router_t *r, const graph_t *g) {
   return 0;
 }
 
-/* Shuffles with a fixed seed: every run walks the leaves in the same order,
- * and consecutive lookups do not touch neighbouring entries. */
-static void shuffle(hr_type_id_t *v, size_t n) {
-  unsigned long long x = 0x9E3779B97F4A7C15ull;
-  size_t i;
-  for (i = n; i > 1; i--) {
-    size_t j;
-    hr_type_id_t t;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    j = (size_t)(x % i);
-    t = v[i - 1];
-    v[i - 1] = v[j];
-    v[j] = t;
-  }
-}
 
 /* ---- single-thread cases ----------------------------------------------------- */
 
@@ -252,7 +202,7 @@ static double lookup_pass(hr_router_t *r, const hr_type_id_t *ids, size_t n,
 
 /* Cached lookups of `ids`: warm-up sized to PASS_NS, then PASSES passes.
  * Fails when a timed lookup walked or answered differently from `want_hit`. */
-static int measure_cached(hr_router_t *r, counter_t *ctr, const hr_type_id_t *ids,
+static int measure_cached(hr_router_t *r, bench_counter_t *ctr, const hr_type_id_t *ids,
                           size_t n, int want_hit, result_t *res) {
   double ns[PASSES], one;
   size_t iters, p;
@@ -266,14 +216,14 @@ static int measure_cached(hr_router_t *r, counter_t *ctr, const hr_type_id_t *id
   iters = (size_t)((double)iters * PASS_NS / one) + 1;
   lookup_pass(r, ids, n, iters);
   hr_delegate_stats(r, &s0);
-  before = calls(ctr);
+  before = bench_counter_calls(ctr);
   res->share = 1;
   for (p = 0; p < PASSES; p++) {
     ns[p] = lookup_pass(r, ids, n, iters) / (double)(iters * n);
     if (last_share < res->share) res->share = last_share;
   }
   total = (uint64_t)iters * n * PASSES;
-  res->allocs = (double)(calls(ctr) - before) / (double)total;
+  res->allocs = (double)(bench_counter_calls(ctr) - before) / (double)total;
   hr_delegate_stats(r, &s1);
   if (s1.walks != s0.walks ||
       (want_hit ? s1.hits - s0.hits : s1.misses - s0.misses) != total) {
@@ -285,13 +235,13 @@ static int measure_cached(hr_router_t *r, counter_t *ctr, const hr_type_id_t *id
     return -1;
   }
   res->ops = iters * n;
-  res->median = median(ns, PASSES);
-  res->best = ns[0];
+  res->median = bench_median(ns, PASSES);
+  res->best = bench_best(ns, PASSES);
   return 0;
 }
 
 /* The walk: bump, then each leaf once; one warm-up pass, PASSES timed. */
-static int measure_walk(hr_router_t *r, counter_t *ctr, graph_t *g,
+static int measure_walk(hr_router_t *r, bench_counter_t *ctr, graph_t *g,
                         const hr_type_id_t *leaves, result_t *res) {
   double ns[PASSES];
   unsigned long long allocs = 0, before;
@@ -301,9 +251,9 @@ static int measure_walk(hr_router_t *r, counter_t *ctr, graph_t *g,
     double t;
     if (bump(r, g) != 0) return -1;
     hr_delegate_stats(r, &s0);
-    before = calls(ctr);
+    before = bench_counter_calls(ctr);
     t = lookup_pass(r, leaves, NLEAVES, 1);
-    allocs += calls(ctr) - before;
+    allocs += bench_counter_calls(ctr) - before;
     hr_delegate_stats(r, &s1);
     if (s1.walks - s0.walks != NLEAVES || s1.hits != s0.hits ||
         s1.misses != s0.misses) {
@@ -321,8 +271,8 @@ static int measure_walk(hr_router_t *r, counter_t *ctr, graph_t *g,
   }
   res->allocs = (double)allocs / ((double)NLEAVES * (PASSES + 1));
   res->ops = NLEAVES;
-  res->median = median(ns, PASSES);
-  res->best = ns[0];
+  res->median = bench_median(ns, PASSES);
+  res->best = bench_best(ns, PASSES);
   return 0;
 }
 
@@ -343,7 +293,7 @@ static double format_pass(hr_router_t *r, hr_type_id_t type, const void *value,
   return t1 - t0;
 }
 
-static int measure_format(hr_router_t *r, counter_t *ctr, hr_type_id_t type,
+static int measure_format(hr_router_t *r, bench_counter_t *ctr, hr_type_id_t type,
                           const void *value, const char *want, result_t *res) {
   double ns[PASSES], one;
   size_t iters, p, len;
@@ -361,16 +311,16 @@ static int measure_format(hr_router_t *r, counter_t *ctr, hr_type_id_t type,
   }
   iters = (size_t)((double)iters * PASS_NS / one) + 1;
   format_pass(r, type, value, iters);
-  before = calls(ctr);
+  before = bench_counter_calls(ctr);
   res->share = 1;
   for (p = 0; p < PASSES; p++) {
     ns[p] = format_pass(r, type, value, iters) / (double)iters;
     if (last_share < res->share) res->share = last_share;
   }
-  res->allocs = (double)(calls(ctr) - before) / ((double)iters * PASSES);
+  res->allocs = (double)(bench_counter_calls(ctr) - before) / ((double)iters * PASSES);
   res->ops = iters;
-  res->median = median(ns, PASSES);
-  res->best = ns[0];
+  res->median = bench_median(ns, PASSES);
+  res->best = bench_best(ns, PASSES);
   return 0;
 }
 
@@ -479,8 +429,7 @@ static void add_lookups(double *allocs, double *lookups, const result_t *r,
 }
 
 int main(int argc, char **argv) {
-  counter_t ctr;
-  hr_allocator_t alloc = {count_malloc, count_realloc, count_free, &ctr};
+  bench_counter_t ctr;
   hr_router_options_t ro;
   hr_router_t *r = NULL;
   static graph_t g;
@@ -515,14 +464,14 @@ int main(int argc, char **argv) {
     }
   }
 
-  atomic_init(&ctr.calls, 0);
+  bench_counter_init(&ctr);
   hr_router_options_init(&ro);
-  ro.allocator = &alloc;
+  ro.allocator = &ctr.hook;
   if (hr_router_new(&r, &ro) != 0 || build_graph(r, &g) != 0 ||
       check_graph(r, &g) != 0)
     return 1;
   memcpy(leaves, g.leaves, sizeof leaves);
-  shuffle(leaves, NLEAVES);
+  bench_shuffle(leaves, NLEAVES, sizeof leaves[0]);
 
   memset(&cc, 0, sizeof cc);
   cc.max_age = 60;
@@ -557,7 +506,7 @@ int main(int argc, char **argv) {
   mt_lookups = 0;
   share1 = share2 = 1;
   hr_delegate_stats(r, &s0);
-  before = calls(&ctr);
+  before = bench_counter_calls(&ctr);
   for (i = 0; i < mt_passes; i++) {
     one[i] = mt_pass(r, g.direct, 1, (double)mt_ms * 1e6, NULL, &mt_lookups,
                      &share1);
@@ -568,7 +517,7 @@ int main(int argc, char **argv) {
       per_mean[1] += per[1] / (double)mt_passes;
     }
   }
-  allocs += (double)(calls(&ctr) - before);
+  allocs += (double)(bench_counter_calls(&ctr) - before);
   lookups += (double)mt_lookups;
   hr_delegate_stats(r, &s1);
   if (s1.walks != s0.walks || s1.hits - s0.hits != mt_lookups) {
@@ -578,10 +527,13 @@ int main(int argc, char **argv) {
             (unsigned long long)(s1.hits - s0.hits));
     return 1;
   }
-  med1 = median(one, (size_t)mt_passes); /* sorts: the best is the last */
-  best1 = one[mt_passes - 1];
-  med2 = two_threads ? median(two, (size_t)mt_passes) : 0;
-  best2 = two[mt_passes - 1];
+  /* Rates: the best pass is the largest. */
+  med1 = bench_median(one, (size_t)mt_passes);
+  med2 = two_threads ? bench_median(two, (size_t)mt_passes) : 0;
+  for (best1 = best2 = 0, i = 0; i < mt_passes; i++) {
+    if (one[i] > best1) best1 = one[i];
+    if (two[i] > best2) best2 = two[i];
+  }
 
   printf("hroute %s bench_delegate: hr_delegate_lookup() on one router, "
          "clock_gettime(CLOCK_MONOTONIC)\n", hr_version_string());

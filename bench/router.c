@@ -27,6 +27,9 @@
 
 #include <hroute.h>
 
+#include "counter.h"
+#include "timing.h"
+
 #define PASSES 9
 #define PASS_NS 20000000.0 /* target duration of one timed pass */
 #define GOAL_NS 60.0
@@ -44,27 +47,6 @@ typedef struct result_s {
 } result_t;
 
 static volatile uintptr_t sink;
-
-/* ---- a counting allocator -------------------------------------------------- */
-
-typedef struct counter_s {
-  unsigned long long calls;
-} counter_t;
-
-static void *count_malloc(void *ctx, size_t n) {
-  ((counter_t *)ctx)->calls++;
-  return malloc(n);
-}
-
-static void *count_realloc(void *ctx, void *p, size_t n) {
-  ((counter_t *)ctx)->calls++;
-  return realloc(p, n);
-}
-
-static void count_free(void *ctx, void *p) {
-  (void)ctx;
-  free(p);
-}
 
 /* ---- loading --------------------------------------------------------------- */
 
@@ -167,12 +149,6 @@ static size_t load_routes(hr_router_t *r, const char *file, char *text,
 
 /* ---- timing ---------------------------------------------------------------- */
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 static char scratch[8192];
 
 /* `iters` times every lookup; returns the elapsed nanoseconds. */
@@ -180,7 +156,7 @@ static double run_pass(hr_router_t *r, const lookup_t *lk, size_t n,
                        size_t iters) {
   hr_span_t host = {NULL, 0};
   uintptr_t acc = 0;
-  double t0 = now_ns(), t1;
+  double t0 = (double)bench_now_ns(), t1;
   size_t it, i;
   for (it = 0; it < iters; it++) {
     for (i = 0; i < n; i++) {
@@ -190,17 +166,12 @@ static double run_pass(hr_router_t *r, const lookup_t *lk, size_t n,
       acc += (uintptr_t)m.status + m.nparams + (uintptr_t)m.route;
     }
   }
-  t1 = now_ns();
+  t1 = (double)bench_now_ns();
   sink += acc;
   return t1 - t0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static result_t measure(hr_router_t *r, counter_t *ctr, const lookup_t *lk,
+static result_t measure(hr_router_t *r, bench_counter_t *ctr, const lookup_t *lk,
                         size_t n) {
   double ns[PASSES], one;
   size_t iters, p;
@@ -214,12 +185,11 @@ static result_t measure(hr_router_t *r, counter_t *ctr, const lookup_t *lk,
   }
   iters = (size_t)((double)iters * PASS_NS / one) + 1;
   run_pass(r, lk, n, iters);
-  before = ctr->calls;
+  before = bench_counter_calls(ctr);
   for (p = 0; p < PASSES; p++) ns[p] = run_pass(r, lk, n, iters) / (double)(iters * n);
-  res.allocs = (double)(ctr->calls - before) / ((double)iters * (double)n * PASSES);
-  qsort(ns, PASSES, sizeof ns[0], cmp_double);
-  res.best = ns[0];
-  res.median = ns[PASSES / 2];
+  res.allocs = (double)(bench_counter_calls(ctr) - before) / ((double)iters * (double)n * PASSES);
+  res.best = bench_best(ns, PASSES);
+  res.median = bench_median(ns, PASSES);
   res.lookups = iters * n;
   return res;
 }
@@ -246,24 +216,6 @@ static int check_lookups(hr_router_t *r, const lookup_t *lk, size_t n) {
     }
   }
   return bad == 0 ? 0 : -1;
-}
-
-/* Shuffles with a fixed seed, so that every run times the same order and
- * consecutive lookups do not walk neighbouring branches. */
-static void shuffle(lookup_t *lk, size_t n) {
-  unsigned long long x = 0x9E3779B97F4A7C15ull;
-  size_t i;
-  for (i = n; i > 1; i--) {
-    size_t j;
-    lookup_t t;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    j = (size_t)(x % i);
-    t = lk[i - 1];
-    lk[i - 1] = lk[j];
-    lk[j] = t;
-  }
 }
 
 static void row(const char *name, const result_t *r) {
@@ -295,8 +247,7 @@ int main(int argc, char **argv) {
   };
   enum { NMISS = sizeof misses / sizeof misses[0] };
   const char *file = argc > 1 ? argv[1] : default_routes();
-  counter_t ctr = {0};
-  hr_allocator_t alloc = {count_malloc, count_realloc, count_free, &ctr};
+  bench_counter_t ctr;
   hr_router_options_t ro;
   hr_router_t *r = NULL;
   hr_router_stats_t st;
@@ -315,8 +266,9 @@ int main(int argc, char **argv) {
     perror(file);
     return 2;
   }
+  bench_counter_init(&ctr);
   hr_router_options_init(&ro);
-  ro.allocator = &alloc;
+  ro.allocator = &ctr.hook;
   if ((rc = hr_router_new(&r, &ro)) != 0) {
     fprintf(stderr, "hr_router_new: %s\n", hr_strerror(rc));
     return 1;
@@ -346,7 +298,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_router: the route set does not answer as expected\n");
     return 1;
   }
-  shuffle(lk, n);
+  bench_shuffle(lk, n, sizeof lk[0]);
   hr_router_stats(r, &st);
 
   all = measure(r, &ctr, lk, n);

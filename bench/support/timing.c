@@ -39,3 +39,20 @@ double bench_median(const double *v, size_t n) {
   if (s != small) free(s);
   return m;
 }
+
+void bench_shuffle(void *base, size_t n, size_t size) {
+  unsigned long long x = 0x9E3779B97F4A7C15ull;
+  unsigned char *b = base, tmp[256];
+  size_t i;
+  if (size > sizeof(tmp)) return; /* elements are ids and small records */
+  for (i = n; i > 1; i--) {
+    size_t j;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    j = (size_t)(x % i);
+    memcpy(tmp, b + (i - 1) * size, size);
+    memcpy(b + (i - 1) * size, b + j * size, size);
+    memcpy(b + j * size, tmp, size);
+  }
+}

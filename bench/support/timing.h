@@ -19,4 +19,9 @@ double bench_best(const double *v, size_t n);
  * count); `v` is not changed. */
 double bench_median(const double *v, size_t n);
 
+/* Shuffles `n` elements of `size` bytes with a fixed seed: every run uses
+ * the same order, and consecutive operations do not touch neighbouring
+ * entries. */
+void bench_shuffle(void *base, size_t n, size_t size);
+
 #endif /* BENCH_TIMING_H */
