@@ -18,70 +18,8 @@
 
 #include "countalloc.h"
 #include "fixture.h"
+#include "routerfx.h"
 
-static void h_noop(hr_request_t *req, hr_response_t *res, void *udata) {
-  (void)req;
-  (void)res;
-  (void)udata;
-}
-
-#define ID(n) ((void *)(intptr_t)(n))
-
-/* Routers made by a test, freed by the teardown even when an assertion
- * failed half-way (hr_router_free on a freed router is avoided by
- * forget()). */
-static hr_router_t *made[16];
-static size_t nmade;
-
-static hr_router_t *remember(hr_router_t *r) {
-  if (nmade < sizeof made / sizeof made[0]) made[nmade++] = r;
-  return r;
-}
-
-static void forget(hr_router_t *r) {
-  size_t i;
-  for (i = 0; i < nmade; i++)
-    if (made[i] == r) made[i] = made[--nmade];
-  hr_router_free(r);
-}
-
-static int free_routers(void **state) {
-  (void)state;
-  while (nmade > 0) hr_router_free(made[--nmade]);
-  return 0;
-}
-
-static hr_router_t *new_router(void) {
-  hr_router_t *r = NULL;
-  assert_int_equal(hr_router_new(&r, NULL), 0);
-  assert_non_null(r);
-  return remember(r);
-}
-
-static void add(hr_router_t *r, const char *methods, const char *pattern,
-                int id) {
-  int rc = hr_router_add(r, methods, pattern, h_noop, ID(id), NULL);
-  if (rc != 0) fail_msg("add %s %s: %s", methods, pattern, hr_err_name(rc));
-}
-
-/* Scratch for decoded values and Location; 2 * len + 16 always suffices. */
-static char scratch[4096];
-
-static hr_match_t match_host(hr_router_t *r, const char *method,
-                             const char *host, const char *target) {
-  hr_match_t m;
-  memset(&m, 0xEE, sizeof m);
-  assert_int_equal(hr_router_match(r, hr_span_cstr(method), hr_span_cstr(host),
-                                   hr_span_cstr(target), scratch,
-                                   sizeof scratch, &m),
-                   0);
-  return m;
-}
-
-static hr_match_t match(hr_router_t *r, const char *method,
-                        const char *target) {
-  return match_host(r, method, "", target);
-}
 
 /* ---- priorities and parameters ------------------------------------------ */
 
@@ -157,7 +95,7 @@ static void run_prio_cases(hr_router_t *r, const char *order) {
       continue;
     }
     assert_non_null(m.route);
-    if (hr_route_udata(m.route) != ID(c->id))
+    if (hr_route_udata(m.route) != RT_ID(c->id))
       fail_msg("%s order, GET %s: route %d (%.*s), want %d", order, c->path,
                (int)(intptr_t)hr_route_udata(m.route),
                (int)hr_route_pattern(m.route).len,
@@ -173,41 +111,41 @@ static void run_prio_cases(hr_router_t *r, const char *order) {
 }
 
 static void test_priority_forward_order(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   size_t i;
   (void)state;
   for (i = 0; i < N_PRIO; i++)
-    add(r, "GET", prio_routes[i].pattern, prio_routes[i].id);
+    rt_add(r, "GET", prio_routes[i].pattern, prio_routes[i].id);
   run_prio_cases(r, "forward");
-  forget(r);
+  rt_forget(r);
 }
 
 static void test_priority_reverse_order(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   size_t i;
   (void)state;
   for (i = N_PRIO; i-- > 0;)
-    add(r, "GET", prio_routes[i].pattern, prio_routes[i].id);
+    rt_add(r, "GET", prio_routes[i].pattern, prio_routes[i].id);
   run_prio_cases(r, "reverse");
-  forget(r);
+  rt_forget(r);
 }
 
 static void test_pattern_and_udata_accessors(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "GET", "/users/:id/posts/:post", 77);
-  m = match(r, "GET", "/users/1/posts/2");
+  rt_add(r, "GET", "/users/:id/posts/:post", 77);
+  m = rt_match(r, "GET", "/users/1/posts/2");
   assert_int_equal(m.status, 200);
   assert_true(hr_span_eq(hr_route_pattern(m.route),
                          HR_SPAN_LIT("/users/:id/posts/:post")));
-  assert_ptr_equal(hr_route_udata(m.route), ID(77));
-  forget(r);
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(77));
+  rt_forget(r);
 }
 
 /* HR_MAX_PARAMS parameters are fine; one more is a pattern error. */
 static void test_max_params(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   char pat[512], path[512];
   size_t i, pl = 0, ql = 0;
   hr_match_t m;
@@ -216,72 +154,72 @@ static void test_max_params(void **state) {
     pl += (size_t)snprintf(pat + pl, sizeof pat - pl, "/:p%zu", i);
     ql += (size_t)snprintf(path + ql, sizeof path - ql, "/v%zu", i);
   }
-  assert_int_equal(hr_router_add(r, "GET", pat, h_noop, NULL, NULL), 0);
-  m = match(r, "GET", path);
+  assert_int_equal(hr_router_add(r, "GET", pat, rt_noop, NULL, NULL), 0);
+  m = rt_match(r, "GET", path);
   assert_int_equal(m.status, 200);
   assert_int_equal(m.nparams, HR_MAX_PARAMS);
   assert_true(hr_span_eq(m.params[15].name, HR_SPAN_LIT("p15")));
   assert_true(hr_span_eq(m.params[15].value, HR_SPAN_LIT("v15")));
   snprintf(pat + pl, sizeof pat - pl, "/:p%d", HR_MAX_PARAMS);
-  assert_int_equal(hr_router_add(r, "POST", pat, h_noop, NULL, NULL),
+  assert_int_equal(hr_router_add(r, "POST", pat, rt_noop, NULL, NULL),
                    HR_EPATTERN);
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- methods, 404, 405 -------------------------------------------------- */
 
 static void test_methods_and_405(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "PUT", "/x", 1);
-  add(r, "DELETE,POST", "/x", 2);
-  add(r, "GET,POST", "/g", 3);
-  add(r, "*", "/any", 4);
-  add(r, "get", "/lower", 5);
+  rt_add(r, "PUT", "/x", 1);
+  rt_add(r, "DELETE,POST", "/x", 2);
+  rt_add(r, "GET,POST", "/g", 3);
+  rt_add(r, "*", "/any", 4);
+  rt_add(r, "get", "/lower", 5);
 
-  m = match(r, "POST", "/x");
+  m = rt_match(r, "POST", "/x");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(2));
-  m = match(r, "DELETE", "/x");
-  assert_ptr_equal(hr_route_udata(m.route), ID(2));
-  m = match(r, "PUT", "/x");
-  assert_ptr_equal(hr_route_udata(m.route), ID(1));
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(2));
+  m = rt_match(r, "DELETE", "/x");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(2));
+  m = rt_match(r, "PUT", "/x");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(1));
 
-  m = match(r, "GET", "/x");
+  m = rt_match(r, "GET", "/x");
   assert_int_equal(m.status, 405);
   assert_null(m.route);
   assert_true(allow_equiv(m.allow.ptr, m.allow.len, "DELETE, POST, PUT"));
-  m = match(r, "HEAD", "/x"); /* no GET route, so HEAD is not served either */
+  m = rt_match(r, "HEAD", "/x"); /* no GET route, so HEAD is not served either */
   assert_int_equal(m.status, 405);
   assert_true(allow_equiv(m.allow.ptr, m.allow.len, "DELETE, POST, PUT"));
 
   /* GET answers HEAD. */
-  m = match(r, "HEAD", "/g");
+  m = rt_match(r, "HEAD", "/g");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(3));
-  m = match(r, "DELETE", "/g");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(3));
+  m = rt_match(r, "DELETE", "/g");
   assert_int_equal(m.status, 405);
   /* HEAD may or may not be listed next to GET, but sorted, once. */
   assert_true(allow_equiv(m.allow.ptr, m.allow.len, "GET, POST"));
 
-  m = match(r, "PURGE", "/any");
+  m = rt_match(r, "PURGE", "/any");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(4));
-  m = match(r, "GET", "/any");
-  assert_ptr_equal(hr_route_udata(m.route), ID(4));
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(4));
+  m = rt_match(r, "GET", "/any");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(4));
 
   /* Methods are case-sensitive. */
-  m = match(r, "get", "/lower");
+  m = rt_match(r, "get", "/lower");
   assert_int_equal(m.status, 200);
-  m = match(r, "GET", "/lower");
+  m = rt_match(r, "GET", "/lower");
   assert_int_equal(m.status, 405);
   assert_true(allow_equiv(m.allow.ptr, m.allow.len, "get"));
 
-  m = match(r, "GET", "/missing");
+  m = rt_match(r, "GET", "/missing");
   assert_int_equal(m.status, 404);
   assert_int_equal(m.allow.len, 0);
-  forget(r);
+  rt_forget(r);
 }
 
 /* An explicit HEAD route wins over GET for HEAD, in either order. */
@@ -289,32 +227,32 @@ static void test_head_route_wins(void **state) {
   int order;
   (void)state;
   for (order = 0; order < 2; order++) {
-    hr_router_t *r = new_router();
+    hr_router_t *r = rt_new_router();
     hr_match_t m;
     if (order == 0) {
-      add(r, "GET", "/h", 1);
-      add(r, "HEAD", "/h", 2);
+      rt_add(r, "GET", "/h", 1);
+      rt_add(r, "HEAD", "/h", 2);
     } else {
-      add(r, "HEAD", "/h", 2);
-      add(r, "GET", "/h", 1);
+      rt_add(r, "HEAD", "/h", 2);
+      rt_add(r, "GET", "/h", 1);
     }
-    m = match(r, "HEAD", "/h");
-    assert_ptr_equal(hr_route_udata(m.route), ID(2));
-    m = match(r, "GET", "/h");
-    assert_ptr_equal(hr_route_udata(m.route), ID(1));
-    forget(r);
+    m = rt_match(r, "HEAD", "/h");
+    assert_ptr_equal(hr_route_udata(m.route), RT_ID(2));
+    m = rt_match(r, "GET", "/h");
+    assert_ptr_equal(hr_route_udata(m.route), RT_ID(1));
+    rt_forget(r);
   }
 }
 
 /* Allow when several patterns match the path: sorted, no duplicates. */
 static void test_allow_sorted_unique(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   char buf[128];
   (void)state;
-  add(r, "POST,PUT", "/x", 1);
-  add(r, "PUT,DELETE", "/:p", 2);
-  m = match(r, "PATCH", "/x");
+  rt_add(r, "POST,PUT", "/x", 1);
+  rt_add(r, "PUT,DELETE", "/:p", 2);
+  m = rt_match(r, "PATCH", "/x");
   assert_int_equal(m.status, 405);
   assert_true(m.allow.len < sizeof buf);
   memcpy(buf, m.allow.ptr, m.allow.len);
@@ -324,33 +262,33 @@ static void test_allow_sorted_unique(void **state) {
   if (!allow_equiv(m.allow.ptr, m.allow.len, "DELETE, POST, PUT") &&
       !allow_equiv(m.allow.ptr, m.allow.len, "POST, PUT"))
     fail_msg("Allow: \"%s\"", buf);
-  forget(r);
+  rt_forget(r);
 }
 
 static void test_match_bad_target(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "GET", "/", 1);
-  m = match(r, "GET", "x/y");
+  rt_add(r, "GET", "/", 1);
+  m = rt_match(r, "GET", "x/y");
   assert_int_equal(m.status, 400);
   assert_null(m.route);
-  m = match(r, "GET", "");
+  m = rt_match(r, "GET", "");
   assert_int_equal(m.status, 400);
   assert_int_equal(hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT(""),
                                    HR_SPAN_LIT("/"), NULL, 0, NULL),
                    HR_EINVAL);
-  forget(r);
+  rt_forget(r);
 }
 
 static void test_empty_router(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  m = match(r, "GET", "/");
+  m = rt_match(r, "GET", "/");
   assert_int_equal(m.status, 404);
   assert_null(m.route);
-  forget(r);
+  rt_forget(r);
   hr_router_free(NULL);
 }
 
@@ -383,28 +321,28 @@ static const struct {
 };
 
 static void test_registration_errors(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   size_t i;
   hr_match_t m;
   (void)state;
   for (i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
     int rc = hr_router_add(r, bad_cases[i].methods, bad_cases[i].pattern,
-                           h_noop, NULL, NULL);
+                           rt_noop, NULL, NULL);
     if (rc != bad_cases[i].rc)
       fail_msg("add \"%s\" \"%s\": %s, want %s", bad_cases[i].methods,
                bad_cases[i].pattern, hr_err_name(rc),
                hr_err_name(bad_cases[i].rc));
   }
   /* On error nothing changed. */
-  m = match(r, "GET", "/ok");
+  m = rt_match(r, "GET", "/ok");
   assert_int_equal(m.status, 404);
-  m = match(r, "GET", "/a/x/b");
+  m = rt_match(r, "GET", "/a/x/b");
   assert_int_equal(m.status, 404);
-  forget(r);
+  rt_forget(r);
 }
 
 static void test_bad_route_fields(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_route_options_t o;
   hr_field_t bad_name[] = {{HR_SPAN_LIT("Bad Name"), HR_SPAN_LIT("x")}};
   hr_field_t bad_value[] = {{HR_SPAN_LIT("X-A"), HR_SPAN_LIT("a\r\nb")}};
@@ -414,48 +352,48 @@ static void test_bad_route_fields(void **state) {
   hr_route_options_init(&o);
   o.fields = bad_name;
   o.nfields = 1;
-  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), HR_EINVAL);
+  assert_int_equal(hr_router_add(r, "GET", "/f", rt_noop, NULL, &o), HR_EINVAL);
   o.fields = bad_value;
-  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), HR_EINVAL);
+  assert_int_equal(hr_router_add(r, "GET", "/f", rt_noop, NULL, &o), HR_EINVAL);
   o.fields = nul_value;
-  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), HR_EINVAL);
-  assert_int_equal(match(r, "GET", "/f").status, 404);
+  assert_int_equal(hr_router_add(r, "GET", "/f", rt_noop, NULL, &o), HR_EINVAL);
+  assert_int_equal(rt_match(r, "GET", "/f").status, 404);
   o.fields = good;
-  assert_int_equal(hr_router_add(r, "GET", "/f", h_noop, NULL, &o), 0);
-  assert_int_equal(match(r, "GET", "/f").status, 200);
-  forget(r);
+  assert_int_equal(hr_router_add(r, "GET", "/f", rt_noop, NULL, &o), 0);
+  assert_int_equal(rt_match(r, "GET", "/f").status, 200);
+  rt_forget(r);
 }
 
 static void test_duplicates(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "GET", "/d", 1);
-  add(r, "GET", "/d/:x", 2);
-  assert_int_equal(hr_router_add(r, "GET", "/d", h_noop, ID(9), NULL),
+  rt_add(r, "GET", "/d", 1);
+  rt_add(r, "GET", "/d/:x", 2);
+  assert_int_equal(hr_router_add(r, "GET", "/d", rt_noop, RT_ID(9), NULL),
                    HR_EEXIST);
   /* Same method and pattern up to parameter names: HR_EEXIST. */
-  assert_int_equal(hr_router_add(r, "GET", "/d/:y", h_noop, ID(9), NULL),
+  assert_int_equal(hr_router_add(r, "GET", "/d/:y", rt_noop, RT_ID(9), NULL),
                    HR_EEXIST);
   /* Same position, other name, other method: HR_ECONFLICT. */
-  assert_int_equal(hr_router_add(r, "POST", "/d/:y", h_noop, ID(9), NULL),
+  assert_int_equal(hr_router_add(r, "POST", "/d/:y", rt_noop, RT_ID(9), NULL),
                    HR_ECONFLICT);
   /* The same name there is fine. */
-  add(r, "DELETE", "/d/:x", 4);
+  rt_add(r, "DELETE", "/d/:x", 4);
   /* One duplicate method fails the whole call: POST is not added. */
-  assert_int_equal(hr_router_add(r, "POST,GET", "/d", h_noop, ID(9), NULL),
+  assert_int_equal(hr_router_add(r, "POST,GET", "/d", rt_noop, RT_ID(9), NULL),
                    HR_EEXIST);
-  m = match(r, "POST", "/d");
+  m = rt_match(r, "POST", "/d");
   assert_int_equal(m.status, 405);
-  m = match(r, "GET", "/d");
-  assert_ptr_equal(hr_route_udata(m.route), ID(1));
-  m = match(r, "GET", "/d/7");
-  assert_ptr_equal(hr_route_udata(m.route), ID(2));
+  m = rt_match(r, "GET", "/d");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(1));
+  m = rt_match(r, "GET", "/d/7");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(2));
   /* Another method on the same pattern is fine. */
-  add(r, "POST", "/d", 3);
-  m = match(r, "POST", "/d");
-  assert_ptr_equal(hr_route_udata(m.route), ID(3));
-  forget(r);
+  rt_add(r, "POST", "/d", 3);
+  m = rt_match(r, "POST", "/d");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(3));
+  rt_forget(r);
 }
 
 /* ---- allocation --------------------------------------------------------- */
@@ -472,43 +410,43 @@ static void test_match_does_not_allocate(void **state) {
   hr_router_options_init(&ro);
   ro.allocator = &ca.hook;
   assert_int_equal(hr_router_new(&r, &ro), 0);
-  assert_int_equal(hr_router_add(r, "GET", "/users/:id", h_noop, NULL, NULL),
+  assert_int_equal(hr_router_add(r, "GET", "/users/:id", rt_noop, NULL, NULL),
                    0);
-  assert_int_equal(hr_router_add(r, "GET", "/f/*rest", h_noop, NULL, NULL), 0);
-  assert_int_equal(hr_router_add(r, "POST", "/p", h_noop, NULL, NULL), 0);
+  assert_int_equal(hr_router_add(r, "GET", "/f/*rest", rt_noop, NULL, NULL), 0);
+  assert_int_equal(hr_router_add(r, "POST", "/p", rt_noop, NULL, NULL), 0);
   assert_true(ca_calls(&ca) > 0); /* the hook is used */
   before = ca_calls(&ca);
   for (i = 0; i < 1000; i++) {
-    m = match(r, "GET", "/users/42");
+    m = rt_match(r, "GET", "/users/42");
     assert_int_equal(m.status, 200);
-    m = match(r, "GET", "/f/a/b");
+    m = rt_match(r, "GET", "/f/a/b");
     assert_int_equal(m.status, 200);
-    m = match(r, "GET", "/p");
+    m = rt_match(r, "GET", "/p");
     assert_int_equal(m.status, 405);
-    m = match(r, "GET", "/zzz");
+    m = rt_match(r, "GET", "/zzz");
     assert_int_equal(m.status, 404);
   }
   assert_int_equal(ca_calls(&ca), before);
-  forget(r);
+  rt_forget(r);
   assert_int_equal(ca_live(&ca), 0);
   ca_destroy(&ca);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_priority_forward_order, free_routers),
-      cmocka_unit_test_teardown(test_priority_reverse_order, free_routers),
-      cmocka_unit_test_teardown(test_pattern_and_udata_accessors, free_routers),
-      cmocka_unit_test_teardown(test_max_params, free_routers),
-      cmocka_unit_test_teardown(test_methods_and_405, free_routers),
-      cmocka_unit_test_teardown(test_head_route_wins, free_routers),
-      cmocka_unit_test_teardown(test_allow_sorted_unique, free_routers),
-      cmocka_unit_test_teardown(test_match_bad_target, free_routers),
-      cmocka_unit_test_teardown(test_empty_router, free_routers),
-      cmocka_unit_test_teardown(test_registration_errors, free_routers),
-      cmocka_unit_test_teardown(test_bad_route_fields, free_routers),
-      cmocka_unit_test_teardown(test_duplicates, free_routers),
-      cmocka_unit_test_teardown(test_match_does_not_allocate, free_routers),
+      cmocka_unit_test_teardown(test_priority_forward_order, rt_free_routers),
+      cmocka_unit_test_teardown(test_priority_reverse_order, rt_free_routers),
+      cmocka_unit_test_teardown(test_pattern_and_udata_accessors, rt_free_routers),
+      cmocka_unit_test_teardown(test_max_params, rt_free_routers),
+      cmocka_unit_test_teardown(test_methods_and_405, rt_free_routers),
+      cmocka_unit_test_teardown(test_head_route_wins, rt_free_routers),
+      cmocka_unit_test_teardown(test_allow_sorted_unique, rt_free_routers),
+      cmocka_unit_test_teardown(test_match_bad_target, rt_free_routers),
+      cmocka_unit_test_teardown(test_empty_router, rt_free_routers),
+      cmocka_unit_test_teardown(test_registration_errors, rt_free_routers),
+      cmocka_unit_test_teardown(test_bad_route_fields, rt_free_routers),
+      cmocka_unit_test_teardown(test_duplicates, rt_free_routers),
+      cmocka_unit_test_teardown(test_match_does_not_allocate, rt_free_routers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

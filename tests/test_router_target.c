@@ -17,76 +17,8 @@
 
 #include <hroute.h>
 
-static void h_noop(hr_request_t *req, hr_response_t *res, void *udata) {
-  (void)req;
-  (void)res;
-  (void)udata;
-}
+#include "routerfx.h"
 
-#define ID(n) ((void *)(intptr_t)(n))
-
-static char scratch[4096];
-
-/* Routers made by a test, freed by the teardown even when an assertion
- * failed half-way (hr_router_free on a freed router is avoided by
- * forget()). */
-static hr_router_t *made[16];
-static size_t nmade;
-
-static hr_router_t *remember(hr_router_t *r) {
-  if (nmade < sizeof made / sizeof made[0]) made[nmade++] = r;
-  return r;
-}
-
-static void forget(hr_router_t *r) {
-  size_t i;
-  for (i = 0; i < nmade; i++)
-    if (made[i] == r) made[i] = made[--nmade];
-  hr_router_free(r);
-}
-
-static int free_routers(void **state) {
-  (void)state;
-  while (nmade > 0) hr_router_free(made[--nmade]);
-  return 0;
-}
-
-static hr_router_t *new_router_opts(int slash, int clean, int nocase) {
-  hr_router_t *r = NULL;
-  hr_router_options_t o;
-  hr_router_options_init(&o);
-  o.trailing_slash = (hr_slash_policy_t)slash;
-  o.unclean_path = (hr_clean_policy_t)clean;
-  o.case_insensitive = nocase;
-  assert_int_equal(hr_router_new(&r, &o), 0);
-  return remember(r);
-}
-
-static hr_router_t *new_router(void) {
-  return new_router_opts(HR_SLASH_STRICT, HR_CLEAN_REDIRECT, 0);
-}
-
-static void add(hr_router_t *r, const char *methods, const char *pattern,
-                int id) {
-  int rc = hr_router_add(r, methods, pattern, h_noop, ID(id), NULL);
-  if (rc != 0) fail_msg("add %s %s: %s", methods, pattern, hr_err_name(rc));
-}
-
-static hr_match_t match_host(hr_router_t *r, const char *method,
-                             const char *host, const char *target) {
-  hr_match_t m;
-  memset(&m, 0xEE, sizeof m);
-  assert_int_equal(hr_router_match(r, hr_span_cstr(method), hr_span_cstr(host),
-                                   hr_span_cstr(target), scratch,
-                                   sizeof scratch, &m),
-                   0);
-  return m;
-}
-
-static hr_match_t match(hr_router_t *r, const char *method,
-                        const char *target) {
-  return match_host(r, method, "", target);
-}
 
 #define assert_span(s, want)                                            \
   do {                                                                  \
@@ -98,17 +30,17 @@ static hr_match_t match(hr_router_t *r, const char *method,
 
 static void expect_route(hr_router_t *r, const char *method,
                          const char *target, int id) {
-  hr_match_t m = match(r, method, target);
+  hr_match_t m = rt_match(r, method, target);
   if (m.status != 200 || m.route == NULL)
     fail_msg("%s %s: status %d", method, target, m.status);
-  if (hr_route_udata(m.route) != ID(id))
+  if (hr_route_udata(m.route) != RT_ID(id))
     fail_msg("%s %s: route %d, want %d", method, target,
              (int)(intptr_t)hr_route_udata(m.route), id);
 }
 
 static void expect_status(hr_router_t *r, const char *method,
                           const char *target, int status) {
-  hr_match_t m = match(r, method, target);
+  hr_match_t m = rt_match(r, method, target);
   if (m.status != status)
     fail_msg("%s %s: status %d, want %d", method, target, m.status, status);
 }
@@ -116,29 +48,29 @@ static void expect_status(hr_router_t *r, const char *method,
 /* ---- percent decoding ---------------------------------------------------- */
 
 static void test_percent_decoding(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "GET", "/files/:name", 1);
-  add(r, "GET", "/a~b/x", 2);
-  add(r, "GET", "/raw/*rest", 3);
+  rt_add(r, "GET", "/files/:name", 1);
+  rt_add(r, "GET", "/a~b/x", 2);
+  rt_add(r, "GET", "/raw/*rest", 3);
 
-  m = match(r, "GET", "/files/a%20b");
+  m = rt_match(r, "GET", "/files/a%20b");
   assert_int_equal(m.status, 200);
   assert_span(m.params[0].value, "a b");
   /* %2F stays inside its segment while matching; the value is decoded */
-  m = match(r, "GET", "/files/a%2Fb");
+  m = rt_match(r, "GET", "/files/a%2Fb");
   assert_int_equal(m.status, 200);
   assert_span(m.params[0].value, "a/b");
   /* literal segments match their decoded form */
-  m = match(r, "GET", "/fil%65s/x?q=%41");
+  m = rt_match(r, "GET", "/fil%65s/x?q=%41");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(1));
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(1));
   assert_span(m.params[0].value, "x");
   assert_span(m.path, "/files/x");
   assert_span(m.query, "q=%41");
   expect_route(r, "GET", "/a%7Eb/x", 2);
-  m = match(r, "GET", "/raw/a%2Fb/c%3Fd");
+  m = rt_match(r, "GET", "/raw/a%2Fb/c%3Fd");
   assert_int_equal(m.status, 200);
   assert_span(m.params[0].value, "a/b/c?d");
   /* no '%': values are spans into the target itself, no buffer needed */
@@ -157,9 +89,9 @@ static void test_percent_decoding(void **state) {
   expect_status(r, "GET", "/files/a%00", 400);
   /* a buffer too small for a target that needs decoding */
   assert_int_equal(hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT(""),
-                                   HR_SPAN_LIT("/files/a%20b"), scratch, 1, &m),
+                                   HR_SPAN_LIT("/files/a%20b"), rt_scratch, 1, &m),
                    HR_ENOSPC);
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- dot segments and "//" ------------------------------------------------ */
@@ -180,13 +112,13 @@ static void test_unclean_paths_redirect(void **state) {
       {"GET", "/a/%2e%2E/b", 301, "/b"},
       {"GET", "/a/%2e/b", 301, "/a/b"},
   };
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   size_t i;
   (void)state;
-  add(r, "GET,POST", "/a/b", 1);
-  add(r, "GET", "/b", 2);
+  rt_add(r, "GET,POST", "/a/b", 1);
+  rt_add(r, "GET", "/b", 2);
   for (i = 0; i < sizeof t / sizeof t[0]; i++) {
-    hr_match_t m = match(r, t[i].method, t[i].target);
+    hr_match_t m = rt_match(r, t[i].method, t[i].target);
     if (m.status != t[i].status)
       fail_msg("%s %s: status %d, want %d", t[i].method, t[i].target,
                m.status, t[i].status);
@@ -196,48 +128,48 @@ static void test_unclean_paths_redirect(void **state) {
   expect_status(r, "GET", "/..", 400);
   expect_status(r, "GET", "/a/../../b", 400);
   expect_route(r, "GET", "/a/b", 1);
-  forget(r);
+  rt_forget(r);
 }
 
 static void test_unclean_paths_reject(void **state) {
-  hr_router_t *r = new_router_opts(HR_SLASH_STRICT, HR_CLEAN_REJECT, 0);
+  hr_router_t *r = rt_new_router_opts(HR_SLASH_STRICT, HR_CLEAN_REJECT, 0);
   (void)state;
-  add(r, "GET", "/a/b", 1);
+  rt_add(r, "GET", "/a/b", 1);
   expect_status(r, "GET", "/a/./b", 400);
   expect_status(r, "GET", "/a//b", 400);
   expect_status(r, "POST", "/x/../a/b", 400);
   expect_route(r, "GET", "/a/b", 1);
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- trailing slash -------------------------------------------------------- */
 
 static void test_trailing_slash(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "GET,POST", "/t", 1);
-  add(r, "GET", "/u/", 2);
+  rt_add(r, "GET,POST", "/t", 1);
+  rt_add(r, "GET", "/u/", 2);
   expect_status(r, "GET", "/t/", 404);
   expect_status(r, "GET", "/u", 404);
   expect_route(r, "GET", "/u/", 2);
-  forget(r);
+  rt_forget(r);
 
-  r = new_router_opts(HR_SLASH_REDIRECT, HR_CLEAN_REDIRECT, 0);
-  add(r, "GET,POST", "/t", 1);
-  add(r, "GET", "/u/", 2);
-  m = match(r, "GET", "/t/?k=v");
+  r = rt_new_router_opts(HR_SLASH_REDIRECT, HR_CLEAN_REDIRECT, 0);
+  rt_add(r, "GET,POST", "/t", 1);
+  rt_add(r, "GET", "/u/", 2);
+  m = rt_match(r, "GET", "/t/?k=v");
   assert_int_equal(m.status, 301);
   assert_span(m.location, "/t?k=v");
-  m = match(r, "POST", "/t/");
+  m = rt_match(r, "POST", "/t/");
   assert_int_equal(m.status, 308);
   assert_span(m.location, "/t");
-  m = match(r, "GET", "/u");
+  m = rt_match(r, "GET", "/u");
   assert_int_equal(m.status, 301);
   assert_span(m.location, "/u/");
   expect_route(r, "GET", "/t", 1);
   expect_status(r, "GET", "/v/", 404);
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- OPTIONS ---------------------------------------------------------------- */
@@ -263,59 +195,59 @@ static void expect_allow_has(hr_span_t allow, const char *const *must,
 static void test_options(void **state) {
   static const char *const o_methods[] = {"GET", "POST"};
   static const char *const all_methods[] = {"DELETE", "GET", "POST"};
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_match_t m;
   (void)state;
-  add(r, "GET,POST", "/o", 1);
-  add(r, "DELETE", "/p", 2);
-  add(r, "OPTIONS,GET", "/q", 3);
-  m = match(r, "OPTIONS", "/o");
+  rt_add(r, "GET,POST", "/o", 1);
+  rt_add(r, "DELETE", "/p", 2);
+  rt_add(r, "OPTIONS,GET", "/q", 3);
+  m = rt_match(r, "OPTIONS", "/o");
   assert_int_equal(m.status, 200);
   assert_null(m.route);
   expect_allow_has(m.allow, o_methods, 2);
   expect_route(r, "OPTIONS", "/q", 3); /* an OPTIONS route answers itself */
-  m = match(r, "OPTIONS", "*");
+  m = rt_match(r, "OPTIONS", "*");
   assert_int_equal(m.status, 200);
   assert_null(m.route);
   expect_allow_has(m.allow, all_methods, 3);
   expect_status(r, "OPTIONS", "/none", 404);
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- hosts and groups ------------------------------------------------------- */
 
 static void test_hosts_and_groups(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_group_t *api = NULL, *ver = NULL, *plain = NULL;
   hr_match_t m;
   (void)state;
-  add(r, "GET", "/", 1);
+  rt_add(r, "GET", "/", 1);
   assert_int_equal(hr_router_group(r, "api.example", "/v1", &api), 0);
-  assert_int_equal(hr_group_add(api, "GET", "/items/:id", h_noop, ID(2), NULL), 0);
+  assert_int_equal(hr_group_add(api, "GET", "/items/:id", rt_noop, RT_ID(2), NULL), 0);
   assert_int_equal(hr_router_group(r, NULL, "/api/:ver", &ver), 0);
-  assert_int_equal(hr_group_add(ver, "GET,POST", "/x", h_noop, ID(3), NULL), 0);
+  assert_int_equal(hr_group_add(ver, "GET,POST", "/x", rt_noop, RT_ID(3), NULL), 0);
   assert_int_equal(hr_router_group(r, NULL, NULL, &plain), 0);
-  assert_int_equal(hr_group_add(plain, "GET", "/plain", h_noop, ID(4), NULL), 0);
+  assert_int_equal(hr_group_add(plain, "GET", "/plain", rt_noop, RT_ID(4), NULL), 0);
 
-  m = match_host(r, "GET", "api.example", "/v1/items/3");
+  m = rt_match_host(r, "GET", "api.example", "/v1/items/3");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(2));
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(2));
   assert_span(m.params[0].value, "3");
   assert_span(hr_route_pattern(m.route), "/v1/items/:id");
-  m = match_host(r, "GET", "API.Example:8080", "/v1/items/4");
+  m = rt_match_host(r, "GET", "API.Example:8080", "/v1/items/4");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(2));
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(2));
   /* other hosts use the default table */
-  m = match_host(r, "GET", "other.example", "/v1/items/3");
+  m = rt_match_host(r, "GET", "other.example", "/v1/items/3");
   assert_int_equal(m.status, 404);
-  m = match_host(r, "GET", "", "/v1/items/3");
+  m = rt_match_host(r, "GET", "", "/v1/items/3");
   assert_int_equal(m.status, 404);
-  m = match_host(r, "GET", "other.example", "/");
-  assert_ptr_equal(hr_route_udata(m.route), ID(1));
+  m = rt_match_host(r, "GET", "other.example", "/");
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(1));
 
-  m = match(r, "POST", "/api/2/x");
+  m = rt_match(r, "POST", "/api/2/x");
   assert_int_equal(m.status, 200);
-  assert_ptr_equal(hr_route_udata(m.route), ID(3));
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(3));
   assert_int_equal(m.nparams, 1);
   assert_span(m.params[0].name, "ver");
   assert_span(m.params[0].value, "2");
@@ -324,7 +256,7 @@ static void test_hosts_and_groups(void **state) {
   expect_route(r, "GET", "/plain", 4);
 
   assert_int_equal(hr_router_group(r, NULL, "no-slash", &api), HR_EPATTERN);
-  assert_int_equal(hr_group_add(plain, "GET", "x", h_noop, NULL, NULL), HR_EPATTERN);
+  assert_int_equal(hr_group_add(plain, "GET", "x", rt_noop, NULL, NULL), HR_EPATTERN);
   {
     hr_router_stats_t st;
     memset(&st, 0, sizeof st);
@@ -334,73 +266,73 @@ static void test_hosts_and_groups(void **state) {
     assert_true(st.nodes > 0);
     assert_true(st.table_bytes > 0);
   }
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- literal forms ----------------------------------------------------------- */
 
 static void test_case_insensitive_and_colon(void **state) {
-  hr_router_t *r = new_router_opts(HR_SLASH_STRICT, HR_CLEAN_REDIRECT, 1);
+  hr_router_t *r = rt_new_router_opts(HR_SLASH_STRICT, HR_CLEAN_REDIRECT, 1);
   hr_match_t m;
   (void)state;
-  add(r, "GET", "/Static/:Name", 1);
-  add(r, "GET", "/a::b", 2);
-  m = match(r, "GET", "/STATIC/MiXed");
+  rt_add(r, "GET", "/Static/:Name", 1);
+  rt_add(r, "GET", "/a::b", 2);
+  m = rt_match(r, "GET", "/STATIC/MiXed");
   assert_int_equal(m.status, 200);
   assert_span(m.params[0].value, "MiXed"); /* values keep their case */
   expect_route(r, "GET", "/static/x", 1);
   expect_route(r, "GET", "/a:b", 2);
   expect_status(r, "get", "/static/x", 405); /* methods stay case-sensitive */
-  forget(r);
+  rt_forget(r);
 
-  r = new_router();
-  add(r, "GET", "/Static", 1);
+  r = rt_new_router();
+  rt_add(r, "GET", "/Static", 1);
   expect_status(r, "GET", "/static", 404);
-  forget(r);
+  rt_forget(r);
 }
 
 /* ---- error details ------------------------------------------------------------ */
 
 static void test_error_details(void **state) {
-  hr_router_t *r = new_router();
+  hr_router_t *r = rt_new_router();
   hr_route_error_t err;
   hr_route_options_t o;
   (void)state;
   hr_route_options_init(&o);
   o.error = &err;
   memset(&err, 0, sizeof err);
-  assert_int_equal(hr_router_add(r, "GET", "/a/:b-c", h_noop, NULL, &o),
+  assert_int_equal(hr_router_add(r, "GET", "/a/:b-c", rt_noop, NULL, &o),
                    HR_EPATTERN);
   assert_int_equal(err.code, HR_EPATTERN);
   assert_non_null(err.reason);
   assert_true(err.offset >= 3 && err.offset <= 6); /* inside ":b-c" */
   assert_int_equal(err.conflict_len, 0);
 
-  add(r, "GET", "/u/:id", 1);
+  rt_add(r, "GET", "/u/:id", 1);
   memset(&err, 0, sizeof err);
-  assert_int_equal(hr_router_add(r, "POST", "/u/:name", h_noop, NULL, &o),
+  assert_int_equal(hr_router_add(r, "POST", "/u/:name", rt_noop, NULL, &o),
                    HR_ECONFLICT);
   assert_int_equal(err.code, HR_ECONFLICT);
   assert_string_equal(err.conflict, "GET /u/:id");
   assert_int_equal(err.conflict_len, strlen("GET /u/:id"));
   memset(&err, 0, sizeof err);
-  assert_int_equal(hr_router_add(r, "GET", "/u/:id", h_noop, NULL, &o),
+  assert_int_equal(hr_router_add(r, "GET", "/u/:id", rt_noop, NULL, &o),
                    HR_EEXIST);
   assert_int_equal(err.code, HR_EEXIST);
   assert_string_equal(err.conflict, "GET /u/:id");
-  forget(r);
+  rt_forget(r);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_percent_decoding, free_routers),
-      cmocka_unit_test_teardown(test_unclean_paths_redirect, free_routers),
-      cmocka_unit_test_teardown(test_unclean_paths_reject, free_routers),
-      cmocka_unit_test_teardown(test_trailing_slash, free_routers),
-      cmocka_unit_test_teardown(test_options, free_routers),
-      cmocka_unit_test_teardown(test_hosts_and_groups, free_routers),
-      cmocka_unit_test_teardown(test_case_insensitive_and_colon, free_routers),
-      cmocka_unit_test_teardown(test_error_details, free_routers),
+      cmocka_unit_test_teardown(test_percent_decoding, rt_free_routers),
+      cmocka_unit_test_teardown(test_unclean_paths_redirect, rt_free_routers),
+      cmocka_unit_test_teardown(test_unclean_paths_reject, rt_free_routers),
+      cmocka_unit_test_teardown(test_trailing_slash, rt_free_routers),
+      cmocka_unit_test_teardown(test_options, rt_free_routers),
+      cmocka_unit_test_teardown(test_hosts_and_groups, rt_free_routers),
+      cmocka_unit_test_teardown(test_case_insensitive_and_colon, rt_free_routers),
+      cmocka_unit_test_teardown(test_error_details, rt_free_routers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
