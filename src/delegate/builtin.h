@@ -25,4 +25,9 @@ extern const hr_delegate_t hr__delegate_set_cookie;
 extern const hr_delegate_t hr__delegate_cookies;
 extern const hr_delegate_t hr__delegate_link;
 
+/* Compares two entity tags (RFC 9110 §8.8.3.2): the strong comparison when
+ * `weak` is 0 (both strong, same opaque tag), else the weak one (same
+ * opaque tag).  Returns 1 on a match. */
+int hr__etag_match(const hr_etag_t *a, const hr_etag_t *b, int weak);
+
 #endif /* HR_DELEGATE_BUILTIN_H */

@@ -125,9 +125,5 @@ int hr__out_finish(const hr__out_t *o, size_t *len);
 
 /* ---- shared by the ETag delegates and the conditional-request code ------- */
 
-/* Compares two entity tags (RFC 9110 §8.8.3.2): the strong comparison when
- * `weak` is 0 (both strong, same opaque tag), else the weak one (same
- * opaque tag).  Returns 1 on a match. */
-int hr__etag_match(const hr_etag_t *a, const hr_etag_t *b, int weak);
 
 #endif /* HR_DELEGATE_LEX_H */

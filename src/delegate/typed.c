@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/text.h"
+#include "delegate/builtin.h"
 #include "server/internal.h"
 
 
@@ -123,10 +124,6 @@ int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
   return l.delegate->parse(v, value, l.delegate->udata);
 }
 
-/* Weak comparison (RFC 9110 §8.8.3.2): same opaque tag, either may be weak. */
-static int etag_weak_eq(const hr_etag_t *a, const hr_etag_t *b) {
-  return hr_span_eq(a->tag, b->tag);
-}
 
 int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
                              const hr_etag_t *etag, int64_t last_modified) {
@@ -143,7 +140,7 @@ int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
      * resource that exists). */
     int match = inm.any;
     for (i = 0; !match && etag != NULL && i < inm.n; i++)
-      match = etag_weak_eq(&inm.tags[i], etag);
+      match = hr__etag_match(&inm.tags[i], etag, 1); /* weak (§13.1.2) */
     if (match) status = get_or_head ? 304 : 412;
   } else if (rc != HR_ENOTFOUND && rc != HR_EPARSE) {
     return rc;
