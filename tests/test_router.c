@@ -292,6 +292,71 @@ static void test_empty_router(void **state) {
   hr_router_free(NULL);
 }
 
+/* ---- child dispatch ------------------------------------------------------ */
+
+/* A node finds its static children by first byte: a short list below
+ * HR__INDEX_MIN (6) children, an index from there.  Every fan-out from 1 to
+ * 9 around that boundary, then a node with a child for every byte a pattern
+ * may start a segment with (each byte reached through its %XX form). */
+static void test_fanout(void **state) {
+  static const char letters[] = "qwertyuio";
+  size_t n, i;
+  (void)state;
+  for (n = 1; n <= 9; n++) {
+    hr_router_t *r = rt_new_router();
+    char pat[16], path[16];
+    hr_match_t m;
+    for (i = 0; i < n; i++) {
+      snprintf(pat, sizeof pat, "/k/%cz", letters[i]);
+      rt_add(r, "GET", pat, (int)(i + 1));
+    }
+    for (i = 0; i < n; i++) {
+      snprintf(path, sizeof path, "/k/%cz", letters[i]);
+      m = rt_match(r, "GET", path);
+      assert_int_equal(m.status, 200);
+      assert_ptr_equal(hr_route_udata(m.route), RT_ID(i + 1));
+      path[4] = 'y'; /* first byte right, rest wrong */
+      assert_int_equal(rt_match(r, "GET", path).status, 404);
+    }
+    /* first bytes no child has */
+    assert_int_equal(rt_match(r, "GET", "/k/az").status, 404);
+    assert_int_equal(rt_match(r, "GET", "/k/pz").status, 404);
+    rt_forget(r);
+  }
+}
+
+static int pattern_may_start_segment(unsigned b) {
+  return b >= 0x21 && b != 0x7f && b != '?' && b != '#' && b != '%' &&
+         b != ':' && b != '*' && b != '/';
+}
+
+static void test_fanout_every_byte(void **state) {
+  hr_router_t *r = rt_new_router();
+  unsigned b;
+  size_t kids = 0;
+  (void)state;
+  for (b = 1; b < 256; b++) {
+    char pat[8] = {'/', 'w', '/', (char)b, 'x', '\0'};
+    if (!pattern_may_start_segment(b)) continue;
+    rt_add(r, "GET", pat, (int)b);
+    kids++;
+  }
+  assert_int_equal(kids, 216); /* 0x21..0xff (223 bytes) less 7 */
+  for (b = 1; b < 256; b++) {
+    char path[16];
+    hr_match_t m;
+    snprintf(path, sizeof path, "/w/%%%02Xx", b);
+    m = rt_match(r, "GET", path);
+    if (pattern_may_start_segment(b)) {
+      assert_int_equal(m.status, 200);
+      assert_ptr_equal(hr_route_udata(m.route), RT_ID(b));
+    } else {
+      /* no such child ('/' and '?' stay encoded, so no child either) */
+      assert_int_equal(m.status, 404);
+    }
+  }
+}
+
 /* ---- registration errors ------------------------------------------------ */
 
 static const struct {
@@ -443,6 +508,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_allow_sorted_unique, rt_free_routers),
       cmocka_unit_test_teardown(test_match_bad_target, rt_free_routers),
       cmocka_unit_test_teardown(test_empty_router, rt_free_routers),
+      cmocka_unit_test_teardown(test_fanout, rt_free_routers),
+      cmocka_unit_test_teardown(test_fanout_every_byte, rt_free_routers),
       cmocka_unit_test_teardown(test_registration_errors, rt_free_routers),
       cmocka_unit_test_teardown(test_bad_route_fields, rt_free_routers),
       cmocka_unit_test_teardown(test_duplicates, rt_free_routers),

@@ -190,17 +190,20 @@ typedef struct hr__leaf_s {
 
 typedef struct hr__node_s hr__node_t;
 #define HR__INDEX_MIN 6 /* static children from which a node gets an index */
+/* A frozen node.  Its static children are found by their first byte (in
+ * `first`, or through the index) and then read from `statics`, inline, so
+ * that a step down the tree is one load. */
 struct hr__node_s {
   const char *prefix;
   uint32_t plen;
   uint32_t nstatic;
-  const unsigned char *first; /* first byte of each static child */
+  unsigned char first[HR__INDEX_MIN]; /* first byte of each static child */
   const unsigned char *index; /* nstatic >= HR__INDEX_MIN: byte -> child + 1 */
-  hr__node_t **statics;
-  hr__node_t *param;          /* one segment */
-  hr__node_t *catchall;       /* the rest; a leaf */
+  const hr__node_t *param;    /* one segment */
+  const hr__node_t *catchall; /* the rest; a leaf */
   const hr__leaf_t *leaf;     /* routes ending here */
   hr_span_t name;             /* for param and catch-all nodes (cold) */
+  const hr__node_t *statics[]; /* nstatic static children */
 };
 
 typedef struct hr__host_s {

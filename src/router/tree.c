@@ -271,9 +271,9 @@ static void *bump(bump_t *b, size_t n) {
 }
 
 static size_t node_size(const bnode_t *n) {
-  size_t s = ALIGN8(sizeof(hr__node_t)) + ALIGN8(n->prefix.len) +
-             ALIGN8(n->nkids) + ALIGN8(n->nkids * sizeof(hr__node_t *)) +
-             (n->nkids >= HR__INDEX_MIN && n->nkids < 256 ? 256 : 0);
+  size_t s = ALIGN8(sizeof(hr__node_t) + n->nkids * sizeof(hr__node_t *)) +
+             ALIGN8(n->prefix.len) +
+             (n->nkids >= HR__INDEX_MIN ? 256 : 0);
   size_t i;
   if (n->nroutes) {
     size_t next = count_ext(n->routes, n->nroutes);
@@ -324,25 +324,26 @@ static const hr__leaf_t *freeze_leaf(bump_t *bp, const bnode_t *n, int *rc) {
 }
 
 static hr__node_t *freeze(bump_t *bp, const bnode_t *n, int *rc) {
-  hr__node_t *f = bump(bp, sizeof(*f));
+  hr__node_t *f = bump(bp, sizeof(*f) + n->nkids * sizeof(hr__node_t *));
   size_t i;
   char *prefix = bump(bp, n->prefix.len);
-  unsigned char *first = bump(bp, n->nkids);
-  memset(f, 0, sizeof(*f));
+  /* The block is zeroed, so the prefix's padding is zero. */
   if (n->prefix.len) memcpy(prefix, n->prefix.ptr, n->prefix.len);
   f->prefix = prefix;
   f->plen = (uint32_t)n->prefix.len;
   f->name = n->name;
   f->nstatic = (uint32_t)n->nkids;
-  f->first = first;
-  f->statics = bump(bp, n->nkids * sizeof(hr__node_t *));
-  for (i = 0; i < n->nkids; i++) first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
   /* The child index sits right after the node, before its subtrees. */
-  if (n->nkids >= HR__INDEX_MIN && n->nkids < 256) {
+  if (n->nkids >= HR__INDEX_MIN) {
+    /* child + 1, or with 256 children (one per byte) the child itself */
     unsigned char *ix = bump(bp, 256);
-    memset(ix, 0, 256);
-    for (i = 0; i < n->nkids; i++) ix[first[i]] = (unsigned char)(i + 1);
+    for (i = 0; i < n->nkids; i++)
+      ix[(unsigned char)n->kids[i]->prefix.ptr[0]] =
+          (unsigned char)(n->nkids == 256 ? i : i + 1);
     f->index = ix;
+  } else {
+    for (i = 0; i < n->nkids; i++)
+      f->first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
   }
   if (n->nroutes) f->leaf = freeze_leaf(bp, n, rc);
   for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(bp, n->kids[i], rc);
@@ -362,6 +363,7 @@ void hr__table_free(hr__table_t *t) {
 typedef struct host_build_s {
   hr_span_t name;
   bnode_t *root;
+  bnode_t *top;              /* what is frozen: root, or its lone "/" child */
   const hr_route_t **routes; /* for allow_all */
   size_t nroutes;
 } host_build_t;
@@ -370,7 +372,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
                     int ci, hr__table_t **out, hr_route_error_t *err) {
   build_t b = {m, 0, 0, 0};
   host_build_t *hb = NULL;
-  size_t nh = 0, i, j, size;
+  size_t nh = 0, i, j, size = 0;
   hr__table_t *t = NULL;
   bump_t bp;
   int rc = 0;
@@ -409,7 +411,16 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
            ALIGN8(n * sizeof(hr_route_t *));
     for (i = 0; i < nh; i++) {
       size_t next = count_ext(hb[i].routes, hb[i].nroutes), k;
-      if (hb[i].root) size += node_size(hb[i].root);
+      bnode_t *top = hb[i].root;
+      /* The build root (empty prefix) has one child, "/", and nothing else:
+       * the frozen tree starts there, one step less for every lookup. */
+      if (top != NULL && top->prefix.len == 0 && top->nkids == 1 &&
+          top->param == NULL && top->catchall == NULL && top->nroutes == 0) {
+        top = top->kids[0];
+        b.nodes--;
+      }
+      hb[i].top = top;
+      if (top) size += node_size(top);
       size += ALIGN8(hb[i].name.len + 1);
       size += ALIGN8((HR__M_STD + next) * 12);
       for (k = 0; k < hb[i].nroutes; k++) {
@@ -444,7 +455,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
       if (hb[i].name.len) memcpy(name, hb[i].name.ptr, hb[i].name.len);
       h->name.ptr = name;
       h->name.len = hb[i].name.len;
-      h->root = hb[i].root ? freeze(&bp, hb[i].root, &rc) : NULL;
+      h->root = hb[i].top ? freeze(&bp, hb[i].top, &rc) : NULL;
       k = collect_methods(hb[i].routes, hb[i].nroutes, ms);
       text = bump(&bp, allow_len(ms, k) + 1);
       allow_write(ms, k, text);
@@ -539,6 +550,8 @@ static inline const hr__node_t *static_child(const hr__node_t *n, unsigned char 
   uint32_t i;
   if (n->index != NULL) {
     unsigned k = n->index[c];
+    /* With 256 children every byte has one, and the entry is the child. */
+    if (n->nstatic == 256) return n->statics[k];
     return k ? n->statics[k - 1] : NULL;
   }
   for (i = 0; i < n->nstatic; i++)
@@ -631,6 +644,15 @@ const hr__leaf_t *hr__tree_find(const hr__node_t *root, const char *path,
                                 size_t *nparams) {
   *nparams = 0;
   if (root == NULL) return NULL;
+  /* The walk expects the first byte of a node's prefix to be matched (by
+   * the parent's child dispatch); for the root, that is done here. */
+  if (root->plen != 0) {
+    unsigned char c;
+    if (len == 0) return NULL;
+    c = (unsigned char)path[0];
+    if (ci && c >= 'A' && c <= 'Z') c |= 0x20;
+    if (c != (unsigned char)root->prefix[0]) return NULL;
+  }
   return ci ? walk_ci(root, path, len, 0, params, 0, nparams)
             : walk_cs(root, path, len, 0, params, 0, nparams);
 }
