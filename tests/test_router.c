@@ -380,6 +380,9 @@ static const struct {
     {"GET,,POST", "/ok", HR_EINVAL},
     {"GET\r\n", "/ok", HR_EINVAL},
     {"GET,GET", "/ok", HR_EINVAL},       /* repeated method */
+    {"GET,*", "/ok", HR_EINVAL},         /* "*" (every method) stands alone */
+    {"*,GET", "/ok", HR_EINVAL},
+    {"*,*", "/ok", HR_EINVAL},
     {"GET", "/a%20b", HR_EPATTERN},      /* '%': write the decoded byte */
     {"GET", "/a/:x:y", HR_EPATTERN},     /* two parameters in a segment */
     {"GET", "/a/\x01", HR_EPATTERN},     /* control byte */

@@ -199,6 +199,11 @@ static void test_routing_through_server(void **state) {
                                   "Host: a\r\n\r\n"),
                    0);
   expect_response(c, "HTTP/1.1 200 OK", "GET|/users/9|z|11|1|9|", NULL);
+  /* an IP-literal authority (its brackets are no path bytes) */
+  assert_int_equal(rc_send_str(c, "GET http://[::1]:8080/users/7 HTTP/1.1\r\n"
+                                  "Host: [::1]:8080\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 200 OK", "GET|/users/7||11|1|7|", NULL);
 
   /* 404, and the connection stays usable. */
   assert_int_equal(rc_send_str(c, "GET /nope?x HTTP/1.1\r\nHost: a\r\n\r\n"),
@@ -227,7 +232,7 @@ static void test_routing_through_server(void **state) {
                                   "Content-Length: 0\r\n\r\n"),
                    0);
   expect_response(c, "HTTP/1.1 200 OK", "posted", NULL);
-  assert_int_equal(ta_calls(), 6);
+  assert_int_equal(ta_calls(), 7);
 }
 
 /* ---- request accessors -------------------------------------------------- */

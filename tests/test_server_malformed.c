@@ -74,6 +74,16 @@ static const bad_case_t cases[] = {
     {"garbage version", L("GET / HTXP/1.1\r\nHost: a\r\n\r\n")},
     {"control character in target", L("GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n")},
     {"space in target", L("GET /a b HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"fragment in target", L("GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"non-ASCII byte in target", L("GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n")},
+    /* path bytes that are no pchar (the router's check) */
+    {"backslash in path", L("GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"brace in path", L("GET /a{b} HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"bracket in absolute-form path",
+     L("GET http://a/x[1] HTTP/1.1\r\nHost: a\r\n\r\n")},
+    /* a parameter value that would climb out of its directory */
+    {"dot-dot segment in a decoded value",
+     L("GET /files/..%2F..%2Fetc%2Fpasswd HTTP/1.1\r\nHost: a\r\n\r\n")},
     /* field lines (RFC 9112 §5) */
     {"space before colon", L("GET / HTTP/1.1\r\nHost: a\r\nX-A : b\r\n\r\n")},
     {"NUL in field value", L("GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n")},

@@ -20,7 +20,10 @@
  * Matching (RFC 3986 §6.2.2 normalisation, then a per-segment priority);
  * the target "*" is only valid for OPTIONS (else 400):
  *   1. The path is the request target up to '?' (absolute-form targets route
- *      by their path).  Percent-encoded octets are decoded before matching,
+ *      by their path).  A target with a byte a request target cannot hold
+ *      (RFC 9112 §3.2: controls, space, DEL, non-ASCII, a '#' fragment; in
+ *      the path anything but RFC 3986 §3.3 pchar, '/' and '%') gives 400,
+ *      as it does from the server.  Percent-encoded octets are decoded before matching,
  *      except %2F, %3F, %23 and %25, which stay opaque inside their segment
  *      (a literal '%' in a pattern cannot be matched).  A malformed escape
  *      or %00 gives 400, before any redirect.
@@ -40,7 +43,9 @@
  *      "OPTIONS *" answers for the whole host with every method registered.
  *   5. No path: 404, or with HR_SLASH_REDIRECT a redirect to the same path
  *      with the trailing slash added or removed when only that one exists.
- * Parameter values are decoded after the match (%2F becomes '/').
+ * Parameter values are decoded after the match (%2F becomes '/'); a decoded
+ * value with a ".." segment ("..", "../x", "x/..", as from "..%2Fx") gives
+ * 400, so that a value never climbs out of a directory it is joined to.
  */
 #ifndef HROUTE_ROUTER_H
 #define HROUTE_ROUTER_H
@@ -255,7 +260,7 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
 /*
  * Registers a route on the default host.
  *   methods  NUL-terminated: one method ("GET"), several separated by commas
- *            ("GET,POST"), or "*" for every method.
+ *            ("GET,POST"), or "*" alone for every method.
  *   pattern  NUL-terminated pattern (see above), copied.
  *   handler  the callback; udata is passed to it unchanged.
  *   opts     NULL for the defaults; copied.
@@ -268,8 +273,8 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
  *                 registered already;
  *   HR_ECONFLICT  another route binds the same position to a different
  *                 parameter name;
- *   HR_EINVAL     a method that is not a token, a repeated method, a bad
- *                 constant field;
+ *   HR_EINVAL     a method that is not a token, a repeated method, "*" in
+ *                 a list, a bad constant field;
  *   HR_ENOMEM.
  * On error nothing changed.  Any thread; writers are serialised, and the new
  * route table is published atomically, so a request sees either the old
@@ -340,8 +345,9 @@ typedef struct hr_param_s {
 /* The result of a match. */
 typedef struct hr_match_s {
   /* 200: `route` answers (or, with route NULL, the router answers OPTIONS
-   * with `allow`); 301 or 308: redirect to `location`; 400: malformed or
-   * unsafe path; 404: no route; 405: see `allow`. */
+   * with `allow`); 301 or 308: redirect to `location`; 400: a malformed or
+   * unsafe target (see the matching rules above); 404: no route; 405: see
+   * `allow`. */
   int status;
   /* The route (status 200 with a registered route), else NULL.  Valid
    * until the route is replaced or removed (see hr_router_read_lock). */

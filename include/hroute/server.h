@@ -123,7 +123,7 @@ typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
  * returns HR_ECLOSED): the request and response stay valid until then, so
  * the shutdown waits for it (a warning is logged at the deadline).  `cb` runs
  * on the loop thread once every connection is closed and every response
- * completed, never inside this call.  Call on the
+ * completed, never inside this call (`cb` may be NULL).  Call on the
  * attached loop's thread.  Returns 0, HR_ESTATE (not attached, or already
  * closing).
  */

@@ -140,6 +140,8 @@ static int parse_methods(hr__mem_t *m, hr__core_t *rt, hr_route_error_t *err) {
         return fail(err, HR_EINVAL, "a method must be a token (RFC 9110 9.1)", 0);
     tok.ptr = s;
     tok.len = (size_t)(e - s);
+    if (tok.len == 1 && tok.ptr[0] == '*')
+      return fail(err, HR_EINVAL, "\"*\" (every method) cannot be listed with others", 0);
     id = hr__method_id(tok);
     if (id >= 0) {
       if (rt->std_methods & (1u << id))

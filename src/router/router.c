@@ -542,9 +542,30 @@ static int put_location(hr_match_t *out, char *buf, size_t buflen, size_t at,
 /* Flags from scan(). */
 #define SCAN_PCT 1u     /* the path has a '%' */
 #define SCAN_UNCLEAN 2u /* a '/' is followed by '/', '.' or '%' */
+#define SCAN_BAD 4u     /* the path has a byte that is not a path character */
+
+#if defined(__SSE2__)
+/* Lanes of v that hr__is_path_char() refuses: controls, space, DEL, bytes
+ * from 0x80 (negative as signed bytes), and " # < > [ \ ] ^ ` { | }.  '?' is
+ * left to the caller (it ends the path). */
+static inline __m128i path_bad(__m128i v) {
+  __m128i bad = _mm_cmplt_epi8(v, _mm_set1_epi8(0x21));
+  bad = _mm_or_si128(bad, _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x21)),
+                                        _mm_cmplt_epi8(v, _mm_set1_epi8(0x24))));
+  bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
+  bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('>')));
+  bad = _mm_or_si128(bad, _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x5a)),
+                                        _mm_cmplt_epi8(v, _mm_set1_epi8(0x5f))));
+  bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('`')));
+  /* 0x7b..0x7f but '~' */
+  bad = _mm_or_si128(bad, _mm_andnot_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('~')),
+                                           _mm_cmpgt_epi8(v, _mm_set1_epi8(0x7a))));
+  return bad;
+}
+#endif
 
 /* One pass over an origin-form target: returns the length of the path (up
- * to '?' or '#') and sets *flags. */
+ * to '?') and sets *flags. */
 static inline size_t scan(const char *s, size_t n, unsigned *flags) {
   size_t i = 0;
   unsigned f = 0;
@@ -552,15 +573,14 @@ static inline size_t scan(const char *s, size_t n, unsigned *flags) {
 #if defined(__SSE2__)
   if (n < 16) goto scalar; /* a padded copy would stall on store forwarding */
   const __m128i sl = _mm_set1_epi8('/'), pc = _mm_set1_epi8('%'),
-                dt = _mm_set1_epi8('.'), qm = _mm_set1_epi8('?'),
-                hs = _mm_set1_epi8('#');
+                dt = _mm_set1_epi8('.'), qm = _mm_set1_epi8('?');
   for (; i + 16 <= n; i += 16) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
     unsigned ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl));
     unsigned mp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, pc));
     unsigned md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dt));
-    unsigned mq = (unsigned)_mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(v, qm), _mm_cmpeq_epi8(v, hs)));
+    unsigned mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, qm));
+    unsigned mb = (unsigned)_mm_movemask_epi8(path_bad(v));
     unsigned keep = 0xFFFFu, follow;
     if (mq) keep = (1u << __builtin_ctz(mq)) - 1;
     ms &= keep;
@@ -568,6 +588,7 @@ static inline size_t scan(const char *s, size_t n, unsigned *flags) {
     md &= keep;
     follow = (ms | mp | md) & keep;
     if (mp) f |= SCAN_PCT;
+    if (mb & keep) f |= SCAN_BAD;
     if ((ms & (follow >> 1)) || (prev_slash && (follow & 1))) f |= SCAN_UNCLEAN;
     if (mq) {
       *flags = f;
@@ -576,7 +597,7 @@ static inline size_t scan(const char *s, size_t n, unsigned *flags) {
     prev_slash = (ms >> 15) & 1;
   }
   if (i < n) {
-    unsigned lo, live, ms, mp, md, mq, follow;
+    unsigned lo, live, ms, mp, md, mq, mb, follow;
     __m128i v;
     /* The tail: the last 16 bytes (n >= 16 here), overlapping what is
      * done. */
@@ -586,14 +607,15 @@ static inline size_t scan(const char *s, size_t n, unsigned *flags) {
     ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl)) & live;
     mp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, pc)) & live;
     md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dt)) & live;
-    mq = (unsigned)_mm_movemask_epi8(
-             _mm_or_si128(_mm_cmpeq_epi8(v, qm), _mm_cmpeq_epi8(v, hs))) & live;
+    mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, qm)) & live;
+    mb = (unsigned)_mm_movemask_epi8(path_bad(v));
     if (mq) live &= (1u << __builtin_ctz(mq)) - 1;
     ms &= live;
     mp &= live;
     md &= live;
     follow = ms | mp | md;
     if (mp) f |= SCAN_PCT;
+    if (mb & live) f |= SCAN_BAD;
     if ((ms & (follow >> 1)) || (prev_slash && ((follow >> lo) & 1))) f |= SCAN_UNCLEAN;
     *flags = f;
     return mq ? n - 16 + (size_t)__builtin_ctz(mq) : n;
@@ -604,13 +626,40 @@ scalar:
 #endif
   for (; i < n; i++) {
     char c = s[i];
-    if (c == '?' || c == '#') break;
+    if (c == '?') break;
+    if (!hr__is_path_char((unsigned char)c)) f |= SCAN_BAD;
     if (prev_slash && (c == '/' || c == '.' || c == '%')) f |= SCAN_UNCLEAN;
     if (c == '%') f |= SCAN_PCT;
     prev_slash = c == '/';
   }
   *flags = f;
   return i;
+}
+
+/* Whether a decoded parameter value holds a ".." segment ("..", "../x",
+ * "x/..", "x/../y"): one that %2F escapes hid from remove_dot_segments.
+ * Such a value would climb out of a directory a handler joins it to. */
+static int has_dot_dot_segment(const char *p, size_t n) {
+  size_t i = 0;
+  while (i <= n) {
+    const char *sl = memchr(p + i, '/', n - i);
+    size_t e = sl ? (size_t)(sl - p) : n;
+    if (e - i == 2 && p[i] == '.' && p[i + 1] == '.') return 1;
+    i = e + 1;
+  }
+  return 0;
+}
+
+/* Whether a query holds only bytes a request target may (RFC 9112 §3.2):
+ * visible ASCII, no '#' (a fragment is not sent).  Characters outside the
+ * URI grammar such as '{' and '|' are let through, as the server does. */
+static int query_ok(hr_span_t q) {
+  size_t i;
+  for (i = 0; i < q.len; i++) {
+    unsigned char c = (unsigned char)q.ptr[i];
+    if (c <= 0x20 || c >= 0x7f || c == '#') return 0;
+  }
+  return 1;
 }
 
 static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
@@ -638,19 +687,25 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
     path.len = plen;
     query.ptr = NULL;
     query.len = 0;
-    if (plen < target.len && target.ptr[plen] == '?') {
-      const char *hash = memchr(target.ptr + plen, '#', target.len - plen);
+    if (plen < target.len) { /* target.ptr[plen] == '?' */
       query.ptr = target.ptr + plen + 1;
-      query.len = (size_t)((hash ? hash : target.ptr + target.len) - query.ptr);
+      query.len = target.len - plen - 1;
     }
+    /* Bytes a path cannot hold (RFC 3986 §3.3; a '\\' would turn into '/'
+     * in browsers), or a fragment: 400, as from the server. */
+    if ((flags & SCAN_BAD) || !query_ok(query)) return 0;
     has_pct = (flags & SCAN_PCT) != 0;
     maybe_unclean = (flags & SCAN_UNCLEAN) != 0;
   } else {
     hr_span_t p2, q2, a2;
+    size_t n;
     if (hr__target_split(target, &p2, &q2, &a2) != 0) return 0;
     path = p2;
     query = q2;
     authority = a2;
+    for (n = 0; n < path.len; n++)
+      if (!hr__is_path_char((unsigned char)path.ptr[n])) return 0;
+    if (!query_ok(query) || memchr(target.ptr, '#', target.len) != NULL) return 0;
     /* RFC 9112 §3.2.2: an absolute-form target's authority wins over Host. */
     if (authority.len) host = authority;
     has_pct = memchr(path.ptr, '%', path.len) != NULL;
@@ -683,11 +738,8 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   if (maybe_unclean && !hr__path_is_clean(path)) {
     size_t n;
     if (r->opts.unclean_path == HR_CLEAN_REJECT) return 0;
-    /* A Location is only built from bytes a URI path may hold: a '\\' (which
-     * browsers read as '/') could otherwise make "//\\evil.example" a
-     * redirect off the site. */
-    for (n = 0; n < path.len; n++)
-      if (!hr__is_path_char((unsigned char)path.ptr[n])) return 0;
+    /* The path holds path characters only (checked above), so a Location
+     * cannot turn into "//\\evil.example", a redirect off the site. */
     if (buflen < path.len + 1) return HR_ENOSPC;
     if (hr__path_clean(path, buf, &n) != 0) return 0; /* above the root */
     if (put_location(out, buf, buflen, 0, n, query) != 0) return HR_ENOSPC;
@@ -747,7 +799,8 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
       size_t n;
       if (memchr(v.ptr, '%', v.len) == NULL) continue;
       if (used + v.len > buflen) return HR_ENOSPC;
-      if (hr__param_decode(v, buf + used, &n) != 0) {
+      if (hr__param_decode(v, buf + used, &n) != 0 ||
+          has_dot_dot_segment(buf + used, n)) {
         out->status = 400;
         out->route = NULL;
         out->nparams = 0;

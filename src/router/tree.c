@@ -702,7 +702,10 @@ static void dump_node(dump_t *d, const hr__node_t *n, int depth, const char *kin
     dump_str(d, "  => ", 5);
     if (r != NULL) dump_str(d, r->core->pattern.ptr, r->core->pattern.len);
     dump_str(d, "  [", 3);
-    dump_str(d, l->allow.ptr, l->allow.len);
+    if (l->any != NULL)
+      dump_str(d, "*", 1); /* every method: a "*" route stands alone */
+    else
+      dump_str(d, l->allow.ptr, l->allow.len);
     dump_str(d, "]", 1);
   }
   dump_str(d, "\n", 1);

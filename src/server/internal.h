@@ -77,7 +77,6 @@ struct hr_request_s {
   unsigned has_te : 1;        /* Transfer-Encoding present */
   unsigned te_unsupported : 1;
   unsigned target_bad : 1;
-  unsigned in_query : 1;      /* on_url has seen the '?' */
   unsigned continue_pending : 1; /* 100 Continue waits for read_body */
   unsigned in_field_value : 1;
   uint64_t content_length;

@@ -29,15 +29,12 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
   hr__conn_t *c = conn_of(p);
   size_t i;
   /* llhttp 8.1's lenient URL parser lets through bytes a URI cannot hold
-   * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse them.  The path
-   * must be pchars (a '\\' there turns into '/' in browsers, which would
-   * make redirects leave the site); the query is left some slack for
-   * clients that send '{', '|' and friends unencoded. */
+   * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse them.  The path's
+   * stricter alphabet (pchar) is the router's check, made on the path alone
+   * (an absolute-form authority may hold "[::1]"). */
   for (i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)at[i];
     if (ch <= 0x20 || ch >= 0x7f || ch == '#') c->req.target_bad = 1;
-    if (ch == '?') c->req.in_query = 1;
-    else if (!c->req.in_query && !hr__is_path_char(ch)) c->req.target_bad = 1;
   }
   span_extend(&c->req.target, at, len);
   return 0;
