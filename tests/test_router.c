@@ -357,6 +357,94 @@ static void test_fanout_every_byte(void **state) {
   }
 }
 
+/* A parameter ends at the first '/', also when a '.' comes right before it
+ * in the same eight bytes (the word-wide search must not stop there). */
+static void test_param_ends_at_slash(void **state) {
+  static const char *values[] = {"abcdef.", "abcde..", "v1.2.", ".", "a.b.c.d.e.f.g.h."};
+  hr_router_t *r = rt_new_router();
+  size_t i;
+  (void)state;
+  rt_add(r, "GET", "/f/:name/meta", 1);
+  for (i = 0; i < sizeof values / sizeof values[0]; i++) {
+    char path[64];
+    hr_match_t m;
+    snprintf(path, sizeof path, "/f/%s/meta", values[i]);
+    m = rt_match(r, "GET", path);
+    if (strcmp(values[i], ".") == 0) {
+      assert_int_equal(m.status, 301); /* a dot segment: cleaned */
+      continue;
+    }
+    assert_int_equal(m.status, 200);
+    assert_int_equal(m.nparams, 1);
+    assert_int_equal(m.params[0].value.len, strlen(values[i]));
+    assert_memory_equal(m.params[0].value.ptr, values[i], strlen(values[i]));
+  }
+}
+
+/* ---- the same route: replace, remove, stats ------------------------------ */
+
+/* "The same pattern" is the router's: equal up to parameter names, and to
+ * the case of literal text on a case-insensitive router. */
+static void test_same_pattern_up_to_names_and_case(void **state) {
+  hr_router_t *r = rt_new_router_opts(HR_SLASH_STRICT, HR_CLEAN_REDIRECT, 1);
+  hr_route_options_t o;
+  hr_route_stats_t st;
+  hr_match_t m;
+  (void)state;
+  rt_add(r, "GET", "/Users", 1);
+  rt_add(r, "GET", "/u/:id", 2);
+  assert_int_equal(hr_router_add(r, "GET", "/u/:x", rt_noop, RT_ID(9), NULL), HR_EEXIST);
+  hr_route_options_init(&o);
+  o.replace = 1;
+  assert_int_equal(hr_router_add(r, "GET", "/u/:x", rt_noop, RT_ID(3), &o), 0);
+  m = rt_match(r, "GET", "/u/7");
+  assert_int_equal(m.status, 200);
+  assert_ptr_equal(hr_route_udata(m.route), RT_ID(3));
+  assert_int_equal(m.params[0].name.len, 1);
+  assert_memory_equal(m.params[0].name.ptr, "x", 1);
+  assert_int_equal(hr_router_route_stats(r, NULL, "GET", "/u/:other", &st), 0);
+  assert_int_equal(hr_router_route_stats(r, NULL, "POST", "/u/:other", &st), HR_ENOTFOUND);
+  assert_int_equal(hr_router_add(r, "GET", "/USERS", rt_noop, RT_ID(4), &o), 0);
+  assert_ptr_equal(hr_route_udata(rt_match(r, "GET", "/users").route), RT_ID(4));
+  assert_int_equal(hr_router_remove(r, "GET", "/uSeRs"), 0);
+  assert_int_equal(rt_match(r, "GET", "/users").status, 404);
+  assert_int_equal(hr_router_remove(r, "GET", "/u/:y"), 0);
+  assert_int_equal(rt_match(r, "GET", "/u/7").status, 404);
+  assert_int_equal(hr_router_remove(r, "GET", "/u/:y"), HR_ENOTFOUND);
+  /* a catch-all is not a parameter, and literal text is not either */
+  rt_add(r, "GET", "/v/:id", 5);
+  assert_int_equal(hr_router_remove(r, "GET", "/v/*id"), HR_ENOTFOUND);
+  assert_int_equal(hr_router_remove(r, "GET", "/v/id"), HR_ENOTFOUND);
+}
+
+/* ---- group hosts ---------------------------------------------------------- */
+
+static void test_group_host_names(void **state) {
+  static const char *bad[] = {"example.com:8080", "[::1]:80", "[::1", "::1", "a[b]",
+                              ".", "", "a b", "a/b", "a@b"};
+  hr_router_t *r = rt_new_router();
+  hr_group_t *g;
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    if (hr_router_group(r, bad[i], NULL, &g) != HR_EINVAL)
+      fail_msg("host \"%s\" accepted", bad[i]);
+  assert_int_equal(hr_router_group(r, "Example.ORG.", NULL, &g), 0);
+  assert_int_equal(hr_group_add(g, "GET", "/a", rt_noop, RT_ID(1), NULL), 0);
+  assert_int_equal(hr_router_group(r, "[::1]", NULL, &g), 0);
+  assert_int_equal(hr_group_add(g, "GET", "/a", rt_noop, RT_ID(2), NULL), 0);
+  rt_add(r, "GET", "/a", 3);
+  /* port removed and trailing dot ignored, on both sides */
+  assert_ptr_equal(hr_route_udata(rt_match_host(r, "GET", "example.org", "/a").route), RT_ID(1));
+  assert_ptr_equal(hr_route_udata(rt_match_host(r, "GET", "EXAMPLE.org.:8080", "/a").route),
+                   RT_ID(1));
+  assert_ptr_equal(hr_route_udata(rt_match_host(r, "GET", "", "http://example.org.:80/a").route),
+                   RT_ID(1));
+  assert_ptr_equal(hr_route_udata(rt_match_host(r, "GET", "[::1]:8080", "/a").route), RT_ID(2));
+  assert_ptr_equal(hr_route_udata(rt_match_host(r, "GET", "example.net", "/a").route), RT_ID(3));
+  assert_ptr_equal(hr_route_udata(rt_match_host(r, "GET", "example.org..", "/a").route), RT_ID(3));
+}
+
 /* ---- registration errors ------------------------------------------------ */
 
 static const struct {
@@ -513,6 +601,9 @@ int main(void) {
       cmocka_unit_test_teardown(test_empty_router, rt_free_routers),
       cmocka_unit_test_teardown(test_fanout, rt_free_routers),
       cmocka_unit_test_teardown(test_fanout_every_byte, rt_free_routers),
+      cmocka_unit_test_teardown(test_param_ends_at_slash, rt_free_routers),
+      cmocka_unit_test_teardown(test_same_pattern_up_to_names_and_case, rt_free_routers),
+      cmocka_unit_test_teardown(test_group_host_names, rt_free_routers),
       cmocka_unit_test_teardown(test_registration_errors, rt_free_routers),
       cmocka_unit_test_teardown(test_bad_route_fields, rt_free_routers),
       cmocka_unit_test_teardown(test_duplicates, rt_free_routers),

@@ -40,7 +40,8 @@
  *      HEAD is answered by the GET route unless a HEAD route exists; OPTIONS
  *      is answered by the router (200 with Allow) unless an OPTIONS route
  *      exists; otherwise 405 with an Allow value (sorted, no duplicates).
- *      "OPTIONS *" answers for the whole host with every method registered.
+ *      "OPTIONS *" answers for the whole host with every method registered
+ *      by name (a "*" route names none) and OPTIONS.
  *   5. No path: 404, or with HR_SLASH_REDIRECT a redirect to the same path
  *      with the trailing slash added or removed when only that one exists.
  * Parameter values are decoded after the match (%2F becomes '/'); a decoded
@@ -212,8 +213,10 @@ typedef struct hr_route_options_s {
   hr_context_create_cb context_create;
   hr_context_destroy_cb context_destroy;
   /* Non-zero: a route with the same methods and pattern on the same host is
-   * replaced instead of answering HR_EEXIST.  Requests in flight finish with
-   * the old version; later ones get the new one. */
+   * replaced instead of answering HR_EEXIST.  "The same pattern" is as for
+   * HR_EEXIST: equal up to parameter names (and, on a case-insensitive
+   * router, the case of literal text).  Requests in flight finish with the
+   * old version; later ones get the new one. */
   int replace;
 } hr_route_options_t;
 
@@ -288,11 +291,15 @@ HR_EXTERN int hr_router_add(hr_router_t *router, const char *methods,
  * Returns a route group: routes added through it are registered under
  * `prefix` (a pattern prefix such as "/api/v1", which may contain
  * parameters; NULL or "" for none) and, when `host` is not NULL, in the
- * route table of that host only (matched against the request's Host field,
- * ASCII case-insensitively, port ignored; requests for other hosts use the
- * default table).  The group is owned by the router and lives as long as it.
+ * route table of that host only.  `host` is a name (letters, digits, '-',
+ * '.', '_') or a bracketed IP literal ("[::1]"), without a port.  It is
+ * matched against the request's Host field (or an absolute-form target's
+ * authority) ASCII case-insensitively, with the port removed and a trailing
+ * dot ignored on both sides; a request for a host that has a table is
+ * matched against that table only, and requests for other hosts use the
+ * default table.  The group is owned by the router and lives as long as it.
  * Returns 0 and stores the group, or HR_EPATTERN (bad prefix), HR_EINVAL
- * (bad host), HR_ENOMEM.  Any thread.
+ * (bad host, a port included), HR_ENOMEM.  Any thread.
  */
 HR_EXTERN int hr_router_group(hr_router_t *router, const char *host,
                               const char *prefix, hr_group_t **out);
@@ -305,7 +312,8 @@ HR_EXTERN int hr_group_add(hr_group_t *group, const char *methods,
 
 /*
  * Removes the route registered with exactly these methods (same list, any
- * order) and pattern on the default host.  Requests in flight finish with
+ * order) and pattern (up to parameter names, and to case on a
+ * case-insensitive router) on the default host.  Requests in flight finish with
  * it; later requests no longer see it.  Returns 0, HR_ENOTFOUND, HR_EINVAL,
  * HR_ENOMEM.  Any thread.
  */
@@ -424,7 +432,7 @@ typedef struct hr_route_stats_s {
 
 /*
  * Reads the counters of the route registered with these methods and
- * pattern on the default host (`host` NULL) or on `host`.  The counters are
+ * pattern (compared as by hr_router_remove) on the default host (`host` NULL) or on `host`.  The counters are
  * kept per worker loop without shared writes and summed here; a replaced
  * route starts from zero.  Returns 0 or HR_ENOTFOUND.  Any thread.
  */

@@ -91,6 +91,18 @@ void hr__core_unref(hr__mem_t *m, hr__core_t *core) {
     core_free(m, core);
 }
 
+int hr__patterns_equiv(const hr__core_t *a, const hr__core_t *b) {
+  size_t i;
+  if (a->ntoks != b->ntoks) return 0;
+  for (i = 0; i < a->ntoks; i++) {
+    if (a->toks[i].kind != b->toks[i].kind) return 0;
+    /* literal text is already lower-cased on a case-insensitive router */
+    if (a->toks[i].kind == HR__TOK_STATIC && !hr_span_eq(a->toks[i].text, b->toks[i].text))
+      return 0;
+  }
+  return 1;
+}
+
 int hr__methods_equal(const hr__core_t *a, const hr__core_t *b) {
   size_t i, j;
   if (a->any_method != b->any_method || a->std_methods != b->std_methods ||

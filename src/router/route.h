@@ -112,6 +112,12 @@ void hr__core_unref(hr__mem_t *m, hr__core_t *core);
 /* Whether two routes share a method (for duplicates). */
 int hr__methods_overlap(const hr__core_t *a, const hr__core_t *b);
 
+/* Whether two patterns reach the same place in the tree: the same literal
+ * text (case-folded on a case-insensitive router) and the same parameters
+ * and catch-all, whatever their names.  The router's notion of "the same
+ * pattern" for duplicates, replace, remove and stats. */
+int hr__patterns_equiv(const hr__core_t *a, const hr__core_t *b);
+
 /* Whether two method lists are the same set. */
 int hr__methods_equal(const hr__core_t *a, const hr__core_t *b);
 

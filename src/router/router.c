@@ -228,14 +228,19 @@ static void drop_new(hr_route_t *inv) {
 
 /* ---- groups ---------------------------------------------------------------- */
 
+/* A group's host: a name (letters, digits, '-', '.', '_'; a trailing dot
+ * is dropped by the caller) or a bracketed IP literal ("[::1]").  No port:
+ * requests are matched with theirs removed. */
 static int valid_host_name(const char *h) {
   size_t n = strlen(h), i;
-  if (n == 0 || n > 255) return 0;
-  for (i = 0; i < n; i++) {
+  int literal;
+  if (n == 0 || n > 255 || strcmp(h, ".") == 0) return 0;
+  literal = h[0] == '[';
+  if (literal && (n < 3 || h[n - 1] != ']')) return 0;
+  for (i = literal; i < n - (size_t)literal; i++) {
     unsigned char c = (unsigned char)h[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-          c == '[' || c == ']' || c == ':'))
+    int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (literal ? !(alnum || c == ':' || c == '.') : !(alnum || c == '-' || c == '.' || c == '_'))
       return 0;
   }
   return 1;
@@ -258,6 +263,8 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   if (r == NULL || out == NULL) return HR_EINVAL;
   *out = NULL;
   if (host != NULL && !valid_host_name(host)) return HR_EINVAL;
+  /* "example.com." names the same host as "example.com" (as in pick_host) */
+  if (host != NULL && host[hl - 1] == '.') hl--;
   if (pl > 0 && (prefix[0] != '/' || prefix[pl - 1] == '/')) return HR_EPATTERN;
   /* The prefix must itself be a valid pattern. */
   if (pl > 0) {
@@ -277,7 +284,8 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   p = (char *)(g + 1);
   g->router = r;
   if (host != NULL) {
-    memcpy(p, host, hl + 1);
+    memcpy(p, host, hl);
+    p[hl] = '\0';
     g->host = p;
     p += hl + 1;
   }
@@ -296,7 +304,7 @@ static long find_same(hr_router_t *r, const hr__core_t *c) {
   size_t i;
   for (i = 0; i < r->nroutes; i++) {
     const hr__core_t *o = r->routes[i]->core;
-    if (hr_span_eq(o->host, c->host) && hr_span_eq(o->pattern, c->pattern) &&
+    if (hr_span_eq(o->host, c->host) && hr__patterns_equiv(o, c) &&
         hr__methods_equal(o, c))
       return (long)i;
   }
@@ -430,6 +438,8 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
   int rc = 0;
   if (before == NULL && after == NULL) return HR_EINVAL;
   if (host != NULL && !valid_host_name(host)) return HR_EINVAL;
+  /* "example.com." names the same host as "example.com" (as in pick_host) */
+  if (host != NULL && host[hl - 1] == '.') hl--;
   if (pl > 0 && (prefix[0] != '/' || (pl > 1 && prefix[pl - 1] == '/'))) return HR_EINVAL;
   reg = hr__mem_alloc(&r->mem, sizeof(*reg) + hl + 1 + pl + 1);
   if (reg == NULL) return HR_ENOMEM;
@@ -509,6 +519,8 @@ static const hr__host_t *pick_host(const hr__table_t *t, hr_span_t host) {
   } else {
     const char *c = memchr(host.ptr, ':', host.len);
     if (c != NULL) n = (size_t)(c - host.ptr);
+    /* an absolute name's trailing dot: the same host */
+    if (n > 1 && host.ptr[n - 1] == '.') n--;
   }
   for (i = 0; i < t->nhosts; i++) {
     hr_span_t a = {host.ptr, n};
@@ -847,7 +859,7 @@ int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
   t = atomic_load_explicit(&r->table, memory_order_acquire);
   for (i = 0; i < t->ninvokers; i++) {
     const hr__core_t *c = t->invokers[i]->core;
-    if (hr_span_eq(c->host, probe->host) && hr_span_eq(c->pattern, probe->pattern) &&
+    if (hr_span_eq(c->host, probe->host) && hr__patterns_equiv(c, probe) &&
         hr__methods_equal(c, probe)) {
       hr__core_stats(c, out);
       rc = 0;

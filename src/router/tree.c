@@ -524,7 +524,14 @@ static inline int prefix_eq(const char *p, const char *prefix, size_t n,
   return 1;
 }
 
-/* Index of the next '/' at or after pos (or len), eight bytes at a time. */
+/* Index of the next '/' at or after pos (or len), eight bytes at a time.
+ * A byte of x = w ^ slashes is zero where p has a '/'.  (x - 0x01..) & ~x
+ * & 0x80.. flags every zero byte, and may also flag a 0x01 byte (a '.' in
+ * p) on the more significant side of one, through the borrow: after it in
+ * little-endian order, where the lowest flag is still the first '/', but
+ * before it in big-endian order.  Big-endian hosts therefore use the exact
+ * test ~(((x & 0x7f..) + 0x7f..) | x) & 0x80.., one operation longer on
+ * the lookup's critical path. */
 static inline size_t segment_end(const char *p, size_t pos, size_t len) {
   const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   const uint64_t slashes = ones * (uint64_t)'/';
@@ -532,14 +539,13 @@ static inline size_t segment_end(const char *p, size_t pos, size_t len) {
     uint64_t w;
     memcpy(&w, p + pos, 8);
     w ^= slashes; /* a '/' byte becomes zero */
-    w = (w - ones) & ~w & highs;
-    if (w != 0) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-      return pos + (size_t)(__builtin_clzll(w) / 8);
+    w = ~(((w & ~highs) + ~highs) | w) & highs;
+    if (w != 0) return pos + (size_t)(__builtin_clzll(w) / 8);
 #else
-      return pos + (size_t)(__builtin_ctzll(w) / 8);
+    w = (w - ones) & ~w & highs;
+    if (w != 0) return pos + (size_t)(__builtin_ctzll(w) / 8);
 #endif
-    }
     pos += 8;
   }
   while (pos < len && p[pos] != '/') pos++;
