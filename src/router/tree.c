@@ -3,7 +3,9 @@
  * The route table: a compressed radix tree per host.  Built from the route
  * list in two steps: an editable tree of build nodes (insertion splits
  * static prefixes, parameters and catch-alls hang off their parent), then a
- * frozen copy laid out depth-first in one block, which is what readers see.
+ * frozen copy in one block, which is what readers see: the nodes depth-first
+ * (each with its static children inline), then the leaves (routes by method
+ * and the Allow text), apart so that the nodes stay dense in the cache.
  *
  * Lookup walks literal bytes, trying at each node its static child (chosen
  * by first byte), then its parameter child (one non-empty segment), then its
@@ -270,25 +272,29 @@ static void *bump(bump_t *b, size_t n) {
   return r;
 }
 
-static size_t node_size(const bnode_t *n) {
+/* Bytes of the frozen nodes of a subtree; the bytes of its leaves are added
+ * to *leaf_bytes: leaves live apart, after every node, so that the nodes a
+ * walk reads stay dense in the cache. */
+static size_t node_size(const bnode_t *n, size_t *leaf_bytes) {
   size_t s = ALIGN8(sizeof(hr__node_t) + n->nkids * sizeof(hr__node_t *)) +
              ALIGN8(n->prefix.len) +
              (n->nkids >= HR__INDEX_MIN ? 256 : 0);
-  size_t i;
+  size_t i, l = 0;
   if (n->nroutes) {
     size_t next = count_ext(n->routes, n->nroutes);
-    s += ALIGN8(sizeof(hr__leaf_t)) + ALIGN8(n->nroutes * sizeof(hr_route_t *)) +
+    l += ALIGN8(sizeof(hr__leaf_t)) + ALIGN8(n->nroutes * sizeof(hr_route_t *)) +
          ALIGN8((HR__M_STD + next) * 12); /* Allow text, bounded below */
     /* Allow: each method ≤ its length + 2; extension methods measured. */
     for (i = 0; i < n->nroutes; i++) {
       size_t j;
       for (j = 0; j < n->routes[i]->core->n_ext; j++)
-        s += ALIGN8(n->routes[i]->core->ext_methods[j].len + 2);
+        l += ALIGN8(n->routes[i]->core->ext_methods[j].len + 2);
     }
   }
-  for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i]);
-  if (n->param) s += node_size(n->param);
-  if (n->catchall) s += node_size(n->catchall);
+  *leaf_bytes += l;
+  for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i], leaf_bytes);
+  if (n->param) s += node_size(n->param, leaf_bytes);
+  if (n->catchall) s += node_size(n->catchall, leaf_bytes);
   return s;
 }
 
@@ -323,7 +329,8 @@ static const hr__leaf_t *freeze_leaf(bump_t *bp, const bnode_t *n, int *rc) {
   return leaf;
 }
 
-static hr__node_t *freeze(bump_t *bp, const bnode_t *n, int *rc) {
+/* Freezes a subtree: its nodes go to `bp`, depth-first, its leaves to `lp`. */
+static hr__node_t *freeze(bump_t *bp, bump_t *lp, const bnode_t *n, int *rc) {
   hr__node_t *f = bump(bp, sizeof(*f) + n->nkids * sizeof(hr__node_t *));
   size_t i;
   char *prefix = bump(bp, n->prefix.len);
@@ -345,10 +352,10 @@ static hr__node_t *freeze(bump_t *bp, const bnode_t *n, int *rc) {
     for (i = 0; i < n->nkids; i++)
       f->first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
   }
-  if (n->nroutes) f->leaf = freeze_leaf(bp, n, rc);
-  for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(bp, n->kids[i], rc);
-  if (n->param) f->param = freeze(bp, n->param, rc);
-  if (n->catchall) f->catchall = freeze(bp, n->catchall, rc);
+  if (n->nroutes) f->leaf = freeze_leaf(lp, n, rc);
+  for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(bp, lp, n->kids[i], rc);
+  if (n->param) f->param = freeze(bp, lp, n->param, rc);
+  if (n->catchall) f->catchall = freeze(bp, lp, n->catchall, rc);
   return f;
 }
 
@@ -374,7 +381,8 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
   host_build_t *hb = NULL;
   size_t nh = 0, i, j, size = 0;
   hr__table_t *t = NULL;
-  bump_t bp;
+  bump_t bp, lp;
+  size_t leaf_bytes = 0;
   int rc = 0;
   *out = NULL;
   (void)ci;
@@ -420,7 +428,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
         b.nodes--;
       }
       hb[i].top = top;
-      if (top) size += node_size(top);
+      if (top) size += node_size(top, &leaf_bytes);
       size += ALIGN8(hb[i].name.len + 1);
       size += ALIGN8((HR__M_STD + next) * 12);
       for (k = 0; k < hb[i].nroutes; k++) {
@@ -429,6 +437,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
           size += ALIGN8(hb[i].routes[k]->core->ext_methods[e].len + 2);
       }
     }
+    size += leaf_bytes;
     t = hr__mem_alloc(m, size);
     if (t == NULL) rc = HR_ENOMEM;
   }
@@ -436,7 +445,10 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     hr__host_t *hosts;
     memset(t, 0, size);
     bp.p = (char *)t;
-    bp.end = (char *)t + size;
+    bp.end = (char *)t + size - leaf_bytes;
+    lp.p = bp.end;
+    lp.end = (char *)t + size;
+    lp.m = m;
     bp.m = m;
     bump(&bp, sizeof(*t));
     hosts = bump(&bp, (nh - 1) * sizeof(hr__host_t));
@@ -455,7 +467,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
       if (hb[i].name.len) memcpy(name, hb[i].name.ptr, hb[i].name.len);
       h->name.ptr = name;
       h->name.len = hb[i].name.len;
-      h->root = hb[i].top ? freeze(&bp, hb[i].top, &rc) : NULL;
+      h->root = hb[i].top ? freeze(&bp, &lp, hb[i].top, &rc) : NULL;
       k = collect_methods(hb[i].routes, hb[i].nroutes, ms);
       text = bump(&bp, allow_len(ms, k) + 1);
       allow_write(ms, k, text);
