@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The byte classes of src/util/text.h, written there as bitmaps, checked
- * for every byte against the alphabets as the RFCs list them.
+ * The byte classes of src/util/text.h (the two alphabets are bitmaps there),
+ * checked for every byte against the alphabets as the RFCs list them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,10 +37,23 @@ static void test_path_char(void **state) {
       fail_msg("byte 0x%02x", c);
 }
 
+/* RFC 5234 HEXDIG, either case */
+static void test_hex_value(void **state) {
+  static const char digits[] = "0123456789abcdef";
+  unsigned c;
+  (void)state;
+  for (c = 0; c < 256; c++) {
+    const char *d = c != 0 ? strchr(digits, (int)(c >= 'A' && c <= 'F' ? c | 0x20 : c)) : NULL;
+    int want = d != NULL ? (int)(d - digits) : -1;
+    if (hr__hex_value((unsigned char)c) != want) fail_msg("byte 0x%02x", c);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tchar),
       cmocka_unit_test(test_path_char),
+      cmocka_unit_test(test_hex_value),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

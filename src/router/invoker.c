@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "router/route.h"
+#include "util/text.h"
 
 /* Whether middleware registration `reg` covers `core`. */
 static int covers(const hr__mwreg_t *reg, const hr__core_t *core) {
@@ -168,13 +169,6 @@ static int parse_i64(hr_span_t v, int64_t *out) {
   return 0;
 }
 
-static int hexv(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 static int parse_uuid(hr_span_t v, uint8_t *out) {
   size_t i, k = 0;
   if (v.len != 36) return -1;
@@ -185,8 +179,8 @@ static int parse_uuid(hr_span_t v, uint8_t *out) {
       i++;
       continue;
     }
-    h = hexv((unsigned char)v.ptr[i]);
-    l = hexv((unsigned char)v.ptr[i + 1]);
+    h = hr__hex_value((unsigned char)v.ptr[i]);
+    l = hr__hex_value((unsigned char)v.ptr[i + 1]);
     if (h < 0 || l < 0) return -1;
     out[k++] = (uint8_t)(h * 16 + l);
     i += 2;

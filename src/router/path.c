@@ -68,19 +68,12 @@ int hr__target_split(hr_span_t target, hr_span_t *path, hr_span_t *query,
   return 0;
 }
 
-static int hexval(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 /* Reads the escape at p[0..2] ("%XX"); returns the byte or -1. */
 static int escape_at(const char *p, const char *end) {
   int h, l;
   if (end - p < 3) return -1;
-  h = hexval((unsigned char)p[1]);
-  l = hexval((unsigned char)p[2]);
+  h = hr__hex_value((unsigned char)p[1]);
+  l = hr__hex_value((unsigned char)p[2]);
   if (h < 0 || l < 0) return -1;
   return h * 16 + l;
 }

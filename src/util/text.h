@@ -21,6 +21,14 @@ static inline int hr__is_tchar(unsigned char c) {
   return 0;
 }
 
+/* The value of a hexadecimal digit (RFC 5234 HEXDIG, either case), or -1. */
+static inline int hr__hex_value(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 /* Takes the next element of a comma-separated list from *rest into *item,
  * without the optional whitespace around it (empty elements come out
  * empty).  Returns 0 when the list is exhausted. */
