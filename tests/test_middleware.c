@@ -197,14 +197,15 @@ static void test_host_scope(void **state) {
   use(fx, NULL, NULL, "ALL");
   use(fx, "A.Example", "/h", "U"); /* host names compare without case */
   use(fx, "b.example", NULL, "NONE"); /* b.example has no table of its own */
+  use(fx, "a.example.", "/k", "D");   /* an absolute name: the same host */
   fx_start(fx, 1);
   c = fx_connect(fx);
   expect_trace(c, "a.example", "/h", "H,ALL,U,h");
   expect_trace(c, "A.EXAMPLE:8080", "/h", "H,ALL,U,h");
-  expect_trace(c, "a.example", "/k", "H,ALL,h");
+  expect_trace(c, "a.example", "/k", "H,ALL,D,h");
   expect_trace(c, "b.example", "/h", "ALL,h");
   expect_trace(c, "other", "/h", "ALL,h");
-  expect_afters(10, "U:200,ALL:200,H:200,U:200,ALL:200,H:200,ALL:200,H:200,"
+  expect_afters(11, "U:200,ALL:200,H:200,U:200,ALL:200,H:200,D:200,ALL:200,H:200,"
                     "ALL:200,ALL:200,");
 }
 

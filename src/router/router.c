@@ -246,6 +246,23 @@ static int valid_host_name(const char *h) {
   return 1;
 }
 
+/* Stores a valid host name in dst (host_len + 1 bytes): lower-cased,
+ * without the trailing dot of an absolute name ("example.com." names the
+ * same host as "example.com", as in pick_host), NUL-terminated. */
+static size_t host_len(const char *h) {
+  size_t n = strlen(h);
+  return n > 1 && h[n - 1] == '.' ? n - 1 : n;
+}
+static char *host_copy(char *dst, const char *h) {
+  size_t i, n = host_len(h);
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)h[i];
+    dst[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+  }
+  dst[n] = '\0';
+  return dst;
+}
+
 static void h_none(hr_request_t *req, hr_response_t *res, void *udata) {
   (void)req;
   (void)res;
@@ -254,7 +271,7 @@ static void h_none(hr_request_t *req, hr_response_t *res, void *udata) {
 
 int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
                     hr_group_t **out) {
-  size_t hl = host ? strlen(host) : 0, pl = prefix ? strlen(prefix) : 0;
+  size_t hl, pl = prefix ? strlen(prefix) : 0;
   hr_group_t *g;
   hr__core_t *probe;
   hr_route_options_t o;
@@ -263,8 +280,7 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   if (r == NULL || out == NULL) return HR_EINVAL;
   *out = NULL;
   if (host != NULL && !valid_host_name(host)) return HR_EINVAL;
-  /* "example.com." names the same host as "example.com" (as in pick_host) */
-  if (host != NULL && host[hl - 1] == '.') hl--;
+  hl = host != NULL ? host_len(host) : 0;
   if (pl > 0 && (prefix[0] != '/' || prefix[pl - 1] == '/')) return HR_EPATTERN;
   /* The prefix must itself be a valid pattern. */
   if (pl > 0) {
@@ -284,9 +300,7 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   p = (char *)(g + 1);
   g->router = r;
   if (host != NULL) {
-    memcpy(p, host, hl);
-    p[hl] = '\0';
-    g->host = p;
+    g->host = host_copy(p, host);
     p += hl + 1;
   }
   memcpy(p, prefix ? prefix : "", pl + 1);
@@ -430,7 +444,7 @@ int hr_router_remove(hr_router_t *r, const char *methods, const char *pattern) {
 static int use(hr_router_t *r, const hr_group_t *group, const char *host,
                const char *prefix, hr_before_cb before, hr_after_cb after,
                void *udata) {
-  size_t hl = host ? strlen(host) : 0, pl = prefix ? strlen(prefix) : 0, i;
+  size_t hl, pl = prefix ? strlen(prefix) : 0, i;
   hr__mwreg_t *reg;
   hr_route_t **routes;
   hr__mwlist_t mws;
@@ -438,8 +452,7 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
   int rc = 0;
   if (before == NULL && after == NULL) return HR_EINVAL;
   if (host != NULL && !valid_host_name(host)) return HR_EINVAL;
-  /* "example.com." names the same host as "example.com" (as in pick_host) */
-  if (host != NULL && host[hl - 1] == '.') hl--;
+  hl = host != NULL ? host_len(host) : 0;
   if (pl > 0 && (prefix[0] != '/' || (pl > 1 && prefix[pl - 1] == '/'))) return HR_EINVAL;
   reg = hr__mem_alloc(&r->mem, sizeof(*reg) + hl + 1 + pl + 1);
   if (reg == NULL) return HR_ENOMEM;
@@ -450,11 +463,7 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
   reg->mw.udata = udata;
   reg->group = group;
   if (host != NULL) {
-    for (i = 0; i <= hl; i++) {
-      unsigned char c = (unsigned char)host[i];
-      p[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
-    }
-    reg->host = p;
+    reg->host = host_copy(p, host);
     p += hl + 1;
   }
   memcpy(p, prefix ? prefix : "", pl + 1);
