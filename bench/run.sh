@@ -8,23 +8,37 @@
 # requests per write ("pipelineDEPTH", bench/pipeline.lua).  For each run it
 # reports requests/s, latency p50 and p99, server CPU time per request (from
 # /proc/PID/stat) and, for hroute, heap allocations per request (from the
-# server's GET /__hroute/stats counters).  With --compare nginx it serves the
-# same response from nginx on the same CPUs and alternates the two servers
-# round by round, then prints medians and the hroute/nginx throughput ratio.
+# server's GET /__hroute/stats counters).  --compare takes a comma-separated
+# list of peers that serve the same response on the same CPUs, measured in
+# alternating rounds with hroute: nginx (one worker per server thread,
+# bench/nginx.conf.in), h2o (libh2o's evloop, bench/peers/h2o_hello.c) and
+# floor (an epoll server that counts request terminators and writes canned
+# responses without parsing, bench/peers/floor.c: the physical floor).  The
+# peers are built with -O2 and their packages installed when missing.  The
+# report gives medians and, per peer, hroute's ratio to it for requests/s
+# and CPU time per request.
 # A third hroute run, "keepalive+churn", repeats the keep-alive run right
 # after it against a second hello started with --churn N (a thread in it
 # replaces routes N times per second, the served route among them) and
 # prints its throughput relative to the plain keep-alive run (the median of
-# the rounds' ratios).  Everything it starts is stopped when it exits, also
-# when interrupted.
+# the rounds' ratios).
+# Last, the "idle" line: server memory per idle persistent connection.  A
+# fresh server of each kind (hroute, and nginx and h2o when compared) is
+# started, its VmRSS read, then bench/idle_client.c opens --idle-conns
+# connections (5000) and makes one request on each, keeping them all open;
+# once the RSS is steady it is read again, and (after - before) / connections
+# is printed.  A connection that got no full response or was closed before
+# the second reading is an error.  Everything it starts is stopped when it
+# exits, also when interrupted.
 #
 #   bench/run.sh                                   # hroute alone, defaults
-#   bench/run.sh --duration 3s --compare nginx --rounds 1
+#   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR="$ROOT/bench"
 BUILD_DIR="$ROOT/build/release"
+PEER_DIR="$BUILD_DIR/bench-peers"
 
 # ---- options and their defaults -------------------------------------------
 
@@ -38,9 +52,11 @@ SERVER_CPUS=      # default set after parsing: 0
 CLIENT_CPUS=      # default set after parsing: 1 (0 on a one-core machine)
 DEPTH=16
 ROUNDS=3
-COMPARE=none
+COMPARE=none      # comma-separated peers: nginx, h2o, floor (or none)
+PEERS=()          # COMPARE as a list, in the given order
+IDLE_CONNS=5000   # connections of the idle measurement; 0: none
 BUILD=1
-ONLY=             # hroute | nginx: benchmark one server only (script testing)
+ONLY=             # hroute or a peer: benchmark one server only (script testing)
 WARMUP=1s         # one unmeasured keep-alive run per server before round 1
 CHURN=1000        # route replacements/s in the keepalive+churn run; 0: no such run
 
@@ -50,7 +66,12 @@ TMP=
 STOP_STATUS=0
 HELLO_PID=
 NGINX_PID=
+H2O_PID=
+FLOOR_PID=
 WRK_PID=
+IDLE_PID=         # bench/idle_client, during an idle measurement only
+IDLE_FAILED=0     # an idle measurement failed: exit status 1 after the report
+LAST_PORT=        # the last port handed out (next_port)
 CHURN_PID=        # the hello started with --churn, during its run only
 
 usage() {
@@ -62,7 +83,8 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --duration D         length of each measured run, wrk syntax (default $DURATION)
   --connections N      open connections (default $CONNECTIONS)
   --threads N          wrk threads (default $WRK_THREADS)
-  --server-threads N   hello worker threads / nginx workers (default $SERVER_THREADS)
+  --server-threads N   hello worker threads / nginx workers / h2o and floor
+                       processes (default $SERVER_THREADS)
   --path P             request path (default $URL_PATH)
   --port N             first port to try; a busy port is skipped (default $PORT)
   --server-cpus LIST   CPUs for the server, taskset syntax (default 0)
@@ -70,18 +92,34 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --depth N            requests per write in the pipelined run (default $DEPTH)
   --rounds N           measured rounds per server and run; the table shows
                        medians (default $ROUNDS)
-  --compare nginx|none also benchmark nginx, alternating with hroute round
-                       by round (default $COMPARE)
-  --only hroute|nginx  benchmark one server only (nginx implies --compare nginx)
+  --compare LIST       also benchmark these peers, comma-separated, each
+                       alternating with hroute round by round (default $COMPARE):
+                         nginx  nginx-light, one worker, access log off
+                         h2o    libh2o evloop (bench/peers/h2o_hello.c)
+                         floor  epoll, no parsing, canned responses
+                                (bench/peers/floor.c)
+                       and report hroute's ratio to each
+  --only NAME          benchmark one server only: hroute or a peer (a peer
+                       is added to --compare)
+  --idle-conns N       idle keep-alive connections for the idle line, to
+                       hroute and to nginx and h2o when compared; 0 skips
+                       it (default $IDLE_CONNS; hello closes connections
+                       beyond its max_connections, 10000)
   --churn N            route replacements per second in the keepalive+churn
                        run (hello --churn N); 0 skips that run (default $CHURN)
-  --no-build           use the existing build/release/hello
+  --no-build           use the existing build/release/hello and
+                       build/release/bench-peers/*
   --help               show this text
 
 Latency p50/p99: for keepalive, wrk's Latency Distribution; for the
 pipelined run, per write (until all DEPTH responses of a write are in), from
 the measured samples without wrk's coordinated-omission correction, which
 wrk gets wrong for pipelining (see bench/pipeline.lua).
+
+Ratios: hroute's median divided by the peer's, for req/s (above 1: hroute
+is faster) and cpu_us/req (below 1: hroute spends less).  The idle line:
+bytes of server RSS per connection, (RSS with N idle connections - RSS
+before) / N, each server started afresh for it.
 EOF
 }
 
@@ -111,7 +149,8 @@ parse_args() {
       --no-build) BUILD=0; shift; continue ;;
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
       --duration | --connections | --threads | --server-threads | --path | --port | \
-        --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn)
+        --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn | \
+        --idle-conns)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -130,6 +169,7 @@ parse_args() {
       --compare) COMPARE=$value ;;
       --only) ONLY=$value ;;
       --churn) CHURN=$value ;;
+      --idle-conns) IDLE_CONNS=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -148,8 +188,15 @@ parse_args() {
   ((10#$CHURN <= 100000)) || die "--churn must be <= 100000 (hello's limit)"
   CHURN=$((10#$CHURN))
   [[ $URL_PATH == /* && $URL_PATH != *[[:space:]]* ]] || die "--path must start with / and have no spaces"
-  case $COMPARE in nginx | none) ;; *) die "--compare must be nginx or none" ;; esac
-  case $ONLY in '' | hroute) ;; nginx) COMPARE=nginx ;; *) die "--only must be hroute or nginx" ;; esac
+  check_int --idle-conns "$IDLE_CONNS" 0
+  IDLE_CONNS=$((10#$IDLE_CONNS))
+  ((IDLE_CONNS <= 100000)) || die "--idle-conns must be <= 100000"
+  parse_compare
+  case $ONLY in
+    '' | hroute) ;;
+    nginx | h2o | floor) in_peers "$ONLY" || PEERS+=("$ONLY") ;;
+    *) die "--only must be hroute, nginx, h2o or floor" ;;
+  esac
 
   if [[ -z $SERVER_CPUS ]]; then SERVER_CPUS=0; fi
   if [[ -z $CLIENT_CPUS ]]; then
@@ -161,8 +208,42 @@ parse_args() {
   taskset -c "$CLIENT_CPUS" true 2>/dev/null || die "cannot pin to --client-cpus $CLIENT_CPUS"
 }
 
-want_hroute() { [[ $ONLY != nginx ]]; }
-want_nginx() { [[ $COMPARE == nginx && $ONLY != hroute ]]; }
+# Sets PEERS from COMPARE: known names, each once, "none" alone.
+parse_compare() {
+  local list name
+  PEERS=()
+  [[ $COMPARE == none ]] && return 0
+  IFS=, read -r -a list <<<"$COMPARE"
+  ((${#list[@]} > 0)) || die "--compare needs nginx, h2o, floor (comma-separated) or none"
+  for name in "${list[@]}"; do
+    case $name in
+      nginx | h2o | floor) ;;
+      none) die "--compare none cannot be combined with peers" ;;
+      *) die "--compare: unknown peer '$name' (nginx, h2o, floor or none)" ;;
+    esac
+    if in_peers "$name"; then die "--compare names $name twice"; fi
+    PEERS+=("$name")
+  done
+}
+
+# True when $1 is in PEERS.
+in_peers() {
+  local p
+  for p in "${PEERS[@]}"; do if [[ $p == "$1" ]]; then return 0; fi; done
+  return 1
+}
+
+want_hroute() { [[ -z $ONLY || $ONLY == hroute ]]; }
+# True when peer $1 is benchmarked (in PEERS, and not excluded by --only).
+want_peer() { [[ -z $ONLY || $ONLY == "$1" ]] && in_peers "$1"; }
+want_nginx() { want_peer nginx; }
+# True when the idle line is measured (for hroute, nginx or h2o).
+want_idle() { ((IDLE_CONNS > 0)) && { want_hroute || want_peer nginx || want_peer h2o; }; }
+# The benchmarked peers, one per line, in --compare order.
+peers() {
+  local p
+  for p in "${PEERS[@]}"; do if want_peer "$p"; then echo "$p"; fi; done
+}
 
 # ---- processes ------------------------------------------------------------
 
@@ -196,9 +277,12 @@ cleanup() {
   trap - EXIT INT TERM
   set +e # clean up as much as possible, whatever fails
   stop_process "$WRK_PID" INT 2
+  stop_process "$IDLE_PID" TERM 2
   stop_process "$HELLO_PID" TERM 7
   stop_process "$CHURN_PID" TERM 7
   stop_process "$NGINX_PID" TERM 5
+  stop_process "$H2O_PID" TERM 2
+  stop_process "$FLOOR_PID" TERM 2
   if [[ -n $TMP && -d $TMP ]]; then rm -rf "$TMP"; fi
   exit "$status"
 }
@@ -220,6 +304,16 @@ pick_port() {
     ((port <= 65535)) || die "no free port from $1 on"
   done
   echo "$port"
+}
+
+# Sets variable $1 to the first free port after the last one handed out
+# (from --port on) for server $2, and notes when it had to skip busy ones.
+next_port() {
+  local want=$((LAST_PORT + 1)) port
+  port=$(pick_port "$want")
+  ((port == want)) || note "port $want is busy: $2 uses $port"
+  LAST_PORT=$port
+  printf -v "$1" '%s' "$port"
 }
 
 # Waits until URL $3 answers 2xx, for at most 10 s, while process $2 (named
@@ -288,13 +382,64 @@ ensure_deps() {
   local tools=(wrk curl taskset) t missing=()
   want_nginx && tools+=(nginx)
   want_hroute && ((BUILD)) && tools+=(cmake)
+  if ((BUILD)) && { want_peer h2o || want_peer floor || want_idle; }; then tools+=(cc); fi
   if [[ -x $ROOT/scripts/deps.sh ]] || [[ -f $ROOT/scripts/deps.sh ]]; then
     bash "$ROOT/scripts/deps.sh" --bench
   fi
+  if want_peer h2o; then ensure_packages libh2o-evloop-dev; fi
   for t in "${tools[@]}"; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
   ((${#missing[@]} == 0)) || die "missing tools: ${missing[*]} (run scripts/deps.sh --bench)"
+}
+
+# Installs those of the Debian packages $@ that are missing, with apt-get
+# as root or through sudo (as scripts/deps.sh does).
+ensure_packages() {
+  local pkg missing=() as_root=()
+  for pkg in "$@"; do
+    [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true) == "install ok installed" ]] ||
+      missing+=("$pkg")
+  done
+  ((${#missing[@]} > 0)) || return 0
+  command -v apt-get >/dev/null 2>&1 || die "missing packages: ${missing[*]} (no apt-get here)"
+  if (($(id -u) != 0)); then
+    command -v sudo >/dev/null 2>&1 || die "missing packages: ${missing[*]}; install them as root"
+    as_root=(sudo)
+  fi
+  note "installing ${missing[*]} ..."
+  { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+      --no-install-recommends "${missing[@]}"; } >"$TMP/apt.log" 2>&1 ||
+    die "cannot install ${missing[*]}: $(tail -n 5 "$TMP/apt.log")"
+}
+
+# Builds, with -O2, what the peers and the idle measurement need into
+# $PEER_DIR: floor, h2o_hello, idle_client (or, with --no-build, checks that
+# they are there).
+build_peers() {
+  local name src flags targets=()
+  want_peer floor && targets+=(floor)
+  want_peer h2o && targets+=(h2o_hello)
+  want_idle && targets+=(idle_client)
+  ((${#targets[@]} > 0)) || return 0
+  mkdir -p "$PEER_DIR"
+  for name in "${targets[@]}"; do
+    if ((BUILD)); then
+      src=$BENCH_DIR/peers/$name.c flags=()
+      [[ $name == idle_client ]] && src=$BENCH_DIR/idle_client.c
+      if [[ $name == h2o_hello ]]; then
+        # shellcheck disable=SC2207 # word splitting wanted
+        flags=($(pkg-config --cflags --libs libh2o-evloop 2>/dev/null || echo -lh2o-evloop))
+      fi
+      "${CC:-cc}" -O2 -Wall -Wextra -o "$PEER_DIR/$name" "$src" "${flags[@]}" \
+        >"$TMP/build.$name.log" 2>&1 || {
+        tail -n 20 "$TMP/build.$name.log" >&2
+        die "building ${src#"$ROOT"/} failed"
+      }
+    fi
+    [[ -x $PEER_DIR/$name ]] || die "no $PEER_DIR/$name (drop --no-build to build it)"
+  done
 }
 
 build_hello() {
@@ -316,11 +461,11 @@ build_hello() {
   die "no hello executable under ${BUILD_DIR#"$ROOT"/} (drop --no-build to build it)"
 }
 
+# Starts hello, with the extra arguments $@ if any.
 start_hello() {
-  HELLO_PORT=$(pick_port "$PORT")
-  [[ $HELLO_PORT == "$PORT" ]] || note "port $PORT is busy: hello uses $HELLO_PORT"
+  next_port HELLO_PORT hello
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$HELLO_PORT" \
-    --threads "$SERVER_THREADS" --stats 2>"$TMP/hello.log" &
+    --threads "$SERVER_THREADS" --stats "$@" 2>"$TMP/hello.log" &
   HELLO_PID=$!
   wait_ready hello "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT$URL_PATH" "$TMP/hello.log"
   check_response hroute "http://127.0.0.1:$HELLO_PORT$URL_PATH"
@@ -341,7 +486,7 @@ stop_hello() {
 # main hello was.
 start_churn_hello() {
   local round=$1
-  CHURN_PORT=$(pick_port $((${NGINX_PORT:-$HELLO_PORT} + 1)))
+  CHURN_PORT=$(pick_port $((LAST_PORT + 1)))
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$CHURN_PORT" \
     --threads "$SERVER_THREADS" --stats --churn "$CHURN" 2>"$TMP/hello-churn.$round.log" &
   CHURN_PID=$!
@@ -377,7 +522,7 @@ measure_churn() {
 
 # Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
 write_nginx_conf() {
-  local dir=$TMP/nginx master=off listen='' temp='' m
+  local dir=$TMP/nginx master=off listen='' temp='' m conns
   mkdir -p "$dir"
   if ((SERVER_THREADS > 1)); then
     master=on
@@ -390,16 +535,20 @@ write_nginx_conf() {
       temp+="    ${m}_temp_path $dir/${m}_temp;"$'\n'
     fi
   done
+  # Room for the idle measurement's connections besides wrk's.
+  conns=$((IDLE_CONNS + CONNECTIONS + 100))
+  ((conns >= 20000)) || conns=20000
   awk -v tmpdir="$dir" -v port="$NGINX_PORT" -v workers="$SERVER_THREADS" \
-    -v master="$master" -v listen="$listen" -v temp="$temp" '
+    -v master="$master" -v listen="$listen" -v temp="$temp" -v conns="$conns" '
     $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
     { gsub(/@TMPDIR@/, tmpdir); gsub(/@PORT@/, port); gsub(/@WORKERS@/, workers)
+      gsub(/@WORKER_CONNECTIONS@/, conns)
       gsub(/@MASTER_PROCESS@/, master); gsub(/@LISTEN_OPTIONS@/, listen)
       print }' "$BENCH_DIR/nginx.conf.in" >"$dir/nginx.conf"
 }
 
 start_nginx() {
-  NGINX_PORT=$(pick_port $((${HELLO_PORT:-$PORT} + 1)) "${HELLO_PORT:-}")
+  next_port NGINX_PORT nginx
   write_nginx_conf
   nginx -t -q -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" ||
     die "nginx rejected its configuration: $(tail -n 5 "$TMP/nginx/error.log" 2>/dev/null)"
@@ -408,6 +557,156 @@ start_nginx() {
   NGINX_PID=$!
   wait_ready nginx "$NGINX_PID" "http://127.0.0.1:$NGINX_PORT$URL_PATH" "$TMP/nginx/stderr.log"
   check_response nginx "http://127.0.0.1:$NGINX_PORT$URL_PATH"
+}
+
+start_h2o() {
+  next_port H2O_PORT h2o
+  taskset -c "$SERVER_CPUS" "$PEER_DIR/h2o_hello" "$H2O_PORT" "$SERVER_THREADS" \
+    2>"$TMP/h2o.log" &
+  H2O_PID=$!
+  wait_ready h2o "$H2O_PID" "http://127.0.0.1:$H2O_PORT$URL_PATH" "$TMP/h2o.log"
+  check_response h2o "http://127.0.0.1:$H2O_PORT$URL_PATH"
+}
+
+# The floor's canned response has hello's body for --path /hello/NAME (any
+# request gets it).
+start_floor() {
+  local body="Hello, John"
+  if [[ $URL_PATH =~ ^/hello/([^/?#]+)$ ]]; then body="Hello, ${BASH_REMATCH[1]}"; fi
+  next_port FLOOR_PORT floor
+  taskset -c "$SERVER_CPUS" "$PEER_DIR/floor" "$FLOOR_PORT" "$body" "$SERVER_THREADS" \
+    2>"$TMP/floor.log" &
+  FLOOR_PID=$!
+  wait_ready floor "$FLOOR_PID" "http://127.0.0.1:$FLOOR_PORT$URL_PATH" "$TMP/floor.log"
+  check_response floor "http://127.0.0.1:$FLOOR_PORT$URL_PATH"
+}
+
+# Starts peer $1 (nginx, h2o or floor).
+start_peer() {
+  case $1 in
+    nginx) start_nginx ;;
+    h2o) start_h2o ;;
+    floor) start_floor ;;
+  esac
+}
+
+# The process and port of peer $1, as "PID PORT".
+peer_pid_port() {
+  case $1 in
+    nginx) echo "$NGINX_PID $NGINX_PORT" ;;
+    h2o) echo "$H2O_PID $H2O_PORT" ;;
+    floor) echo "$FLOOR_PID $FLOOR_PORT" ;;
+  esac
+}
+
+# Stops peer $1 (it must still be running: one that died is reported).
+stop_peer() {
+  local pid
+  read -r pid _ < <(peer_pid_port "$1")
+  kill -0 "$pid" 2>/dev/null || note "warning: $1 exited before it was stopped"
+  case $1 in
+    nginx) stop_process "$NGINX_PID" TERM 5; NGINX_PID= ;;
+    h2o) stop_process "$H2O_PID" TERM 2; H2O_PID= ;;
+    floor) stop_process "$FLOOR_PID" TERM 2; FLOOR_PID= ;;
+  esac
+}
+
+# ---- idle connections -----------------------------------------------------
+
+# Prints the VmRSS, in bytes, of process $1 and, with more than one server
+# thread, of its direct children (nginx workers, h2o processes).
+rss_bytes() {
+  local pid=$1 pids p
+  pids=$pid
+  if ((SERVER_THREADS > 1)) && command -v ps >/dev/null 2>&1; then
+    pids="$pid $(ps -o pid= --ppid "$pid" 2>/dev/null || true)"
+  fi
+  for p in $pids; do cat "/proc/$p/status" 2>/dev/null || true; done |
+    awk '/^VmRSS:/ { kb += $2 } END { print kb * 1024 }'
+}
+
+# hello's arguments for the idle measurement: a keep-alive timeout far
+# longer than the measurement when hello has an option for it.  Without one
+# its default (5 s) has to outlast it; bench/idle_client checks that every
+# connection is still open after the second reading.
+hello_idle_args() {
+  if "$HELLO" --help 2>/dev/null | grep -q -- '--keepalive-timeout'; then
+    echo --keepalive-timeout 300000
+  fi
+}
+
+# Measures server $1 (process $2, port $3, started afresh, idle): its RSS,
+# then IDLE_CONNS idle persistent connections after one request each
+# (bench/idle_client), its RSS once steady (two equal readings 200 ms apart,
+# at most 2 s), and appends "SERVER BYTES_PER_CONNECTION" to $TMP/idle, or
+# "SERVER error" after noting what went wrong.
+measure_idle() {
+  local server=$1 pid=$2 port=$3 before after prev i line to from
+  local ok=0 failed=0 open=0 detail=
+  before=$(rss_bytes "$pid")
+  rm -f "$TMP/idle.in" "$TMP/idle.out"
+  mkfifo "$TMP/idle.in" "$TMP/idle.out"
+  taskset -c "$CLIENT_CPUS" "$PEER_DIR/idle_client" "$port" "$IDLE_CONNS" /hello/x \
+    <"$TMP/idle.in" >"$TMP/idle.out" 2>"$TMP/idle.$server.log" &
+  IDLE_PID=$!
+  exec {to}>"$TMP/idle.in" {from}<"$TMP/idle.out"
+  if IFS= read -r -t 300 line <&"$from" && [[ $line =~ ^ready\ ([0-9]+)\ ([0-9]+)(.*)$ ]]; then
+    ok=${BASH_REMATCH[1]} failed=${BASH_REMATCH[2]} detail=${BASH_REMATCH[3]}
+    prev=$(rss_bytes "$pid")
+    for ((i = 0; i < 10; i++)); do
+      sleep 0.2
+      after=$(rss_bytes "$pid")
+      [[ $after == "$prev" ]] && break
+      prev=$after
+    done
+    ((i < 10)) || note "warning: $server: RSS still changing 2 s after the idle connections were made"
+    echo check >&"$to"
+    if IFS= read -r -t 60 line <&"$from" && [[ $line =~ ^open\ ([0-9]+)$ ]]; then
+      open=${BASH_REMATCH[1]}
+    fi
+  else
+    detail=" $(head -c 300 "$TMP/idle.$server.log" 2>/dev/null)"
+  fi
+  exec {to}>&- {from}<&-
+  stop_process "$IDLE_PID" TERM 10
+  IDLE_PID=
+  kill -0 "$pid" 2>/dev/null || { note "error: $server died during the idle measurement"; ok=0; }
+
+  if ((ok == IDLE_CONNS && open == IDLE_CONNS)); then
+    echo "$server $(((after - before) / IDLE_CONNS))" >>"$TMP/idle"
+    note "idle  $server: RSS $before -> $after bytes with $IDLE_CONNS idle connections:" \
+      "$(((after - before) / IDLE_CONNS)) B each"
+  else
+    echo "$server error" >>"$TMP/idle"
+    IDLE_FAILED=1
+    if ((ok < IDLE_CONNS)); then
+      note "error: $server idle: $ok of $IDLE_CONNS connections got a full response" \
+        "($failed failed${detail:+;$detail})"
+    else
+      note "error: $server idle: only $open of $IDLE_CONNS connections were still open" \
+        "at the second RSS reading (closed by the server or sent more bytes)"
+    fi
+  fi
+}
+
+# The idle line's measurements: a fresh hello, nginx and h2o (as benchmarked)
+# each started, measured and stopped in turn.
+run_idle() {
+  local p pid port
+  : >"$TMP/idle"
+  if want_hroute; then
+    # shellcheck disable=SC2046 # no arguments or two words
+    start_hello $(hello_idle_args)
+    measure_idle hroute "$HELLO_PID" "$HELLO_PORT"
+    stop_hello
+  fi
+  for p in $(peers); do
+    [[ $p == nginx || $p == h2o ]] || continue
+    start_peer "$p"
+    read -r pid port < <(peer_pid_port "$p")
+    measure_idle "$p" "$pid" "$port"
+    stop_peer "$p"
+  done
 }
 
 # ---- one measured run -----------------------------------------------------
@@ -460,7 +759,7 @@ parse_wrk() {
     }' "$1"
 }
 
-# Measures server $1 ("hroute" or "nginx", process $2, port $3) in mode $4
+# Measures server $1 ("hroute" or a peer, process $2, port $3) in mode $4
 # for round $5 and appends one line to $TMP/results:
 #   server run round req/s p50_ms p99_ms cpu_us_per_req allocs_per_req errors
 # The run is named after the mode unless $6 names it.
@@ -503,10 +802,19 @@ measure() {
 # ---- report ---------------------------------------------------------------
 
 header_line() {
-  local commit=unknown cores model churn_note=
+  local commit=unknown cores model churn_note='' peer_note='' p v
   if want_hroute && ((CHURN > 0)); then
     churn_note="; keepalive+churn: hello --churn $CHURN (route replacements/s)"
   fi
+  for p in $(peers); do
+    case $p in
+      nginx) v=$(nginx -v 2>&1 | sed -n 's|^nginx version: nginx/||p') ;;
+      h2o) v="libh2o-evloop $(dpkg-query -W -f='${Version}' libh2o-evloop-dev 2>/dev/null | sed 's/[+-].*//')" ;;
+      floor) v="epoll, no parsing" ;;
+    esac
+    peer_note+="${peer_note:+, }$p${v:+ ($v)}"
+  done
+  [[ -z $peer_note ]] || peer_note="; peers: $peer_note"
   if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
     git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
   else
@@ -516,13 +824,14 @@ header_line() {
   model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
   echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)};" \
     "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
-    "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note"
+    "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note$peer_note"
 }
 
-# Prints the table of medians per server and run, and the ratio line.
+# Prints the table of medians per server and run, hroute's ratios to each
+# peer, the churn line and the idle line.
 report() {
   header_line
-  awk -v pipe_run="pipeline$DEPTH" -v depth="$DEPTH" -v churn="$CHURN" '
+  awk -v pipe_run="pipeline$DEPTH" -v depth="$DEPTH" -v churn="$CHURN" -v peer_list="$(peers | tr '\n' ' ')" '
     function median(list,   n, v, i, j, t) {
       n = split(list, v, " ")
       for (i = 2; i <= n; i++)          # insertion sort: a few rounds only
@@ -552,13 +861,40 @@ report() {
           printf "%-8s %-15s %10.0f %7.2fms %7.2fms %11s %11s\n", servers[s], runs[r], med[key],
             median(p50[key]), median(p99[key]), fmt(median(cpu[key])), fmt(median(al[key]))
         }
-      line = ""
+      # Per peer: hroute median / peer median, for req/s and cpu_us/req.
+      np = split(peer_list, peer, " ")
+      nrows = 0
       for (r = 1; r <= nruns; r++) {
-        h = "hroute " runs[r]; n = "nginx " runs[r]
-        if (!(h in med) || !(n in med) || med[n] == 0) continue
-        line = line (line == "" ? "" : ", ") sprintf("%s %.2fx", runs[r], med[h] / med[n])
+        if (runs[r] != "keepalive" && runs[r] != pipe_run) continue
+        for (what = 1; what <= 2; what++) {
+          row = ""; any = 0
+          for (i = 1; i <= np; i++) {
+            h = "hroute " runs[r]; n = peer[i] " " runs[r]; q = "-"
+            if ((h in med) && (n in med)) {
+              a = what == 1 ? med[h] : median(cpu[h]); b = what == 1 ? med[n] : median(cpu[n])
+              if (a != "n/a" && b != "n/a" && b > 0) {
+                q = sprintf("%.2fx", a / b); any = 1
+                ratio[runs[r], what, peer[i]] = a / b
+              }
+            }
+            row = row sprintf(" %8s", q)
+          }
+          if (any) rows[++nrows] = sprintf("%-30s%s", runs[r] " " (what == 1 ? "req/s" : "cpu_us/req"), row)
+        }
       }
-      if (line != "") print "ratio hroute/nginx: " line
+      if (nrows > 0) {
+        row = ""
+        for (i = 1; i <= np; i++) row = row sprintf(" %8s", peer[i])
+        printf "%-30s%s\n", "ratio hroute/peer", row
+        for (i = 1; i <= nrows; i++) print rows[i]
+        goals = ""
+        if (("keepalive", 2, "h2o") in ratio)
+          goals = sprintf("keepalive cpu_us/req hroute/h2o %.2fx (<= 0.85)", ratio["keepalive", 2, "h2o"])
+        if ((pipe_run, 1, "floor") in ratio)
+          goals = goals (goals == "" ? "" : ", ") \
+            sprintf("%s req/s hroute/floor %.2fx (>= 0.70)", pipe_run, ratio[pipe_run, 1, "floor"])
+        if (goals != "") print "goals: " goals
+      }
       # Churn: the median over rounds of the per-round ratios (the two runs
       # were measured one after the other).
       h = "hroute keepalive"; c = "hroute keepalive+churn"; list = ""; each = ""
@@ -577,12 +913,18 @@ report() {
         if (err[key] > 0)
           printf "warning: %s: %d socket errors or non-2xx responses over all rounds\n", key, err[key]
     }' "$TMP/results"
+  if [[ -s $TMP/idle ]]; then
+    awk -v n="$IDLE_CONNS" '
+      { line = line (line == "" ? "" : ", ") $1 " " ($2 == "error" ? "ERROR" : $2 " B") }
+      END { printf "idle: server RSS per idle keep-alive connection (%d connections, one request" \
+              " each): %s\n", n, line }' "$TMP/idle"
+  fi
 }
 
 # ---- main -----------------------------------------------------------------
 
 main() {
-  local round mode
+  local round mode peer pid port
 
   parse_args "$@"
   if [[ $SERVER_CPUS == "$CLIENT_CPUS" ]]; then
@@ -601,16 +943,23 @@ main() {
   ensure_deps
   CLK_TCK=$(getconf CLK_TCK)
   ulimit -n "$(ulimit -Hn)" 2>/dev/null || true # room for many connections
+  if want_idle && (($(ulimit -n) < IDLE_CONNS + CONNECTIONS + 200)); then
+    ulimit -n $((IDLE_CONNS + CONNECTIONS + 200)) 2>/dev/null ||
+      die "--idle-conns $IDLE_CONNS needs $((IDLE_CONNS + CONNECTIONS + 200)) open files; ulimit -n allows $(ulimit -n)"
+  fi
+  LAST_PORT=$((PORT - 1))
 
+  if want_hroute; then build_hello; fi
+  build_peers
   if want_hroute; then
-    build_hello
     start_hello
     run_wrk "$HELLO_PORT" "$WARMUP" keepalive "$TMP/warmup.hroute"
   fi
-  if want_nginx; then
-    start_nginx
-    run_wrk "$NGINX_PORT" "$WARMUP" keepalive "$TMP/warmup.nginx"
-  fi
+  for peer in $(peers); do
+    start_peer "$peer"
+    read -r pid port < <(peer_pid_port "$peer")
+    run_wrk "$port" "$WARMUP" keepalive "$TMP/warmup.$peer"
+  done
 
   : >"$TMP/results"
   for ((round = 1; round <= ROUNDS; round++)); do
@@ -619,13 +968,21 @@ main() {
       # Right after the plain keep-alive run, so that the two are compared
       # under the same conditions (the machine's speed drifts).
       if want_hroute && [[ $mode == keepalive ]] && ((CHURN > 0)); then measure_churn "$round"; fi
-      if want_nginx; then measure nginx "$NGINX_PID" "$NGINX_PORT" "$mode" "$round"; fi
+      for peer in $(peers); do
+        read -r pid port < <(peer_pid_port "$peer")
+        measure "$peer" "$pid" "$port" "$mode" "$round"
+      done
     done
   done
 
   if want_hroute; then stop_hello; fi
+  for peer in $(peers); do stop_peer "$peer"; done
+  # Fresh servers, after the throughput runs, so that neither disturbs the
+  # other.
+  if want_idle; then run_idle; fi
   echo
   report
+  ((IDLE_FAILED == 0)) || die "the idle measurement failed (see above)"
 }
 
 main "$@"

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idle_client: the client of bench/run.sh's "idle" measurement (server
+ * memory per idle persistent connection).  It opens N connections to
+ * 127.0.0.1:PORT one after the other, sends one "GET PATH HTTP/1.1" with a
+ * Host field on each and reads its whole response (a 200 with a
+ * Content-Length, nothing more), then keeps every connection open and idle.
+ * It prints "ready OK FAILED" (and the first failure, if any) and waits for
+ * a line on standard input, meanwhile the caller reads the server's memory;
+ * then it checks that each connection it kept is still open (the server
+ * neither closed it nor sent anything), prints "open K", and waits for
+ * standard input to end before it closes them all.  Exit status 0 when all N
+ * got their response and stayed open.  It raises its own RLIMIT_NOFILE.
+ *
+ *   idle_client PORT N [PATH]              (PATH defaults to /hello/x)
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static char failure[256]; /* the first failure */
+
+/* Notes the failure of connection `i` (with `err`, an errno value or 0),
+ * closes `fd` and returns -1. */
+static int fail(int fd, int i, const char *what, int err) {
+  if (failure[0] == '\0')
+    snprintf(failure, sizeof(failure), "connection %d: %s%s%s", i, what,
+             err ? ": " : "", err ? strerror(err) : "");
+  if (fd >= 0)
+    close(fd);
+  return -1;
+}
+
+/* Opens connection number `i`, makes the request and reads the response;
+ * returns the descriptor, or -1 (closed; the failure noted). */
+static int one_request(const struct sockaddr_in *addr, const char *req, size_t req_len, int i) {
+  char buf[8192], *end, *cl;
+  struct timeval tv = {10, 0};
+  size_t have = 0, head, want;
+  ssize_t n;
+  int fd;
+
+  if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+    return fail(fd, i, "socket", errno);
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
+      connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0)
+    return fail(fd, i, "connect", errno);
+  if (send(fd, req, req_len, MSG_NOSIGNAL) != (ssize_t)req_len)
+    return fail(fd, i, "send", errno);
+  for (;;) { /* the header section */
+    if ((n = read(fd, buf + have, sizeof(buf) - 1 - have)) <= 0)
+      return fail(fd, i, n == 0 ? "closed before the response" : "read", n == 0 ? 0 : errno);
+    have += (size_t)n;
+    buf[have] = '\0';
+    if ((end = strstr(buf, "\r\n\r\n")) != NULL)
+      break;
+    if (have == sizeof(buf) - 1)
+      return fail(fd, i, "header section too long", 0);
+  }
+  head = (size_t)(end - buf) + 4;
+  *end = '\0';
+  if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0)
+    return fail(fd, i, "status is not 200", 0);
+  for (cl = buf; (cl = strchr(cl, '\n')) != NULL && strncasecmp(++cl, "content-length:", 15) != 0;)
+    ;
+  if (cl == NULL)
+    return fail(fd, i, "no Content-Length", 0);
+  want = head + strtoul(cl + 15, NULL, 10);
+  while (have < want) { /* the body; it may be longer than buf */
+    size_t room = want - have < sizeof(buf) ? want - have : sizeof(buf);
+    if ((n = read(fd, buf, room)) <= 0)
+      return fail(fd, i, n == 0 ? "closed within the body" : "read", n == 0 ? 0 : errno);
+    have += (size_t)n;
+  }
+  if (have > want)
+    return fail(fd, i, "more bytes than one response", 0);
+  return fd;
+}
+
+int main(int argc, char **argv) {
+  int port = argc > 2 ? atoi(argv[1]) : 0, n = argc > 2 ? atoi(argv[2]) : 0;
+  const char *path = argc > 3 ? argv[3] : "/hello/x";
+  struct sockaddr_in addr;
+  struct pollfd *fds;
+  struct rlimit rl;
+  char req[1024], line[64];
+  int req_len, ok = 0, still_open = 0;
+
+  if (argc < 3 || argc > 4 || port <= 0 || port > 65535 || n < 1 || n > 1000000) {
+    fprintf(stderr, "usage: idle_client PORT N [PATH]\n");
+    return 2;
+  }
+  req_len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+  if (req_len < 0 || (size_t)req_len >= sizeof(req) || (fds = calloc((size_t)n, sizeof(*fds))) == NULL)
+    return 2;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)n + 64) {
+    if (rl.rlim_max < (rlim_t)n + 64)
+      rl.rlim_max = (rlim_t)n + 64; /* only root may */
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+      fprintf(stderr, "idle_client: cannot allow %d open files: %s\n", n + 64, strerror(errno));
+      return 1;
+    }
+  }
+  memset(&addr, 0, sizeof(addr));
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons((uint16_t)port);
+
+  for (int i = 0; i < n; i++) {
+    int fd = one_request(&addr, req, (size_t)req_len, i);
+    if (fd >= 0) {
+      fds[ok].fd = fd;
+      fds[ok++].events = POLLIN | POLLRDHUP;
+    }
+  }
+  printf("ready %d %d%s%s\n", ok, n - ok, failure[0] ? " first failure: " : "", failure);
+  fflush(stdout);
+
+  if (fgets(line, sizeof(line), stdin) == NULL)
+    return 1;
+  if (poll(fds, (nfds_t)ok, 0) < 0)
+    return 1;
+  for (int i = 0; i < ok; i++)
+    still_open += fds[i].revents == 0;
+  printf("open %d\n", still_open);
+  fflush(stdout);
+
+  while (fgets(line, sizeof(line), stdin) != NULL)
+    ;
+  return ok == n && still_open == n ? 0 : 1;
+}
