@@ -14,7 +14,9 @@
  *
  *   idle_client PORT N [PATH]              (PATH defaults to /hello/x)
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <errno.h>
 #include <netinet/in.h>

@@ -31,7 +31,7 @@ int bench_vserver_open(bench_vserver_t *v, uv_loop_t *loop,
     hr_server_free(v->server);
     return err;
   }
-  v->conn = hr__vconn_new(&v->server->workers[0], sink, v);
+  v->conn = hr__vconn_new(hr__server_worker(v->server, 0), sink, v);
   if (v->conn == NULL) {
     bench_vserver_close(v);
     return HR_ENOMEM;
@@ -65,7 +65,7 @@ static void on_closed(hr_server_t *server, void *udata) {
 void bench_vserver_close(bench_vserver_t *v) {
   int i;
   if (v->server == NULL) return;
-  if (v->conn != NULL && !v->conn->closed) hr__conn_close(v->conn);
+  if (v->conn != NULL && !hr__vconn_closed(v->conn)) hr__conn_close(v->conn);
   v->conn = NULL; /* freed by its close callback */
   if (hr_server_close(v->server, 0, on_closed, v) == 0) {
     /* Close callbacks and the zero shutdown deadline are due at once: a

@@ -156,6 +156,19 @@ typedef struct hr_server_stats_s {
   uint64_t connections_active;
   uint64_t connections_rejected; /* over max_connections */
   uint64_t bad_requests;         /* answered 4xx by the server itself */
+  /* Responses a handler still held when a shutdown deadline passed (see
+   * hr_server_close); each is also logged with its method, target and
+   * route. */
+  uint64_t responses_abandoned;
+  /* Per-request state in use now, from the workers' pools: exchanges
+   * (request, response and parse state; abandoned ones included until
+   * hr_server_free), read buffers, output queues and their 4 KiB blocks,
+   * and request arena blocks.  An idle keep-alive connection holds none. */
+  uint64_t exchanges_in_use;
+  uint64_t read_buffers_in_use;
+  uint64_t output_queues_in_use;
+  uint64_t output_blocks_in_use;
+  uint64_t arena_blocks_in_use;
 } hr_server_stats_t;
 
 /* Fills *out.  Any thread. */

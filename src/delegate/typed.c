@@ -9,53 +9,35 @@
 
 #include "util/text.h"
 #include "delegate/builtin.h"
-#include "server/internal.h"
+#include "server/exchange_api.h"
 
 
-static hr__registry_t *registry_of(const hr__conn_t *c) {
-  return &c->w->server->router->registry;
-}
-
-/* Grows the response's field buffer (arena) to hold `need` more bytes. */
-static int fields_room(hr_response_t *res, size_t need) {
-  size_t cap;
-  char *p;
-  if (res->fields_cap - res->fields_len >= need) return 0;
-  cap = res->fields_cap ? res->fields_cap * 2 : 256;
-  while (cap < res->fields_len + need) cap *= 2;
-  p = hr__arena_grow(&res->conn->arena, res->fields, res->fields_len, cap);
-  if (p == NULL) return HR_ENOMEM;
-  res->fields = p;
-  res->fields_cap = cap;
-  return 0;
-}
 
 int hr_response_add_typed(hr_response_t *res, hr_span_t name, hr_type_id_t type,
                           const void *value) {
   hr_lookup_t l;
-  size_t i, len = 0, head = name.len + 2, start;
+  size_t i, len = 0, head = name.len + 2;
+  char *p = NULL;
   int rc, tries;
-  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if ((rc = hr__res_fields_open(res)) != 0) return rc;
   if (name.len == 0) return HR_EINVAL;
   for (i = 0; i < name.len; i++)
     if (!hr__is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
   if (hr__reserved_field(name)) return HR_EINVAL;
-  rc = hr__registry_lookup(registry_of(res->conn), type, &l);
+  rc = hr__registry_lookup(hr__res_registry(res), type, &l);
   if (rc == HR_EINVAL) return rc;
   if (rc == 0 && l.delegate->format == NULL) return HR_ENODELEGATE;
   if (rc == HR_ENODELEGATE && l.to_text == NULL) return HR_ENODELEGATE;
   /* Format straight into the buffer: a guess first, then the exact size. */
   len = 64;
-  start = res->fields_len;
   for (tries = 0; tries < 2; tries++) {
     size_t cap;
-    char *p;
-    if ((rc = fields_room(res, head + len + 2)) != 0) return rc;
-    p = res->fields + start;
+    p = hr__res_field_room(res, head + len + 2, &cap);
+    if (p == NULL) return HR_ENOMEM;
     memcpy(p, name.ptr, name.len);
     p[name.len] = ':';
     p[name.len + 1] = ' ';
-    cap = res->fields_cap - start - head - 2;
+    cap -= head + 2;
     rc = l.delegate != NULL
              ? l.delegate->format(value, p + head, cap, &len, l.delegate->udata)
              : l.to_text(value, p + head, cap, &len);
@@ -63,12 +45,12 @@ int hr_response_add_typed(hr_response_t *res, hr_span_t name, hr_type_id_t type,
   }
   if (rc != 0) return rc == HR_ENOSPC ? HR_EINVAL : rc;
   for (i = 0; i < len; i++) {
-    char ch = res->fields[start + head + i];
+    char ch = p[head + i];
     if (ch == '\r' || ch == '\n' || ch == '\0') return HR_EINVAL; /* bad delegate */
   }
-  res->fields[start + head + len] = '\r';
-  res->fields[start + head + len + 1] = '\n';
-  res->fields_len = start + head + len + 2;
+  p[head + len] = '\r';
+  p[head + len + 1] = '\n';
+  hr__res_field_commit(res, head + len + 2);
   return 0;
 }
 
@@ -95,7 +77,7 @@ int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
   hr_span_t v, first = {NULL, 0};
   const char *sep;
   char *joined, *w;
-  int rc = hr__registry_lookup(registry_of(req->conn), type, &l);
+  int rc = hr__registry_lookup(hr__req_registry(req), type, &l);
   if (rc != 0) return rc;
   if (l.delegate->parse == NULL) return HR_ENODELEGATE;
   while (hr_request_field(req, name, &cursor, &v) == 0) {
@@ -107,7 +89,7 @@ int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
   sep = list_separator(type);
   if (sep == NULL) return HR_EPARSE; /* one value, several lines */
   /* Joined in the request's arena: lives as long as the request. */
-  joined = hr__arena_alloc(&req->conn->arena, total);
+  joined = hr_request_alloc((hr_request_t *)req, total);
   if (joined == NULL) return HR_ENOMEM;
   w = joined;
   cursor = 0;
@@ -129,8 +111,9 @@ int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
                              const hr_etag_t *etag, int64_t last_modified) {
   hr_etag_list_t inm;
   hr_date_t ims;
-  int get_or_head = hr_span_eq(req->method, HR_SPAN_LIT("GET")) ||
-                    hr_span_eq(req->method, HR_SPAN_LIT("HEAD"));
+  hr_span_t method = hr_request_method(req);
+  int get_or_head = hr_span_eq(method, HR_SPAN_LIT("GET")) ||
+                    hr_span_eq(method, HR_SPAN_LIT("HEAD"));
   int status = 0, rc;
   size_t i;
   rc = hr_request_typed(req, HR_SPAN_LIT("If-None-Match"), HR_TYPE_ETAG_LIST, &inm);

@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal structures of the server: the server, its per-loop workers, and
- * connections with the request/response exchange they carry.  One
- * connection carries at most one exchange at a time; pipelined requests wait
- * in the read buffer until the current response completes, which keeps
- * responses in request order without a queue of exchanges.
+ * Internal structures of the server: the exchange (one request and its
+ * response), the connection that carries exchanges one at a time, the
+ * per-loop worker and the server.  docs/architecture.md draws how they fit.
+ *
+ * A connection carries at most one exchange at a time; pipelined requests
+ * wait in the read buffer until the current response completes, which keeps
+ * responses in request order without a queue of exchanges.  An idle
+ * connection holds only its record and transport: the exchange, the read
+ * buffer and the output queue are taken from the loop's pools while a
+ * request is under way and given back when it completed.
  */
 #ifndef HR_SERVER_INTERNAL_H
 #define HR_SERVER_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <llhttp.h>
 #include <uv.h>
 
@@ -18,69 +24,15 @@
 #include "hroute/server.h"
 #include "http/strict.h"
 #include "router/route.h"
+#include "server/out.h"
+#include "server/timer.h"
+#include "server/transport.h"
 #include "util/mem.h"
 
 typedef struct hr__worker_s hr__worker_t;
-typedef struct hr__conn_s hr__conn_t;
-
-/* ---- output -------------------------------------------------------------- */
-
-/* One piece of queued output: bytes in the batch buffer (borrowed == NULL,
- * at `off`) or a borrowed body. */
-typedef struct hr__wseg_s {
-  const char *borrowed;
-  size_t off;
-  size_t len;
-  hr_release_cb release;
-  void *udata;
-} hr__wseg_t;
-
-/* A batch of output written with one write call. */
-typedef struct hr__wbatch_s {
-  char *buf; /* from the worker's block pool while cap == block size */
-  size_t len, cap;
-  hr__wseg_t *segs;
-  size_t nsegs, segs_cap;
-  size_t bytes; /* total queued bytes, buffer and borrowed */
-} hr__wbatch_t;
+typedef struct hr__exchange_s hr__exchange_t;
 
 /* ---- exchange ------------------------------------------------------------ */
-
-struct hr_request_s {
-  hr__conn_t *conn;
-  hr_span_t method, target, path, query;
-  hr_span_t host; /* Host field value */
-  int version; /* 10 or 11 */
-  hr_field_t *fields;
-  size_t nfields, fields_cap;
-  const hr_route_t *route;
-  size_t nparams;
-  hr_param_t params[HR_MAX_PARAMS];
-  hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
-  void *objs[HR_MAX_PARAMS];        /* parameters parsed by a delegate */
-  void *ctx;                        /* per-request context */
-  int ctx_made;
-  char *body;
-  size_t body_len, body_cap;
-  hr_body_cb body_cb;
-  void *body_udata;
-  unsigned host_count;
-  unsigned keep_alive : 1;
-  unsigned expect_continue : 1;
-  unsigned expect_other : 1;
-  unsigned is_head : 1;
-  unsigned chunked : 1;
-  unsigned has_length : 1;
-  unsigned conn_close : 1;
-  unsigned conn_keep_alive : 1;
-  unsigned body_done : 1;     /* body callback saw its last call */
-  unsigned has_te : 1;        /* Transfer-Encoding present */
-  unsigned te_unsupported : 1;
-  unsigned target_bad : 1;
-  unsigned continue_pending : 1; /* 100 Continue waits for read_body */
-  unsigned in_field_value : 1;
-  uint64_t content_length;
-};
 
 typedef enum {
   HR__RES_NEW = 0, /* nothing sent yet */
@@ -89,7 +41,6 @@ typedef enum {
 } hr__res_state_t;
 
 struct hr_response_s {
-  hr__conn_t *conn;
   hr__res_state_t state;
   int status;
   char *fields; /* user fields rendered "N: V\r\n", arena memory */
@@ -105,7 +56,42 @@ struct hr_response_s {
   void *abort_udata;
 };
 
-/* ---- connection ---------------------------------------------------------- */
+/* The request.  Everything before `nparams` is zeroed for each exchange;
+ * the parameter arrays are written before they are read. */
+struct hr_request_s {
+  hr_span_t method, target, path, query;
+  hr_span_t host; /* Host field value */
+  int version; /* 10 or 11 */
+  hr_field_t *fields;
+  size_t nfields, fields_cap;
+  const hr_route_t *route;
+  void *ctx;                        /* per-request context */
+  int ctx_made;
+  char *body;
+  size_t body_len, body_cap;
+  hr_body_cb body_cb;
+  void *body_udata;
+  uint64_t content_length;
+  unsigned host_count;
+  unsigned keep_alive : 1;
+  unsigned expect_continue : 1;
+  unsigned expect_other : 1;
+  unsigned is_head : 1;
+  unsigned chunked : 1;
+  unsigned has_length : 1;
+  unsigned conn_close : 1;
+  unsigned conn_keep_alive : 1;
+  unsigned body_done : 1;     /* body callback saw its last call */
+  unsigned has_te : 1;        /* Transfer-Encoding present */
+  unsigned te_unsupported : 1;
+  unsigned target_bad : 1;
+  unsigned continue_pending : 1; /* 100 Continue waits for read_body */
+  unsigned in_field_value : 1;
+  size_t nparams;
+  hr_param_t params[HR_MAX_PARAMS];
+  hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
+  void *objs[HR_MAX_PARAMS];        /* parameters parsed by a delegate */
+};
 
 typedef enum {
   HR__PH_HEAD = 0, /* collecting a header section */
@@ -113,87 +99,188 @@ typedef enum {
   HR__PH_DONE      /* message complete, waiting for the response */
 } hr__phase_t;
 
+/* Where an exchange is: on its connection, or without one. */
 typedef enum {
-  HR__T_NONE = 0,
-  HR__T_IDLE,    /* keep-alive wait between requests */
-  HR__T_HEADER,  /* header section not complete */
-  HR__T_BODY,    /* body inactivity */
-  HR__T_WRITE,   /* output not progressing */
-  HR__T_LINGER   /* closing: draining the peer's bytes after our FIN */
-} hr__timer_kind_t;
+  HR__EX_ON_CONN = 0, /* served on a connection */
+  HR__EX_DETACHED,    /* the connection closed; a handler still holds it */
+  HR__EX_ABANDONED    /* a shutdown deadline passed; kept until server free */
+} hr__ex_where_t;
 
-/* Where a connection without a socket writes (see hr__vconn_new). */
-typedef void (*hr__sink_cb)(void *ctx, const char *p, size_t n);
-
-struct hr__conn_s {
-  uv_tcp_t tcp;          /* unused (never initialised) when `sink` is set */
-  hr__sink_cb sink;
-  void *sink_ctx;
-  uv_timer_t timer;
-  uv_shutdown_t shutdown_req;
-  uv_write_t write_req;
-  llhttp_t parser;
+struct hr__exchange_s {
+  hr__conn_t *conn;        /* NULL once detached */
   hr__worker_t *w;
-  hr__conn_t *prev, *next;      /* worker's list */
-  hr__conn_t *resume_next;      /* worker's resume list */
+  hr__exchange_t *next;    /* worker's detached list, server's abandoned list */
+  /* HR__EX_*: written by the loop thread; read by other threads only to
+   * answer HR_ECLOSED rather than HR_ETHREAD (release store, acquire load:
+   * a thread that sees ABANDONED sees the exchange as it was then). */
+  _Atomic int where;
+  char *rbuf;              /* the read buffer, owned once detached */
 
-  /* input: rbuf[0..rlen) read; [msg_start..rpos) parsed by llhttp */
-  char *rbuf;
-  size_t rlen, rpos, msg_start;
+  /* parse state: conn->rbuf[msg_start..rpos) parsed by llhttp */
+  size_t rpos;
+  size_t hdr_end;          /* end of the header section in the read buffer */
   hr__head_scan_t hscan;
   hr__frame_scan_t fscan;
-  const char *gap_start; /* chunked: first framing byte not yet scanned */
+  const char *gap_start;   /* chunked: first framing byte not yet scanned */
   hr__phase_t phase;
-  size_t hdr_end;        /* end of the current header section in rbuf */
-  uint64_t body_bytes;   /* body-phase bytes seen, framing included */
-  uint64_t body_data;    /* message body bytes (after decoding chunks) */
+  uint64_t body_bytes;     /* body-phase bytes seen, framing included */
+  uint64_t body_data;      /* message body bytes (after decoding chunks) */
   uint64_t body_limit;
-  int fail_status;       /* set by llhttp callbacks before HPE_USER */
-  int internal_status;   /* 404 or 405 answered by the server itself */
+  int fail_status;         /* set by llhttp callbacks before HPE_USER */
+  int internal_status;     /* 404 or 405 answered by the server itself */
   hr_span_t internal_allow;
   hr_span_t internal_location;
-
-  /* the exchange */
-  hr_request_t req;
-  hr_response_t res;
-  hr__arena_t arena;
-
-  /* output */
-  hr__wbatch_t pending;  /* being built */
-  hr__wbatch_t inflight; /* handed to uv_write */
-
-  /* timers (ms, loop time) */
-  uint64_t deadline;
-  uint64_t armed_due;
-  uint64_t head_started;
-  uint64_t last_activity;
-  uint64_t write_since;  /* last write progress */
-  hr__timer_kind_t timer_kind;
-
-  uint64_t requests_served;
-  unsigned handles_open;
-  uint64_t t_start, t_done;   /* uv_hrtime(): handler start, response done */
-  hr__slot_t *slot;           /* the route's slot for this loop */
-
-  unsigned in_process : 1;
-  unsigned on_resume : 1;
-  unsigned reading : 1;
-  unsigned writing : 1;       /* uv_write in flight */
+  uint64_t head_started;   /* loop time of the first byte */
+  uint64_t last_activity;  /* loop time of the last body bytes */
+  uint64_t t_start, t_done; /* uv_hrtime(): handler start, response done */
+  hr__slot_t *slot;        /* the route's slot for this loop */
   unsigned handler_active : 1; /* handler ran, response not complete */
   unsigned dispatched : 1;
   unsigned msg_complete : 1;
   unsigned discard_body : 1;
-  unsigned closing : 1;       /* no more requests; close after output */
-  unsigned shutting : 1;      /* uv_shutdown issued */
-  unsigned closed : 1;        /* uv_close issued */
-  unsigned aborted : 1;       /* lost before the response completed */
-  unsigned peer_eof : 1;
-  unsigned counted : 1;       /* holds a max_connections slot */
   unsigned invoked : 1;       /* the invoker ran for this exchange */
   unsigned route_ref : 1;     /* holds a reference on req.route */
   unsigned holds_ctx : 1;     /* counted in slot->inflight */
   unsigned internal_answer : 1; /* the server answers, not the route */
+  unsigned aborted : 1;       /* lost before the response completed */
+  unsigned framing_lost : 1;  /* the response cannot go on: close */
+  unsigned close_after : 1;   /* the connection ends after this response */
+  unsigned free_pending : 1;  /* released while held: freed at the unhold */
+  uint8_t holds;              /* library frames on the stack that use it */
+  int sent_status;            /* what the server answered in its place */
+
+  llhttp_t parser;
+  hr__arena_t arena;
+  hr_response_t res;
+  hr_request_t req; /* last: see hr_request_s */
 };
+
+#define HR__EX_OF_REQ(r) \
+  ((hr__exchange_t *)((char *)(r) - offsetof(hr__exchange_t, req)))
+#define HR__EX_OF_RES(r) \
+  ((hr__exchange_t *)((char *)(r) - offsetof(hr__exchange_t, res)))
+
+/* exchange.c */
+hr__exchange_t *hr__exchange_new(hr__conn_t *c); /* NULL: out of memory */
+/* The exchange is over: after-middleware, counters, contexts, references,
+ * then its memory goes back to the pools. */
+void hr__exchange_free(hr__exchange_t *ex);
+/* The connection closes under a running handler: the exchange lives on
+ * without it (owning the read buffer) until the handler completes. */
+void hr__exchange_detach(hr__exchange_t *ex);
+/* The library is done with `ex` (connection or handler side): freed now,
+ * or when the last hold goes. */
+void hr__exchange_release(hr__exchange_t *ex);
+void hr__exchange_hold(hr__exchange_t *ex);
+/* Returns 1 when that freed `ex`. */
+int hr__exchange_unhold(hr__exchange_t *ex);
+/* Tells a running handler that its exchange is lost (body callback, drain
+ * callback, abort callback). */
+void hr__exchange_abort(hr__exchange_t *ex, int body_status);
+/* Shutdown deadline: the exchange is kept, inert, until hr_server_free. */
+void hr__exchange_abandon(hr__exchange_t *ex);
+/* Frees an abandoned exchange (hr_server_free). */
+void hr__exchange_release_abandoned(hr__exchange_t *ex);
+/* Whether the calling thread may call response functions on `ex`: 0, or
+ * HR_ECLOSED (detached from another thread's view, or abandoned) or
+ * HR_ETHREAD. */
+int hr__exchange_check_thread(const hr__exchange_t *ex);
+
+/* ---- connection ---------------------------------------------------------- */
+
+/* The connection's close state, in the only order it moves. */
+typedef enum {
+  HR__C_OPEN = 0, /* reading and answering requests */
+  HR__C_DRAINING, /* no further requests: finish the response, then FIN */
+  HR__C_SHUT,     /* FIN sent: dropping the peer's bytes for a while */
+  HR__C_CLOSED    /* transport closing; freed when it has closed */
+} hr__cstate_t;
+
+struct hr__conn_s {
+  hr__transport_t *t;     /* in the same allocation, after the record */
+  hr__worker_t *w;
+  hr__conn_t *prev, *next; /* worker's list */
+  hr__conn_t *resume_next; /* worker's resume list */
+  hr__tnode_t timer;
+  hr__exchange_t *ex;     /* the current exchange, or NULL */
+  hr__out_t *out;         /* output queue while there is output, or NULL */
+  char *rbuf;             /* read buffer while bytes are pending, or NULL */
+  uint32_t rlen;          /* bytes in rbuf */
+  uint32_t msg_start;     /* where the current (or next) message starts */
+  uint32_t requests_served;
+  uint8_t state;          /* hr__cstate_t */
+  uint8_t refs;           /* what keeps the record alive: the transport */
+  unsigned in_process : 1;
+  unsigned on_resume : 1;
+  unsigned reading : 1;
+  unsigned peer_eof : 1;
+  unsigned counted : 1;   /* holds a max_connections slot */
+};
+
+/* conn.c */
+/* A new connection on `w` with a transport made by `init` in the same
+ * allocation (`tsize` bytes).  Returns NULL when out of memory or when
+ * init fails (it then owns nothing). */
+typedef int (*hr__transport_init_fn)(hr__transport_t *t, void *arg,
+                                     const hr__transport_events_t *ev,
+                                     void *owner);
+hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
+                         hr__transport_init_fn init, void *arg);
+void hr__conn_kick(hr__conn_t *c);   /* process on the next loop turn */
+void hr__conn_resume(hr__conn_t *c); /* process now (loop callback) */
+void hr__conn_close(hr__conn_t *c);  /* hard close; a handler's exchange detaches */
+void hr__conn_shutdown(hr__conn_t *c); /* server shutdown: close when idle */
+void hr__conn_timeout(hr__conn_t *c, hr__tlist_t list); /* deadline passed */
+/* The connection is done with its exchange: freed, or detached while a
+ * handler still holds the response (told through its abort callbacks). */
+void hr__conn_drop_exchange(hr__conn_t *c, int body_status);
+/* Processing ends: write, close if due, re-arm reading and the timer. */
+void hr__conn_settle(hr__conn_t *c);
+/* Events from the exchange: the response completed, or it cannot be framed
+ * any more (close once the handler's call returns). */
+void hr__conn_response_done(hr__conn_t *c);
+void hr__conn_framing_lost(hr__conn_t *c);
+
+/* h1.c: HTTP/1.1 messages on a connection */
+/* Parses and dispatches what the read buffer holds.  Returns 1 to go on
+ * with the next request, 0 when more bytes (or a response) are needed. */
+int hr__h1_step(hr__conn_t *c);
+/* Answers `status` and ends the connection after it (RFC 9112 §9.6). */
+void hr__h1_fail(hr__conn_t *c, int status, const char *reason);
+/* The server answers `status` itself on the keep-alive path. */
+void hr__h1_answer_status(hr__exchange_t *ex, int status);
+/* 100 Continue (RFC 9110 §15.2.1) into the output queue. */
+int hr__h1_continue(hr__conn_t *c);
+
+/* parse.c */
+extern const llhttp_settings_t hr__parser_settings;
+llhttp_errno_t hr__parse_head(hr__exchange_t *ex);
+
+/* invoke.c */
+void hr__invoke(hr__exchange_t *ex);
+void hr__invoke_end(hr__exchange_t *ex); /* after-middleware and counters */
+void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
+void hr__worker_ctx_prepare(hr__worker_t *w);
+void hr__worker_ctx_sweep(hr__worker_t *w, int all);
+
+/* response.c */
+int hr__res_render_head(hr__exchange_t *ex, int status, int64_t length,
+                        int chunked);
+
+/* Connections without a socket, for the in-process benchmark, fuzzing and
+ * tests (sink.c's transport).  Bytes fed are processed at once, as if
+ * read; output goes to `sink` synchronously.  feed returns how many bytes
+ * were taken (less when the connection stops reading: a response is
+ * pending, or it closed).  Close with hr__conn_close; the connection is
+ * freed on the loop. */
+hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx);
+size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n);
+void hr__vconn_eof(hr__conn_t *c);
+int hr__vconn_closed(const hr__conn_t *c);
+/* server.c: a server with one worker on `loop` and no listener, for
+ * hr__vconn_new.  Close it with hr_server_close. */
+int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop);
+hr__worker_t *hr__server_worker(hr_server_t *s, size_t index);
 
 /* ---- worker (one per loop) ----------------------------------------------- */
 
@@ -210,19 +297,28 @@ typedef struct hr__post_s {
   void *udata;
 } hr__post_t;
 
+/* A listening socket of a worker, polled for incoming connections. */
+typedef struct hr__listener_s {
+  uv_poll_t poll;
+  hr__worker_t *w;
+  int fd;
+} hr__listener_t;
+
 struct hr__worker_s {
   hr_server_t *server;
   uv_loop_t *loop;
   uv_loop_t own_loop;
   uv_thread_t thread;
+  uv_thread_t loop_thread; /* the thread that runs `loop` (HR_ETHREAD) */
   int start_err;
   size_t index;
   void *thread_ready;    /* hr_server_start's semaphore, until ready */
 
-  uv_tcp_t *listeners;   /* one per server address */
+  hr__listener_t *listeners; /* one per server address */
   int *fds;              /* sockets bound for this worker, -1 once handed over */
   size_t nlisteners;
   size_t nlisteners_open; /* listeners whose handle was initialised */
+  int reserve_fd;        /* closed to accept and drop when out of descriptors */
 
   uv_timer_t date_timer;
   char date[40];         /* "Date: <IMF-fixdate>\r\n" */
@@ -231,11 +327,13 @@ struct hr__worker_s {
   uv_async_t async;
   uv_mutex_t post_lock;
   hr__post_t *posts;
+  int posts_closed;      /* under post_lock: the async handle is closing */
   _Atomic int stop_requested; /* set by hr_server_stop, read by the worker */
 
   uv_idle_t resume_idle;
   hr__conn_t *resume_head;
 
+  hr__timers_t timers;   /* every connection's deadline */
   uv_timer_t shutdown_timer;
   unsigned handles_open;
   unsigned stopping : 1;
@@ -250,15 +348,17 @@ struct hr__worker_s {
 
   hr__mem_t mem;
   hr__pool_t rpool; /* read buffers */
-  hr__pool_t bpool; /* arena and output blocks */
+  hr__pool_t bpool; /* output blocks */
+  hr__pool_t apool; /* arena blocks */
+  hr__pool_t xpool; /* exchanges */
+  hr__pool_t opool; /* output queues */
 
   char drain_buf[4096]; /* where closing connections' input is dropped */
-  uv_tcp_t spare;        /* accepts and closes connections when out of memory */
-  uv_stream_t *spare_waiting;
-  unsigned spare_busy : 1;
 
   hr__conn_t *conns;
-  size_t nconns; /* including closed ones whose response is outstanding */
+  size_t nconns;
+  hr__exchange_t *detached; /* exchanges whose connection closed */
+  size_t ndetached;
 
   /* Statistics: single writer (this worker), relaxed; see hr__mem_t. */
   _Atomic uint64_t st_requests, st_accepted, st_bad;
@@ -284,61 +384,20 @@ struct hr_server_s {
   hr_shutdown_cb shutdown_cb;
   void *shutdown_udata;
   size_t rbuf_size;
+  uv_mutex_t abandon_lock;           /* guards `abandoned` */
+  hr__exchange_t *abandoned;         /* kept until hr_server_free */
+  _Atomic uint64_t st_abandoned;     /* fetch_add, relaxed */
 };
 
-/* conn.c */
-void hr__conn_accept(hr__worker_t *w, uv_stream_t *listener);
-void hr__conn_kick(hr__conn_t *c);        /* schedule processing soon */
-void hr__conn_resume(hr__conn_t *c);      /* process now (loop callback) */
-void hr__conn_close(hr__conn_t *c);       /* hard close, aborts exchange */
-void hr__conn_drain_close(hr__conn_t *c); /* shutdown: close when idle */
-int hr__conn_is_idle(const hr__conn_t *c);
-void hr__conn_response_done(hr__conn_t *c);
-void hr__conn_maybe_free(hr__conn_t *c);
-
-/* parse.c */
-extern const llhttp_settings_t hr__parser_settings;
-llhttp_errno_t hr__parse_head(hr__conn_t *c);
-
-/* invoke.c */
-void hr__invoke(hr__conn_t *c);
-void hr__exchange_end(hr__conn_t *c);
-void hr__worker_ctx_prepare(hr__worker_t *w);
-void hr__worker_ctx_sweep(hr__worker_t *w, int all);
-/* conn.c: the server answers `status` itself on the keep-alive path. */
-void hr__answer_status(hr__conn_t *c, int status);
-
-/* Connections without a socket, for the in-process benchmark, fuzzing and
- * tests (conn.c).  Bytes fed are processed at once, as if read; output goes
- * to `sink` synchronously.  feed returns how many bytes were taken (less
- * when the connection stops reading: a response is pending, or it closed).
- * Close with hr__conn_close; the connection is freed on the loop. */
-hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx);
-size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n);
-void hr__vconn_eof(hr__conn_t *c);
-/* server.c: a server with one worker on `loop` and no listener, for
- * hr__vconn_new.  Close it with hr_server_close. */
-int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop);
-
-/* write.c */
-int hr__out_append(hr__conn_t *c, const void *p, size_t n);
-char *hr__out_reserve(hr__conn_t *c, size_t n); /* then hr__out_commit */
-int hr__out_commit(hr__conn_t *c, size_t n); /* 0 or HR_ENOMEM */
-int hr__out_borrow(hr__conn_t *c, const void *p, size_t n, hr_release_cb cb,
-                   void *udata);
-size_t hr__out_queued(const hr__conn_t *c);
-void hr__out_flush(hr__conn_t *c);
-void hr__out_discard(hr__conn_t *c); /* connection lost: release all */
-int hr__out_error_response(hr__conn_t *c, int status, hr_span_t extra);
-
-/* response.c */
-void hr__res_reset(hr_response_t *res, hr__conn_t *c);
-int hr__res_render_head(hr_response_t *res, int status, int64_t length,
-                        int chunked);
+/* listener.c */
+/* Takes the listening socket `fd` (it is the listener's on success). */
+int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd);
+int hr__listener_start(hr__listener_t *l); /* accepting from now on */
+void hr__listener_close(hr__listener_t *l, uv_close_cb cb);
 
 /* worker.c */
-void hr__worker_date_init(hr__worker_t *w);
 void hr__worker_conn_gone(hr__worker_t *w);
+void hr__worker_exchange_gone(hr__worker_t *w);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
 void hr__worker_handle_closed(hr__worker_t *w);
 void hr__stat_inc(_Atomic uint64_t *c);

@@ -87,9 +87,9 @@ void hr__worker_ctx_prepare(hr__worker_t *w) {
 /* Parameters typed HR_PARAM_OF_TYPE(t): parsed by t's delegate, found
  * through the router's lookup cache at each request (a delegate registered
  * later takes effect for later requests), into the request's arena. */
-static int parse_objects(hr__conn_t *c, const hr_route_t *inv) {
-  hr_request_t *r = &c->req;
-  hr__registry_t *reg = &c->w->server->router->registry;
+static int parse_objects(hr__exchange_t *ex, const hr_route_t *inv) {
+  hr_request_t *r = &ex->req;
+  hr__registry_t *reg = &ex->w->server->router->registry;
   size_t i;
   for (i = 0; i < r->nparams; i++) {
     unsigned t = (unsigned)inv->core->ptypes[i];
@@ -100,7 +100,7 @@ static int parse_objects(hr__conn_t *c, const hr_route_t *inv) {
     if (dt == NULL || hr__registry_lookup(reg, t - 0x10000, &l) != 0 ||
         l.delegate->parse == NULL)
       return -1;
-    r->objs[i] = hr__arena_alloc(&c->arena, dt->value_size);
+    r->objs[i] = hr__arena_alloc(&ex->arena, dt->value_size);
     if (r->objs[i] == NULL ||
         l.delegate->parse(r->params[i].value, r->objs[i], l.delegate->udata) != 0)
       return -1;
@@ -108,75 +108,88 @@ static int parse_objects(hr__conn_t *c, const hr_route_t *inv) {
   return 0;
 }
 
-void hr__invoke(hr__conn_t *c) {
-  hr_request_t *r = &c->req;
-  hr_response_t *res = &c->res;
+void hr__invoke(hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
+  hr_response_t *res = &ex->res;
   hr_route_t *inv = (hr_route_t *)r->route;
-  hr__worker_t *w = c->w;
+  hr__worker_t *w = ex->w;
   void *ctx = inv->udata;
   size_t i;
-  c->t_start = uv_hrtime();
-  c->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
+  ex->t_start = uv_hrtime();
+  ex->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
   if (inv->typed && (hr__invoker_convert(inv, r->params, r->nparams, r->values) != 0 ||
-                     parse_objects(c, inv) != 0)) {
+                     parse_objects(ex, inv) != 0)) {
     /* The path names no resource of this type (as JAX-RS answers). */
-    hr__answer_status(c, 404);
+    hr__h1_answer_status(ex, 404);
     return;
   }
   if (inv->ctx_scope == HR_CONTEXT_LOOP) {
-    if (c->slot == NULL || (!c->slot->ctx_made && make_loop_ctx(w, inv, c->slot) != 0)) {
-      hr__answer_status(c, 503);
+    if (ex->slot == NULL || (!ex->slot->ctx_made && make_loop_ctx(w, inv, ex->slot) != 0)) {
+      hr__h1_answer_status(ex, 503);
       return;
     }
-    ctx = c->slot->ctx;
-    c->slot->inflight++; /* the context stays until this request ends */
-    c->holds_ctx = 1;
+    ctx = ex->slot->ctx;
+    ex->slot->inflight++; /* the context stays until this request ends */
+    ex->holds_ctx = 1;
   } else if (inv->ctx_scope == HR_CONTEXT_REQUEST) {
     if (inv->core->ctx_create(inv->udata, w->loop, &r->ctx) != 0) {
-      hr__answer_status(c, 503);
+      hr__h1_answer_status(ex, 503);
       return;
     }
     r->ctx_made = 1;
     ctx = r->ctx;
   }
   /* From here on the route's chain runs: counted, with after-middleware. */
-  c->invoked = 1;
-  if (c->slot != NULL) count(&c->slot->requests);
-  c->handler_active = 1;
+  ex->invoked = 1;
+  if (ex->slot != NULL) count(&ex->slot->requests);
+  ex->handler_active = 1;
   for (i = 0; i < inv->nbefore; i++) {
     const hr__mw_t *mw = &inv->before[i];
-    if (mw->before(r, res, mw->udata) == HR_ANSWERED || c->closed) return;
+    if (mw->before(r, res, mw->udata) == HR_ANSWERED || ex->conn == NULL) return;
   }
   inv->handler(r, res, ctx);
 }
 
-void hr__exchange_end(hr__conn_t *c) {
-  hr_request_t *r = &c->req;
+void hr__invoke_end(hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
   hr_route_t *inv = (hr_route_t *)r->route;
   int status;
   size_t i;
+  if (inv == NULL || !ex->invoked) return;
+  ex->invoked = 0;
+  /* The status that went out: the handler's, the one the server answered
+   * in its place, or 0 when the connection was lost first. */
+  if (ex->res.state == HR__RES_DONE && !ex->aborted)
+    status = ex->res.status;
+  else
+    status = ex->sent_status;
+  for (i = 0; i < inv->nafter; i++)
+    inv->after[i].after(r, status, inv->after[i].udata);
+  if (ex->slot != NULL) {
+    uint64_t end = ex->t_done ? ex->t_done : uv_hrtime();
+    hr__slot_count_response(ex->slot, status, (end - ex->t_start) / 1000);
+  }
+  if (ex->holds_ctx) {
+    ex->slot->inflight--;
+    ex->holds_ctx = 0;
+  }
+}
+
+void hr__invoke_release(hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
+  hr_route_t *inv = (hr_route_t *)r->route;
   if (inv == NULL) return;
-  if (c->invoked) {
-    status = c->res.state == HR__RES_DONE && !c->aborted ? c->res.status : 0;
-    for (i = 0; i < inv->nafter; i++)
-      inv->after[i].after(r, status, inv->after[i].udata);
-    if (c->slot != NULL) {
-      uint64_t end = c->t_done ? c->t_done : uv_hrtime();
-      hr__slot_count_response(c->slot, status, (end - c->t_start) / 1000);
-    }
-    if (r->ctx_made && inv->core->ctx_destroy != NULL)
-      inv->core->ctx_destroy(inv->udata, r->ctx);
-    r->ctx_made = 0;
-    c->invoked = 0;
+  if (r->ctx_made && inv->core->ctx_destroy != NULL)
+    inv->core->ctx_destroy(inv->udata, r->ctx);
+  r->ctx_made = 0;
+  if (ex->holds_ctx) {
+    ex->slot->inflight--;
+    ex->holds_ctx = 0;
   }
-  if (c->holds_ctx) {
-    c->slot->inflight--;
-    c->holds_ctx = 0;
-  }
-  c->slot = NULL;
+  ex->slot = NULL;
   r->route = NULL;
-  if (c->route_ref) {
-    c->route_ref = 0;
+  if (ex->route_ref) {
+    ex->route_ref = 0;
     hr__invoker_unref(inv);
   }
 }

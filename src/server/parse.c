@@ -14,7 +14,7 @@
 
 /* ---- llhttp callbacks ---------------------------------------------------- */
 
-static hr__conn_t *conn_of(llhttp_t *p) { return p->data; }
+static hr__exchange_t *ex_of(llhttp_t *p) { return p->data; }
 
 /* Appends a data span, merging with `s` when contiguous (the header section
  * is parsed in one call, so a span normally arrives in one piece). */
@@ -26,7 +26,7 @@ static void span_extend(hr_span_t *s, const char *at, size_t len) {
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t len) {
-  hr__conn_t *c = conn_of(p);
+  hr__exchange_t *c = ex_of(p);
   size_t i;
   /* llhttp 8.1's lenient URL parser lets through bytes a URI cannot hold
    * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse them.  The path's
@@ -40,7 +40,7 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
   return 0;
 }
 
-static int new_field(hr__conn_t *c) {
+static int new_field(hr__exchange_t *c) {
   hr_request_t *r = &c->req;
   if (r->nfields == r->fields_cap) {
     size_t cap = r->fields_cap ? r->fields_cap * 2 : 16;
@@ -59,7 +59,7 @@ static int new_field(hr__conn_t *c) {
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t len) {
-  hr__conn_t *c = conn_of(p);
+  hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
   if (c->phase != HR__PH_HEAD) return 0; /* trailer fields are not kept */
   if (r->nfields == 0 || r->in_field_value) {
@@ -72,7 +72,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t len) {
-  hr__conn_t *c = conn_of(p);
+  hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
   if (c->phase != HR__PH_HEAD) return 0;
   r->in_field_value = 1;
@@ -100,7 +100,7 @@ static int only_chunked(hr_span_t v) {
 }
 
 static int on_header_value_complete(llhttp_t *p) {
-  hr__conn_t *c = conn_of(p);
+  hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
   hr_field_t *f;
   if (c->phase != HR__PH_HEAD) return 0;
@@ -154,7 +154,7 @@ static int on_header_value_complete(llhttp_t *p) {
 }
 
 static int on_header_field_complete(llhttp_t *p) {
-  hr__conn_t *c = conn_of(p);
+  hr__exchange_t *c = ex_of(p);
   /* A value may be empty, in which case on_header_value never runs: mark the
    * name as finished so the next name starts a new field. */
   if (c->phase == HR__PH_HEAD) c->req.in_field_value = 0;
@@ -162,7 +162,7 @@ static int on_header_field_complete(llhttp_t *p) {
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
-  hr__conn_t *c = conn_of(p);
+  hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
   if (r->chunked) {
     if (hr__frame_scan(&c->fscan, c->gap_start, (size_t)(at - c->gap_start))) {
@@ -184,7 +184,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     if (r->body_cb != NULL && !r->body_done) {
       hr_span_t chunk = {at, len};
       r->body_cb(r, chunk, 0, r->body_udata);
-      if (c->closed) return HPE_USER;
+      if (c->conn == NULL || c->conn->state == HR__C_CLOSED) return HPE_USER;
     }
     return 0;
   }
@@ -232,8 +232,9 @@ const llhttp_settings_t hr__parser_settings = {
  * does not depend on the method (RFC 9112 §6.3; CONNECT tunnels are not
  * supported), and every span llhttp reports still points into the buffer.
  */
-llhttp_errno_t hr__parse_head(hr__conn_t *c) {
-  const char *p = c->rbuf + c->msg_start, *end = c->rbuf + c->hdr_end, *m;
+llhttp_errno_t hr__parse_head(hr__exchange_t *c) {
+  const char *rbuf = c->conn->rbuf;
+  const char *p = rbuf + c->conn->msg_start, *end = rbuf + c->hdr_end, *m;
   llhttp_errno_t e;
   while (end - p >= 2 && p[0] == '\r' && p[1] == '\n') p += 2; /* RFC 9112 §2.2 */
   for (m = p; m < end && hr__is_tchar((unsigned char)*m); m++)

@@ -14,7 +14,9 @@ hr_span_t hr_request_query(const hr_request_t *req) { return req->query; }
 int hr_request_version(const hr_request_t *req) { return req->version; }
 size_t hr_request_field_count(const hr_request_t *req) { return req->nfields; }
 const hr_route_t *hr_request_route(const hr_request_t *req) { return req->route; }
-uv_loop_t *hr_request_loop(const hr_request_t *req) { return req->conn->w->loop; }
+uv_loop_t *hr_request_loop(const hr_request_t *req) {
+  return HR__EX_OF_REQ(req)->w->loop;
+}
 size_t hr_request_param_count(const hr_request_t *req) { return req->nparams; }
 
 int hr_request_field_at(const hr_request_t *req, size_t index, hr_span_t *name,
@@ -61,15 +63,18 @@ hr_span_t hr_request_body(const hr_request_t *req) {
 }
 
 int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_REQ(req);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
   if (req->route == NULL || req->route->body_mode != HR_BODY_STREAM ||
       req->body_cb != NULL || cb == NULL || req->body_done)
     return HR_ESTATE;
-  if (req->continue_pending && req->conn->res.state == HR__RES_NEW) {
+  if (ex->conn == NULL) return HR_ECLOSED;
+  if (req->continue_pending && ex->res.state == HR__RES_NEW) {
     /* The client waits for this before sending the body (RFC 9110 §10.1.1). */
-    if (hr__out_append(req->conn, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0)
-      return HR_ENOMEM;
+    if (hr__h1_continue(ex->conn) != 0) return HR_ENOMEM;
     req->continue_pending = 0;
-    hr__conn_kick(req->conn);
+    hr__conn_kick(ex->conn);
   }
   req->body_cb = cb;
   req->body_udata = udata;
@@ -77,10 +82,12 @@ int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
 }
 
 int hr_request_peer(const hr_request_t *req, struct sockaddr *addr, int *len) {
-  if (req->conn->sink != NULL) return UV_ENOTCONN; /* no socket */
-  return uv_tcp_getpeername(&req->conn->tcp, addr, len);
+  const hr__exchange_t *ex = HR__EX_OF_REQ(req);
+  if (addr == NULL || len == NULL) return HR_EINVAL;
+  if (ex->conn == NULL) return UV_ENOTCONN;
+  return ex->conn->t->ops->peer(ex->conn->t, addr, len);
 }
 
 void *hr_request_alloc(hr_request_t *req, size_t size) {
-  return hr__arena_alloc(&req->conn->arena, size);
+  return hr__arena_alloc(&HR__EX_OF_REQ(req)->arena, size);
 }

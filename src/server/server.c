@@ -58,6 +58,11 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   s->rbuf_size = (o.max_header_bytes + 8192 + 4095) & ~(size_t)4095;
   atomic_init(&s->active_conns, 0);
   atomic_init(&s->st_rejected, 0);
+  atomic_init(&s->st_abandoned, 0);
+  if (uv_mutex_init(&s->abandon_lock) != 0) {
+    hr__mem_free(&mem, s);
+    return HR_ENOMEM;
+  }
   *out = s;
   return 0;
 }
@@ -131,7 +136,7 @@ static int create_workers(hr_server_t *s, size_t n) {
     w->index = k;
     w->loop_slot = -1;
     w->nlisteners = s->naddrs;
-    w->listeners = hr__mem_alloc(&s->mem, s->naddrs * sizeof(uv_tcp_t));
+    w->listeners = hr__mem_alloc(&s->mem, s->naddrs * sizeof(hr__listener_t));
     w->fds = hr__mem_alloc(&s->mem, s->naddrs * sizeof(int));
     if (w->listeners == NULL || w->fds == NULL) return HR_ENOMEM;
     for (i = 0; i < s->naddrs; i++) w->fds[i] = -1;
@@ -226,6 +231,10 @@ int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop) {
   }
   s->state = HR__SRV_ATTACHED;
   return 0;
+}
+
+hr__worker_t *hr__server_worker(hr_server_t *s, size_t index) {
+  return s != NULL && index < s->nworkers ? &s->workers[index] : NULL;
 }
 
 int hr_server_close(hr_server_t *s, uint64_t deadline_ms, hr_shutdown_cb cb,
@@ -344,6 +353,24 @@ int hr_server_stop(hr_server_t *s, uint64_t deadline_ms) {
   return 0;
 }
 
+/* Frees the exchanges abandoned at a shutdown deadline, then what the
+ * pools kept of them.  Every worker has finished. */
+static void release_abandoned(hr_server_t *s) {
+  size_t k;
+  while (s->abandoned != NULL) {
+    hr__exchange_t *ex = s->abandoned;
+    s->abandoned = ex->next;
+    hr__exchange_release_abandoned(ex);
+  }
+  for (k = 0; k < s->nworkers; k++) {
+    hr__worker_t *w = &s->workers[k];
+    if (w->mem.a == NULL) continue; /* never initialised */
+    hr__pool_drain(&w->rpool);
+    hr__pool_drain(&w->apool);
+    hr__pool_drain(&w->xpool);
+  }
+}
+
 void hr_server_free(hr_server_t *s) {
   hr__mem_t mem;
   if (s == NULL) return;
@@ -351,7 +378,9 @@ void hr_server_free(hr_server_t *s) {
   if (s->state == HR__SRV_ATTACHED ||
       (s->state == HR__SRV_CLOSING && !s->attached_done))
     return; /* still running on the host's loop: freeing would crash it */
+  release_abandoned(s);
   free_workers(s);
+  uv_mutex_destroy(&s->abandon_lock);
   hr__mem_free(&s->mem, s->addrs);
   hr__mem_free(&s->mem, s->ports);
   mem = s->mem;
@@ -375,9 +404,16 @@ void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {
     out->connections_accepted +=
         atomic_load_explicit(&w->st_accepted, memory_order_relaxed);
     out->bad_requests += atomic_load_explicit(&w->st_bad, memory_order_relaxed);
+    out->exchanges_in_use += hr__pool_in_use(&w->xpool);
+    out->read_buffers_in_use += hr__pool_in_use(&w->rpool);
+    out->output_blocks_in_use += hr__pool_in_use(&w->bpool);
+    out->arena_blocks_in_use += hr__pool_in_use(&w->apool);
+    out->output_queues_in_use += hr__pool_in_use(&w->opool);
   }
   out->connections_active =
       atomic_load_explicit(&s->active_conns, memory_order_relaxed);
   out->connections_rejected =
       atomic_load_explicit(&s->st_rejected, memory_order_relaxed);
+  out->responses_abandoned =
+      atomic_load_explicit(&s->st_abandoned, memory_order_relaxed);
 }

@@ -5,10 +5,14 @@
  * of connections to resume, and the graceful shutdown of its connections.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "http/head.h"
 #include "server/worker.h"
 
 void hr__stat_inc(_Atomic uint64_t *c) {
@@ -29,19 +33,10 @@ void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...) {
   o->log(o->log_ctx, level, msg);
 }
 
-/* ---- Date (RFC 9110 §5.6.7, IMF-fixdate), refreshed once a second -------- */
+/* ---- Date (RFC 9110 §6.6.1), refreshed once a second ---------------------- */
 
 static void render_date(hr__worker_t *w) {
-  static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  time_t now = time(NULL);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  w->date_len = (size_t)snprintf(
-      w->date, sizeof(w->date), "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
-      days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
-      tm.tm_hour, tm.tm_min, tm.tm_sec);
+  w->date_len = hr__date_field(w->date, sizeof(w->date));
 }
 
 /* Milliseconds until the next wall-clock second, plus one: the timer fires
@@ -110,10 +105,9 @@ static void on_async(uv_async_t *a) {
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
-static void on_connection(uv_stream_t *listener, int status) {
-  hr__worker_t *w = listener->data;
-  if (status < 0 || w->stopping) return;
-  hr__conn_accept(w, listener);
+static void on_timeout(hr__timers_t *t, hr__tnode_t *n, hr__tlist_t list) {
+  (void)t;
+  hr__conn_timeout((hr__conn_t *)((char *)n - offsetof(hr__conn_t, timer)), list);
 }
 
 int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
@@ -121,11 +115,16 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   int err;
   w->server = s;
   w->loop = loop;
+  w->loop_thread = uv_thread_self();
+  w->reserve_fd = -1;
   hr__mem_init(&w->mem, s->opts.allocator);
   w->loop_slot = hr__router_loop_acquire(s->router);
   if (w->loop_slot < 0) return HR_EINVAL; /* more loops than HR__MAX_LOOPS */
   hr__pool_init(&w->rpool, &w->mem, s->rbuf_size, 64);
-  hr__pool_init(&w->bpool, &w->mem, 4096, 256);
+  hr__pool_init(&w->bpool, &w->mem, 4096, 128);
+  hr__pool_init(&w->apool, &w->mem, 4096, 128);
+  hr__pool_init(&w->xpool, &w->mem, sizeof(hr__exchange_t), 64);
+  hr__pool_init(&w->opool, &w->mem, sizeof(hr__out_t), 64);
   atomic_init(&w->stop_requested, 0);
   atomic_init(&w->st_requests, 0);
   atomic_init(&w->st_accepted, 0);
@@ -133,7 +132,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   render_date(w);
   if ((err = uv_mutex_init(&w->post_lock)) != 0) return err;
   w->handles_open = 0;
-  /* The only handle init that can fail goes first, so that either all four
+  /* The only handle init that can fail goes first, so that either all the
    * base handles exist or none does. */
   if ((err = uv_async_init(loop, &w->async, on_async)) != 0) {
     return err;
@@ -151,17 +150,16 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   uv_timer_init(loop, &w->shutdown_timer);
   w->shutdown_timer.data = w;
   w->handles_open++;
+  hr__timers_init(&w->timers, loop, on_timeout);
+  w->handles_open++;
   w->base_handles = 1;
+  w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   for (i = 0; i < w->nlisteners; i++) {
-    uv_tcp_t *l = &w->listeners[i];
-    uv_tcp_init(loop, l);
-    l->data = w;
+    if ((err = hr__listener_init(w, &w->listeners[i], w->fds[i])) != 0) goto fail;
+    w->fds[i] = -1; /* owned by the listener now */
     w->handles_open++;
     w->nlisteners_open = i + 1;
-    if ((err = uv_tcp_open(l, w->fds[i])) != 0) goto fail;
-    w->fds[i] = -1; /* owned by the handle now */
-    if ((err = uv_listen((uv_stream_t *)l, s->opts.backlog, on_connection)) != 0)
-      goto fail;
+    if ((err = hr__listener_start(&w->listeners[i])) != 0) goto fail;
   }
   /* Per-loop contexts exist before this loop serves its first request. */
   hr__worker_ctx_prepare(w);
@@ -178,9 +176,16 @@ static void on_worker_handle_close(uv_handle_t *h) {
   hr__worker_handle_closed(h->data);
 }
 
+static void on_timers_close(uv_handle_t *h) {
+  hr__timers_t *t = h->data;
+  hr__worker_handle_closed(
+      (hr__worker_t *)((char *)t - offsetof(hr__worker_t, timers)));
+}
+
 /* Closes the worker's own handles once no connection is left. */
 static void maybe_close_handles(hr__worker_t *w) {
-  if (!w->stopping || w->nconns != 0 || w->handles_closing) return;
+  if (!w->stopping || w->nconns != 0 || w->ndetached != 0 || w->handles_closing)
+    return;
   w->handles_closing = 1;
   hr__worker_ctx_sweep(w, 1); /* on this loop, after its last request */
   if (!w->base_handles) {
@@ -191,6 +196,12 @@ static void maybe_close_handles(hr__worker_t *w) {
   uv_close((uv_handle_t *)&w->date_timer, on_worker_handle_close);
   uv_close((uv_handle_t *)&w->resume_idle, on_worker_handle_close);
   uv_close((uv_handle_t *)&w->shutdown_timer, on_worker_handle_close);
+  hr__timers_close(&w->timers, on_timers_close);
+  /* Posts from now on answer HR_ECLOSED instead of signalling a handle
+   * that is closing (see hr_response_post). */
+  uv_mutex_lock(&w->post_lock);
+  w->posts_closed = 1;
+  uv_mutex_unlock(&w->post_lock);
   uv_close((uv_handle_t *)&w->async, on_worker_handle_close);
 }
 
@@ -199,23 +210,32 @@ void hr__worker_conn_gone(hr__worker_t *w) {
   maybe_close_handles(w);
 }
 
+void hr__worker_exchange_gone(hr__worker_t *w) { maybe_close_handles(w); }
+
+/* The deadline passed: every connection closes now, and every response a
+ * handler still holds is abandoned, so the worker can finish whatever the
+ * handlers do. */
 static void on_shutdown_deadline(uv_timer_t *t) {
   hr__worker_t *w = t->data;
-  hr__conn_t *c = w->conns, *next;
-  size_t waiting = 0;
-  for (; c != NULL; c = next) {
+  hr__conn_t *c, *next;
+  for (c = w->conns; c != NULL; c = next) {
     next = c->next;
-    if (c->handler_active) waiting++;
     hr__conn_close(c);
   }
-  if (waiting)
+  /* Closing ran abort callbacks: what is still detached now is held by a
+   * handler that did not complete it. */
+  if (w->ndetached)
     hr__log(w, HR_LOG_WARN,
-            "shutdown deadline passed: %zu handler(s) still have to complete "
-            "their aborted responses before the server can stop",
-            waiting);
+            "shutdown deadline passed: %zu handler(s) still hold a response; "
+            "abandoning them",
+            w->ndetached);
+  while (w->detached != NULL) hr__exchange_abandon(w->detached);
+  maybe_close_handles(w);
 }
 
-static void on_listener_close(uv_handle_t *h) { on_worker_handle_close(h); }
+static void on_listener_close(uv_handle_t *h) {
+  hr__worker_handle_closed(((hr__listener_t *)h->data)->w);
+}
 
 void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
   hr__conn_t *c, *next;
@@ -223,13 +243,14 @@ void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
   if (w->stopping) return;
   w->stopping = 1;
   for (i = 0; i < w->nlisteners_open; i++)
-    if (!uv_is_closing((uv_handle_t *)&w->listeners[i]))
-      uv_close((uv_handle_t *)&w->listeners[i], on_listener_close);
+    if (!uv_is_closing((uv_handle_t *)&w->listeners[i].poll))
+      hr__listener_close(&w->listeners[i], on_listener_close);
   for (c = w->conns; c != NULL; c = next) {
     next = c->next;
-    hr__conn_drain_close(c);
+    hr__conn_shutdown(c);
   }
-  uv_timer_start(&w->shutdown_timer, on_shutdown_deadline, deadline_ms, 0);
+  if (w->base_handles)
+    uv_timer_start(&w->shutdown_timer, on_shutdown_deadline, deadline_ms, 0);
   maybe_close_handles(w);
 }
 
@@ -240,9 +261,16 @@ void hr__worker_cleanup(hr__worker_t *w) {
     hr__router_loop_release(w->server->router, w->loop_slot);
     w->loop_slot = -1;
   }
-  run_posts(w); /* none may be left; free defensively */
+  /* Posts that came in as the loop ended: their responses are abandoned,
+   * so their calls answer HR_ECLOSED. */
+  run_posts(w);
+  if (w->reserve_fd >= 0) close(w->reserve_fd);
+  w->reserve_fd = -1;
   hr__pool_drain(&w->rpool);
   hr__pool_drain(&w->bpool);
+  hr__pool_drain(&w->apool);
+  hr__pool_drain(&w->xpool);
+  hr__pool_drain(&w->opool);
   uv_mutex_destroy(&w->post_lock);
   for (i = 0; i < w->nlisteners; i++)
     if (w->fds != NULL && w->fds[i] >= 0) {

@@ -72,6 +72,17 @@ void hr__pool_init(hr__pool_t *p, hr__mem_t *mem, size_t block_size,
   p->max_free = max_free;
   p->nfree = 0;
   p->free_list = NULL;
+  atomic_init(&p->in_use, 0);
+}
+
+/* Single writer: relaxed load + store; readers only want a statistic. */
+static void in_use_add(hr__pool_t *p, int d) {
+  uint64_t n = atomic_load_explicit(&p->in_use, memory_order_relaxed);
+  atomic_store_explicit(&p->in_use, n + (uint64_t)(int64_t)d, memory_order_relaxed);
+}
+
+uint64_t hr__pool_in_use(const hr__pool_t *p) {
+  return atomic_load_explicit(&p->in_use, memory_order_relaxed);
 }
 
 void *hr__pool_get(hr__pool_t *p) {
@@ -79,13 +90,17 @@ void *hr__pool_get(hr__pool_t *p) {
   if (b != NULL) {
     memcpy(&p->free_list, b, sizeof(void *));
     p->nfree--;
-    return b;
+  } else {
+    b = hr__mem_alloc(p->mem, p->block_size);
+    if (b == NULL) return NULL;
   }
-  return hr__mem_alloc(p->mem, p->block_size);
+  in_use_add(p, 1);
+  return b;
 }
 
 void hr__pool_put(hr__pool_t *p, void *block) {
   if (block == NULL) return;
+  in_use_add(p, -1);
   if (p->nfree >= p->max_free) {
     hr__mem_free(p->mem, block);
     return;

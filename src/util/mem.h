@@ -32,14 +32,20 @@ void hr__mem_free(hr__mem_t *m, void *ptr);
 uint64_t hr__mem_count(const hr__mem_t *m);
 
 /* A free list of equally sized blocks, owned by one loop thread.  Keeps at
- * most `max_free` blocks; the rest go back to the allocator. */
+ * most `max_free` blocks; the rest go back to the allocator.  `in_use`
+ * counts blocks handed out and not yet put back: one writer (the owning
+ * thread, relaxed load + store), read by any thread as a statistic. */
 typedef struct hr__pool_s {
   hr__mem_t *mem;
   size_t block_size;
   size_t max_free;
   size_t nfree;
   void *free_list;
+  _Atomic uint64_t in_use;
 } hr__pool_t;
+
+/* Blocks of `p` handed out and not yet put back (any thread, relaxed). */
+uint64_t hr__pool_in_use(const hr__pool_t *p);
 
 void hr__pool_init(hr__pool_t *p, hr__mem_t *mem, size_t block_size,
                    size_t max_free);

@@ -72,7 +72,7 @@ static void setup(void) {
   so.max_body_bytes = 4096;
   hr_server_new(&server, router, &so);
   hr__server_attach_virtual(server, &loop);
-  worker = &server->workers[0];
+  worker = hr__server_worker(server, 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -87,14 +87,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   out_bad = 0;
   c = hr__vconn_new(worker, sink, NULL);
   if (c == NULL) return 0;
-  while (off < size && !c->closed) {
+  while (off < size && !hr__vconn_closed(c)) {
     size_t n = size - off < step ? size - off : step;
     size_t took = hr__vconn_feed(c, (const char *)data + off, n);
     if (took == 0) break;
     off += took;
   }
-  if (!c->closed) hr__vconn_eof(c);
-  if (!c->closed) hr__conn_close(c);
+  if (!hr__vconn_closed(c)) hr__vconn_eof(c);
+  if (!hr__vconn_closed(c)) hr__conn_close(c);
   uv_run(&loop, UV_RUN_NOWAIT); /* close callbacks free the connection */
   if (out_bad) abort();
   return 0;

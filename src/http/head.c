@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Response head rendering and the Date field (see head.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "hroute/http.h"
+#include "http/head.h"
+
+size_t hr__head_max(const hr__head_t *h) {
+  return 9 + 4 + strlen(hr_status_reason(h->status)) + 2 + h->route_fields.len +
+         h->date.len + h->fields.len + 16 + 20 + 2 + 28 + 24 + 2;
+}
+
+static char *put(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+
+static char *put_uint(char *p, uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+size_t hr__head_render(const hr__head_t *h, char *out) {
+  const char *reason = hr_status_reason(h->status);
+  int st = h->status;
+  char *p = out;
+  p = put(p, "HTTP/1.1 ", 9);
+  p = put_uint(p, (uint64_t)(st > 0 && st < 1000 ? st : 500));
+  *p++ = ' ';
+  p = put(p, reason, strlen(reason));
+  p = put(p, "\r\n", 2);
+  if (h->route_fields.len) p = put(p, h->route_fields.ptr, h->route_fields.len);
+  if (h->date.len) p = put(p, h->date.ptr, h->date.len);
+  if (h->fields.len) p = put(p, h->fields.ptr, h->fields.len);
+  if (h->chunked) {
+    p = put(p, "Transfer-Encoding: chunked\r\n", 28);
+  } else if (h->length >= 0 && st >= 200 && st != 204 &&
+             !(st == 304 && h->length == 0)) {
+    p = put(p, "Content-Length: ", 16);
+    p = put_uint(p, (uint64_t)h->length);
+    p = put(p, "\r\n", 2);
+  }
+  if (h->close)
+    p = put(p, "Connection: close\r\n", 19);
+  else if (h->keep_alive)
+    p = put(p, "Connection: keep-alive\r\n", 24);
+  p = put(p, "\r\n", 2);
+  return (size_t)(p - out);
+}
+
+size_t hr__date_field(char *out, size_t cap) {
+  static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  time_t now = time(NULL);
+  struct tm tm;
+  int n;
+  gmtime_r(&now, &tm);
+  /* IMF-fixdate (RFC 9110 §5.6.7) */
+  n = snprintf(out, cap, "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
+               days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
+               tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}

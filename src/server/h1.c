@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP/1.1 messages on a connection (RFC 9112): one step of the request
+ * that the read buffer holds -- the strictness pass and llhttp over the
+ * header section, routing at its end, body delivery, dispatch -- then
+ * persistence (§9.3) and the server's own answers: 404/405/redirects and
+ * automatic OPTIONS on the keep-alive path, errors that end the connection
+ * (§9.6: framing in doubt means the connection ends), 100 Continue.
+ *
+ * The header section is checked by hr__head_scan() before llhttp sees a
+ * byte of it and is handed to llhttp in one call; llhttp pauses at each
+ * message end, so the next pipelined request is only parsed once the
+ * current one is answered.  Handlers therefore always run outside llhttp
+ * callbacks, and responses leave in request order.
+ */
+#include <string.h>
+
+#include "http/head.h"
+#include "router/path.h"
+#include "server/internal.h"
+
+/* Bytes kept free after a header section for the body to stream through. */
+#define HR__BODY_ROOM 4096
+
+/* ---- the server's own answers -------------------------------------------- */
+
+/* An error answer that ends the connection, straight into the output. */
+static int queue_error(hr__conn_t *c, int status) {
+  const char *reason = hr_status_reason(status);
+  size_t rlen = strlen(reason);
+  hr__head_t h;
+  char *p;
+  int err;
+  memset(&h, 0, sizeof(h));
+  h.status = status;
+  h.date.ptr = c->w->date;
+  h.date.len = c->w->date_len;
+  h.fields = HR_SPAN_LIT("Content-Type: text/plain\r\n");
+  h.length = (int64_t)rlen + 1;
+  h.close = 1;
+  p = hr__out_reserve(c, hr__head_max(&h) + rlen + 1);
+  if (p == NULL) return HR_ENOMEM;
+  {
+    size_t n = hr__head_render(&h, p);
+    memcpy(p + n, reason, rlen);
+    p[n + rlen] = '\n';
+    err = hr__out_commit(c, n + rlen + 1);
+  }
+  return err;
+}
+
+int hr__h1_continue(hr__conn_t *c) {
+  hr__head_t h;
+  char *p;
+  memset(&h, 0, sizeof(h));
+  h.status = 100;
+  h.length = -1;
+  p = hr__out_reserve(c, hr__head_max(&h));
+  if (p == NULL) return HR_ENOMEM;
+  return hr__out_commit(c, hr__head_render(&h, p));
+}
+
+void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
+  hr__exchange_t *ex = c->ex;
+  if (c->state == HR__C_CLOSED) return;
+  if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  hr__stat_inc(&c->w->st_bad);
+  hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",
+          status, reason != NULL ? reason : "");
+  if (ex != NULL && ex->res.state == HR__RES_STREAMING) {
+    hr__conn_close(c); /* a response under way cannot be replaced */
+    return;
+  }
+  if (ex != NULL && ex->res.state == HR__RES_DONE) {
+    hr__conn_drop_exchange(c, HR_ECLOSED); /* close after its answer */
+    return;
+  }
+  if (queue_error(c, status) != 0) {
+    hr__conn_close(c);
+    return;
+  }
+  /* A handler still running hears that the server answered in its place:
+   * its response is complete on the wire, later calls answer HR_ECLOSED. */
+  if (ex != NULL) ex->sent_status = status;
+  hr__conn_drop_exchange(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
+}
+
+/* Answers with the server's own response (404, 405, redirects, the
+ * automatic OPTIONS answer) on the keep-alive path; the request body, if
+ * any, is read and discarded. */
+static void answer_internal(hr__exchange_t *ex) {
+  hr_response_t *res = &ex->res;
+  int status = ex->internal_status;
+  const char *reason = hr_status_reason(status);
+  char body[64];
+  size_t n = strlen(reason);
+  int rc = 0;
+  ex->discard_body = 1;
+  ex->handler_active = 0;
+  ex->internal_answer = 1;
+  if (status == 200) { /* OPTIONS: the Allow field is the answer */
+    n = 0;
+  } else {
+    memcpy(body, reason, n);
+    body[n++] = '\n';
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
+                               HR_SPAN_LIT("text/plain"));
+  }
+  if (rc == 0 && ex->internal_allow.len)
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Allow"), ex->internal_allow);
+  if (rc == 0 && ex->internal_location.len)
+    rc = hr_response_add_field(res, HR_SPAN_LIT("Location"), ex->internal_location);
+  if (rc != 0) {
+    hr__h1_fail(ex->conn, 503, "out of memory");
+    return;
+  }
+  if (status >= 400) hr__stat_inc(&ex->w->st_bad);
+  hr_response_send(res, status, body, n);
+}
+
+void hr__h1_answer_status(hr__exchange_t *ex, int status) {
+  ex->internal_status = status;
+  ex->internal_allow.len = 0;
+  ex->internal_location.len = 0;
+  answer_internal(ex);
+}
+
+/* ---- the header section -------------------------------------------------- */
+
+/* Matches the request; the decoding buffer comes from the arena only when
+ * the target needs one.  Returns 0 or HR_ENOMEM. */
+static int route_request(hr__exchange_t *ex, hr_match_t *m) {
+  hr_request_t *r = &ex->req;
+  hr_router_t *router = ex->w->server->router;
+  int rc = hr_router_match(router, r->method, r->host, r->target, NULL, 0, m);
+  if (rc == HR_ENOSPC) {
+    size_t n = 2 * r->target.len + 16;
+    char *buf = hr__arena_alloc(&ex->arena, n);
+    if (buf == NULL) return HR_ENOMEM;
+    rc = hr_router_match(router, r->method, r->host, r->target, buf, n, m);
+  }
+  return rc;
+}
+
+/* Request-line and field checks that need the whole section.  Returns NULL
+ * or the reason to answer `*status` and close. */
+static const char *check_request(hr__exchange_t *ex, int *status) {
+  hr_request_t *r = &ex->req;
+  uint8_t major = llhttp_get_http_major(&ex->parser);
+  uint8_t minor = llhttp_get_http_minor(&ex->parser);
+  hr_span_t authority;
+  *status = 400;
+  if (major == 0) return "request line without an HTTP version";
+  if (major != 1 || minor > 1) {
+    *status = 505;
+    return "unsupported HTTP version";
+  }
+  r->version = minor == 0 ? 10 : 11;
+  r->is_head = hr_span_eq(r->method, HR_SPAN_LIT("HEAD"));
+  r->chunked = (ex->parser.flags & F_CHUNKED) != 0;
+  r->has_length = (ex->parser.flags & F_CONTENT_LENGTH) != 0;
+  r->content_length = r->has_length ? ex->parser.content_length : 0;
+  /* The router's split: one reading of the target for both.  A target it
+   * cannot read is answered 400 by the router. */
+  hr__target_split(r->target, &r->path, &r->query, &authority);
+  if (r->host_count > 1 || (r->version == 11 && r->host_count == 0))
+    return "missing, repeated or invalid Host field";
+  if (r->expect_other) {
+    *status = 417;
+    return "unsupported Expect value";
+  }
+  r->keep_alive = (unsigned)(r->version == 11 ? !r->conn_close
+                                              : (r->conn_keep_alive && !r->conn_close));
+  /* RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 is faulty framing: serve
+   * the message, then close. */
+  if (r->version == 10 && r->has_te) r->keep_alive = 0;
+  if (r->te_unsupported) {
+    *status = 501;
+    return "transfer coding other than chunked";
+  }
+  if (r->target_bad) return "invalid byte or fragment in the request target";
+  if (ex->w->stopping) r->keep_alive = 0;
+  return NULL;
+}
+
+/* No route answers: the server will (404, 405, redirect, OPTIONS).  Returns
+ * 0 to go on, -1 to stop. */
+static int no_route(hr__conn_t *c, hr__exchange_t *ex, const hr_match_t *m,
+                    int body_expected) {
+  hr_request_t *r = &ex->req;
+  if (m->status == 400) {
+    hr__h1_fail(c, 400, "malformed or unsafe path");
+    return -1;
+  }
+  if (r->has_length && r->content_length > ex->body_limit) {
+    hr__h1_fail(c, 413, "body larger than the limit");
+    return -1;
+  }
+  ex->discard_body = 1;
+  ex->internal_status = m->status;
+  ex->internal_allow = m->allow;
+  ex->internal_location = m->location;
+  if (r->expect_continue && body_expected) {
+    /* Answer now without reading the body, then close (RFC 9110 §10.1.1). */
+    ex->close_after = 1;
+    ex->dispatched = 1;
+    answer_internal(ex);
+    return -1;
+  }
+  /* Otherwise the answer waits for the end of the message, so a body that
+   * breaks the framing rules still gets its 400. */
+  return 0;
+}
+
+/* The header section has been parsed.  Returns 0 to go on, -1 when the
+ * connection is failing or must stop. */
+static int headers_complete(hr__conn_t *c, hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
+  hr_match_t m;
+  int status, body_expected;
+  const char *why = check_request(ex, &status);
+  if (why != NULL) {
+    hr__h1_fail(c, status, why);
+    return -1;
+  }
+  body_expected = r->chunked || (r->has_length && r->content_length > 0);
+  ex->body_limit = c->w->server->opts.max_body_bytes;
+  if (route_request(ex, &m) != 0) {
+    hr__h1_fail(c, 503, "out of memory");
+    return -1;
+  }
+  if (m.status != 200 || m.route == NULL) return no_route(c, ex, &m, body_expected);
+  r->route = m.route;
+  r->nparams = m.nparams;
+  memcpy(r->params, m.params, m.nparams * sizeof(hr_param_t));
+  if (m.route->max_body_bytes) ex->body_limit = m.route->max_body_bytes;
+  if (r->has_length && r->content_length > ex->body_limit) {
+    hr__h1_fail(c, 413, "body larger than the limit");
+    return -1;
+  }
+  if (r->expect_continue && body_expected && r->version == 11) {
+    /* A streaming handler decides: 100 Continue goes out when it asks for
+     * the body (hr_request_read_body); a buffered route takes it now. */
+    if (r->route->body_mode == HR_BODY_STREAM)
+      r->continue_pending = 1;
+    else if (hr__h1_continue(c) != 0) {
+      hr__h1_fail(c, 503, "out of memory");
+      return -1;
+    }
+  }
+  if (r->route->body_mode == HR_BODY_BUFFER && r->has_length &&
+      r->content_length > 0) {
+    /* Start small and grow as bytes arrive: a peer announcing a large body
+     * it never sends must not make the server hold that much memory. */
+    size_t first = r->content_length < 16384 ? (size_t)r->content_length : 16384;
+    r->body = hr__arena_alloc(&ex->arena, first);
+    if (r->body == NULL) {
+      hr__h1_fail(c, 503, "out of memory");
+      return -1;
+    }
+    r->body_cap = first;
+  }
+  if (r->route->body_mode == HR_BODY_STREAM) {
+    ex->dispatched = 1;
+    hr__invoke(ex);
+    if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
+  }
+  return 0;
+}
+
+/* Scans and parses a header section.  Returns 1 to continue with the body,
+ * 0 when more bytes are needed, -1 to stop. */
+static int step_head(hr__conn_t *c, hr__exchange_t *ex) {
+  hr_server_t *s = c->w->server;
+  long r;
+  llhttp_errno_t e;
+  size_t avail = c->rlen - c->msg_start;
+  if (avail == 0 || ex->hscan.pos == avail) return 0;
+  r = hr__head_scan(&ex->hscan, c->rbuf + c->msg_start, avail, &s->head_limits);
+  if (r < 0) {
+    hr__h1_fail(c, (int)-r, hr__head_scan_reason((int)-r));
+    return -1;
+  }
+  if (r == 0) return 0;
+  /* Keep room behind the section for the body to stream through. */
+  if (c->msg_start > 0 &&
+      s->rbuf_size - (c->msg_start + (size_t)r) < HR__BODY_ROOM) {
+    memmove(c->rbuf, c->rbuf + c->msg_start, avail);
+    c->rlen = (uint32_t)avail;
+    c->msg_start = 0;
+  }
+  ex->rpos = c->msg_start;
+  ex->hdr_end = c->msg_start + (size_t)r;
+  e = hr__parse_head(ex);
+  if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+    ex->msg_complete = 1;
+    if (e == HPE_PAUSED)
+      llhttp_resume(&ex->parser);
+    else
+      llhttp_resume_after_upgrade(&ex->parser);
+  } else if (e != HPE_OK) {
+    hr__h1_fail(c, ex->fail_status ? ex->fail_status : 400,
+                llhttp_get_error_reason(&ex->parser));
+    return -1;
+  }
+  ex->rpos = ex->hdr_end;
+  ex->phase = HR__PH_BODY;
+  hr__frame_scan_init(&ex->fscan);
+  if (headers_complete(c, ex) != 0) return -1;
+  if (ex->msg_complete) ex->phase = HR__PH_DONE;
+  return 1;
+}
+
+/* Feeds body bytes.  Returns 1 when the message completed, 0 when more
+ * bytes are needed, -1 to stop. */
+static int step_body(hr__conn_t *c, hr__exchange_t *ex) {
+  const char *start = c->rbuf + ex->rpos, *stop;
+  size_t n = c->rlen - ex->rpos;
+  llhttp_errno_t e;
+  if (n == 0) return 0;
+  ex->gap_start = start;
+  ex->last_activity = uv_now(c->w->loop);
+  e = llhttp_execute(&ex->parser, start, n);
+  if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
+  if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+    stop = llhttp_get_error_pos(&ex->parser);
+    if (e == HPE_PAUSED)
+      llhttp_resume(&ex->parser);
+    else
+      llhttp_resume_after_upgrade(&ex->parser);
+    ex->msg_complete = 1;
+  } else if (e == HPE_OK) {
+    stop = start + n;
+  } else {
+    hr__h1_fail(c, ex->fail_status ? ex->fail_status : 400,
+                llhttp_get_error_reason(&ex->parser));
+    return -1;
+  }
+  if (ex->req.chunked &&
+      hr__frame_scan(&ex->fscan, ex->gap_start, (size_t)(stop - ex->gap_start))) {
+    hr__h1_fail(c, 400, "bare CR or LF, obs-fold or empty name in chunked framing");
+    return -1;
+  }
+  ex->body_bytes += (uint64_t)(stop - start);
+  if (ex->body_bytes - ex->body_data >
+      c->w->server->opts.max_header_bytes + ex->body_data) {
+    hr__h1_fail(c, 413, "chunked framing out of proportion to its data");
+    return -1;
+  }
+  ex->rpos = (size_t)(stop - c->rbuf);
+  return ex->msg_complete ? 1 : 0;
+}
+
+/* The message is complete: run the handler (buffered routes) or end the
+ * body stream. */
+static void message_complete(hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
+  if (!ex->dispatched) {
+    ex->dispatched = 1;
+    if (r->route != NULL)
+      hr__invoke(ex);
+    else
+      answer_internal(ex);
+    return;
+  }
+  if (r->route != NULL && r->body_cb != NULL && !r->body_done) {
+    hr_span_t none = {NULL, 0};
+    r->body_done = 1;
+    r->body_cb(r, none, 1, r->body_udata);
+  }
+}
+
+/* The response is complete and so is the message: next request. */
+static void finish_exchange(hr__conn_t *c, hr__exchange_t *ex) {
+  int keep = ex->req.keep_alive && !ex->close_after && !c->w->stopping;
+  c->requests_served++;
+  hr__stat_inc(&c->w->st_requests);
+  c->msg_start = (uint32_t)ex->rpos;
+  c->ex = NULL;
+  hr__exchange_release(ex);
+  if (!keep) c->state = HR__C_DRAINING;
+}
+
+/* Answered before a message that will not complete (a body held back for
+ * 100 Continue, a close-delimited response): the connection ends after the
+ * answer.  Returns 1 when that is the case. */
+static int ended_early(hr__conn_t *c, hr__exchange_t *ex) {
+  if (c->ex != ex || c->state != HR__C_OPEN || ex->res.state != HR__RES_DONE ||
+      ex->handler_active || !ex->close_after || ex->msg_complete)
+    return 0;
+  c->state = HR__C_DRAINING;
+  hr__conn_drop_exchange(c, HR_ECLOSED);
+  return 1;
+}
+
+static int step(hr__conn_t *c, hr__exchange_t *ex) {
+  hr_response_t *res = &ex->res;
+  if (ended_early(c, ex)) return 0;
+  if (ex->phase == HR__PH_HEAD && step_head(c, ex) <= 0) {
+    ended_early(c, ex);
+    return 0;
+  }
+  if (ex->phase == HR__PH_BODY) {
+    if (step_body(c, ex) <= 0) {
+      ended_early(c, ex);
+      return 0;
+    }
+    ex->phase = HR__PH_DONE;
+  }
+  if (!ex->msg_complete) return 0;
+  message_complete(ex);
+  if (c->ex != ex || c->state != HR__C_OPEN || res->state != HR__RES_DONE ||
+      ex->handler_active)
+    return 0;
+  finish_exchange(c, ex);
+  return 1;
+}
+
+int hr__h1_step(hr__conn_t *c) {
+  hr__exchange_t *ex = c->ex;
+  int go_on;
+  if (ex == NULL) {
+    if (c->rbuf == NULL || c->rlen == c->msg_start) return 0;
+    /* A peer that sends requests without reading the answers: write what
+     * is queued, and stop answering while the queue stays above the mark
+     * (the write's completion resumes us). */
+    if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes) {
+      if (hr__out_flush(c) != 0) {
+        hr__conn_close(c);
+        return 0;
+      }
+      if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes)
+        return 0;
+    }
+    ex = hr__exchange_new(c);
+    if (ex == NULL) {
+      hr__h1_fail(c, 503, "out of memory");
+      return 0;
+    }
+    c->ex = ex;
+  }
+  /* Handlers and callbacks below may end the exchange: it stays valid
+   * until the unhold. */
+  hr__exchange_hold(ex);
+  go_on = step(c, ex);
+  hr__exchange_unhold(ex);
+  return go_on;
+}

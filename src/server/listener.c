@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker's listening sockets: polled by the loop, accepted with accept4
+ * (non-blocking, close-on-exec) a bounded number at a time, each handed to
+ * a new connection with the TCP transport.  A connection that cannot be
+ * served (over max_connections, out of memory) is accepted and closed at
+ * once, so the client sees a closed connection and the listener keeps
+ * accepting.  Out of descriptors (EMFILE), the worker's reserve descriptor
+ * is closed to accept and drop one connection and then reopened, as nginx
+ * and libuv do, instead of leaving a readable listener that spins the loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/internal.h"
+
+/* Connections accepted per readable event, so one busy listener cannot
+ * starve the rest of the loop. */
+#define HR__ACCEPT_BATCH 64
+
+typedef struct tcp_arg_s {
+  uv_loop_t *loop;
+  int fd;
+} tcp_arg_t;
+
+static int init_tcp(hr__transport_t *t, void *arg,
+                    const hr__transport_events_t *ev, void *owner) {
+  tcp_arg_t *a = arg;
+  return hr__tcp_init(t, a->loop, a->fd, ev, owner);
+}
+
+/* Serves the accepted socket `fd`, or closes it. */
+static void serve(hr__worker_t *w, int fd) {
+  hr_server_t *s = w->server;
+  unsigned n = atomic_fetch_add_explicit(&s->active_conns, 1, memory_order_relaxed);
+  int one = 1;
+  tcp_arg_t a;
+  hr__conn_t *c;
+  if (s->opts.max_connections && n >= s->opts.max_connections) {
+    atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->st_rejected, 1, memory_order_relaxed);
+    close(fd);
+    return;
+  }
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  a.loop = w->loop;
+  a.fd = fd;
+  c = hr__conn_new(w, hr__tcp_size(), init_tcp, &a);
+  if (c == NULL) {
+    atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
+    close(fd);
+    return;
+  }
+  c->counted = 1;
+}
+
+static void drop_one(hr__worker_t *w, int lfd) {
+  int fd;
+  if (w->reserve_fd < 0) return;
+  close(w->reserve_fd);
+  fd = accept(lfd, NULL, NULL);
+  if (fd >= 0) close(fd);
+  w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void on_listen_poll(uv_poll_t *h, int status, int events) {
+  hr__listener_t *l = h->data;
+  hr__worker_t *w = l->w;
+  int i;
+  (void)events;
+  if (status < 0) return;
+  for (i = 0; i < HR__ACCEPT_BATCH && !w->stopping; i++) {
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      serve(w, fd);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EMFILE || errno == ENFILE) drop_one(w, l->fd);
+    return; /* EAGAIN, or an error the next event retries */
+  }
+}
+
+int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd) {
+  int err = uv_poll_init_socket(w->loop, &l->poll, fd);
+  if (err != 0) return err;
+  l->poll.data = l;
+  l->w = w;
+  l->fd = fd;
+  return 0;
+}
+
+int hr__listener_start(hr__listener_t *l) {
+  return uv_poll_start(&l->poll, UV_READABLE, on_listen_poll);
+}
+
+void hr__listener_close(hr__listener_t *l, uv_close_cb cb) {
+  uv_close((uv_handle_t *)&l->poll, cb);
+  close(l->fd);
+  l->fd = -1;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A connection's output queue (out.c).  It exists only while the
+ * connection has output queued or in flight: taken from the loop's pool
+ * with the first byte queued, given back (with its buffer block) once
+ * everything was written, so an idle connection holds none.
+ *
+ * These functions report errors by return value; they never close or free
+ * the connection (that is conn.c's decision).
+ */
+#ifndef HR_SERVER_OUT_H
+#define HR_SERVER_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hroute/http.h"
+#include "server/transport.h"
+
+typedef struct hr__conn_s hr__conn_t;
+
+/* One piece of output: bytes in the batch buffer (borrowed == NULL, at
+ * `off`) or a borrowed body, released through `release`. */
+typedef struct hr__wseg_s {
+  const char *borrowed;
+  size_t off;
+  size_t len;
+  hr_release_cb release;
+  void *udata;
+  hr_response_t *res; /* handed to release */
+} hr__wseg_t;
+
+#define HR__OUT_INLINE_SEGS 8
+
+/* A batch of output written with one system call. */
+typedef struct hr__wbatch_s {
+  char *buf; /* a block of the loop's block pool while cap == block size */
+  size_t len, cap;
+  hr__wseg_t *segs; /* `inline_segs` until it outgrows them */
+  size_t nsegs, segs_cap;
+  size_t bytes; /* total queued bytes, buffer and borrowed */
+  hr__wseg_t inline_segs[HR__OUT_INLINE_SEGS];
+} hr__wbatch_t;
+
+typedef struct hr__out_s {
+  hr__wbatch_t pending;  /* being built */
+  hr__wbatch_t inflight; /* handed to the transport's write */
+  hr__wreq_t wreq;
+  uv_buf_t *wbufs;       /* inflight's buffers, while writing */
+  size_t wbufs_cap;
+  uv_buf_t small[16];
+  uint64_t write_since;  /* loop time of the last write progress */
+  unsigned writing : 1;
+} hr__out_t;
+
+int hr__out_append(hr__conn_t *c, const void *p, size_t n);
+/* Room for `n` bytes at the end of the queue; then hr__out_commit. */
+char *hr__out_reserve(hr__conn_t *c, size_t n);
+int hr__out_commit(hr__conn_t *c, size_t n); /* 0 or HR_ENOMEM */
+/* Queues a borrowed body (all or nothing); `release(res, p, udata)` runs
+ * once it is written or dropped. */
+int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,
+                   hr_release_cb release, void *udata);
+size_t hr__out_queued(const hr__conn_t *c);
+int hr__out_writing(const hr__conn_t *c);
+/* Writes what is pending: a direct try-write, the rest handed to the
+ * transport.  Returns 0 or a negative error (the connection is broken). */
+int hr__out_flush(hr__conn_t *c);
+/* The transport's write finished; returns `status`. */
+int hr__out_write_done(hr__conn_t *c, int status);
+/* Gives the queue back to the pool when nothing is queued or in flight. */
+void hr__out_trim(hr__conn_t *c);
+/* Drops everything queued (releasing borrowed bodies) and the queue. */
+void hr__out_discard(hr__conn_t *c);
+
+#endif /* HR_SERVER_OUT_H */

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport: what a connection reads from and writes to, as a small
+ * table of operations.  A connection never knows which implementation it
+ * has: TCP (tcp.c, a socket polled by the loop) and the loopback sink
+ * (sink.c, bytes fed and collected in process, for tests, fuzzing and the
+ * in-process benchmarks) are the two there are; TLS is meant to be the third.
+ *
+ * The owner (the connection) hears back through a table of events, each
+ * called on the loop thread and never inside the operation that caused it.
+ * Until the `closed` event the transport's memory must stay valid; the owner
+ * frees it after that event, not before.
+ */
+#ifndef HR_SERVER_TRANSPORT_H
+#define HR_SERVER_TRANSPORT_H
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <uv.h>
+
+typedef struct hr__transport_s hr__transport_t;
+
+/* A write that completes later: the caller owns the request and the bytes
+ * its buffers point at until the write_done event.  `bufs` is advanced by
+ * the transport as bytes leave. */
+typedef struct hr__wreq_s {
+  uv_buf_t *bufs;
+  unsigned nbufs;
+} hr__wreq_t;
+
+typedef struct hr__transport_events_s {
+  /* Where the next read goes.  A buffer of length 0 means "none": the read
+   * event then gets UV_ENOBUFS. */
+  void (*alloc)(void *owner, uv_buf_t *buf);
+  /* `nread` > 0 bytes were read into the last buffer from alloc; UV_EOF
+   * when the peer shut its write side; another negative libuv error when
+   * the connection failed. */
+  void (*read)(void *owner, ssize_t nread);
+  /* The write started by ops->write completed (0) or failed (< 0). */
+  void (*write_done)(void *owner, int status);
+  /* The transport is closed; its memory may be freed now. */
+  void (*closed)(void *owner);
+} hr__transport_events_t;
+
+typedef struct hr__transport_ops_s {
+  /* Start / stop read events.  Return 0 or a libuv error. */
+  int (*read_start)(hr__transport_t *t);
+  void (*read_stop)(hr__transport_t *t);
+  /* Writes what it can of `bufs` now.  Returns the number of bytes written
+   * (0 when nothing could be), or a negative libuv error. */
+  ssize_t (*try_write)(hr__transport_t *t, const uv_buf_t *bufs, unsigned n);
+  /* Writes all of req->bufs; write_done follows.  One write at a time.
+   * Returns 0 or a negative libuv error (write_done then never runs). */
+  int (*write)(hr__transport_t *t, hr__wreq_t *req);
+  /* Shuts the write side down (FIN) once no write is in flight.  Returns 0
+   * or a negative libuv error. */
+  int (*shutdown)(hr__transport_t *t);
+  /* Closes: no event but `closed` follows, and a write in flight is
+   * dropped (write_done does not run). */
+  void (*close)(hr__transport_t *t);
+  /* Addresses (*len in: the size of *addr; out: the address length).
+   * Return 0 or a negative libuv error (UV_ENOTCONN without a socket). */
+  int (*peer)(const hr__transport_t *t, struct sockaddr *addr, int *len);
+  int (*local)(const hr__transport_t *t, struct sockaddr *addr, int *len);
+} hr__transport_ops_t;
+
+/* The common head of every transport. */
+struct hr__transport_s {
+  const hr__transport_ops_t *ops;
+  const hr__transport_events_t *ev;
+  void *owner;
+};
+
+/* The TCP transport's size, for allocating it behind a connection record. */
+size_t hr__tcp_size(void);
+/* Makes a TCP transport at `t` (hr__tcp_size() bytes) over the connected,
+ * non-blocking socket `fd`, which it then owns (closed by ops->close).
+ * Returns 0 or a libuv error (the caller still owns fd then). */
+int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,
+                 const hr__transport_events_t *ev, void *owner);
+
+/* The loopback sink (sink.c): output goes to `sink` synchronously, input is
+ * fed by the caller. */
+typedef void (*hr__sink_cb)(void *ctx, const char *p, size_t n);
+size_t hr__sink_size(void);
+void hr__sink_init(hr__transport_t *t, uv_loop_t *loop, hr__sink_cb sink,
+                   void *ctx, const hr__transport_events_t *ev, void *owner);
+/* Feeds bytes as if read, while the owner reads and has buffer room;
+ * returns how many were taken. */
+size_t hr__sink_feed(hr__transport_t *t, const char *p, size_t n);
+/* Reports the end of input (UV_EOF) as if read. */
+void hr__sink_eof(hr__transport_t *t);
+
+#endif /* HR_SERVER_TRANSPORT_H */
