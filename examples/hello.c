@@ -12,6 +12,7 @@
  * the server serves.
  *
  *   hello [--host ADDR] [--port N] [--threads N] [--stats] [--churn N]
+ *         [--keepalive-timeout MS] [--max-connections N]
  *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
@@ -44,12 +45,15 @@ typedef struct options_s {
   unsigned threads;
   int stats; /* also serve GET /__hroute/stats */
   unsigned churn; /* route replacements per second (benchmark only), 0: none */
+  long keepalive_ms;   /* keep-alive timeout, -1: the server's default */
+  long max_conns;      /* connection cap, -1: the server's default */
 } options_t;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: hello [--host ADDR] [--port N] [--threads N] [--stats] "
           "[--churn N]\n"
+          "             [--keepalive-timeout MS] [--max-connections N]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -64,6 +68,10 @@ static void usage(FILE *out) {
           "                 second while serving (GET /churn/:x and GET "
           "/hello/:name\n"
           "                 in turn; default 0, none; max %d)\n"
+          "  --keepalive-timeout MS  idle time allowed between requests "
+          "(default 5000)\n"
+          "  --max-connections N     open connections at most, 0: no cap "
+          "(default 10000)\n"
           "  --help         show this text\n"
           "\n"
           "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n"
@@ -117,6 +125,8 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->threads = 1;
   opts->stats = 0;
   opts->churn = 0;
+  opts->keepalive_ms = -1;
+  opts->max_conns = -1;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -148,6 +158,14 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || parse_number(value, 0, CHURN_MAX, &number) != 0)
         goto bad;
       opts->churn = (unsigned)number;
+    } else if ((r = option_value(argc, argv, &i, "--keepalive-timeout", &value)) != 0) {
+      if (r < 0 || parse_number(value, 1, 86400000, &number) != 0)
+        goto bad;
+      opts->keepalive_ms = number;
+    } else if ((r = option_value(argc, argv, &i, "--max-connections", &value)) != 0) {
+      if (r < 0 || parse_number(value, 0, 10000000, &number) != 0)
+        goto bad;
+      opts->max_conns = number;
     } else {
       goto bad;
     }
@@ -537,10 +555,9 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  /* A client that closes its end while a response is being written would
-   * otherwise kill the process with SIGPIPE; the write then fails with EPIPE
-   * instead, which hroute handles.  Libraries leave signal dispositions to the
-   * program, so this line belongs in every hroute service. */
+  /* hroute writes with MSG_NOSIGNAL and never raises SIGPIPE itself; a
+   * service that also writes to sockets or pipes of its own wants this line
+   * so that a closed peer shows up as EPIPE rather than ending the process. */
   signal(SIGPIPE, SIG_IGN);
 
   memset(&app, 0, sizeof(app));
@@ -553,7 +570,14 @@ int main(int argc, char **argv) {
   }
 
   /* 2. The server, with default limits and timeouts, and its address. */
-  if ((err = hr_server_new(&server, router, NULL)) != 0) {
+  {
+    hr_server_options_t so;
+    hr_server_options_init(&so);
+    if (opts.keepalive_ms >= 0) so.keepalive_timeout_ms = (uint64_t)opts.keepalive_ms;
+    if (opts.max_conns >= 0) so.max_connections = (unsigned)opts.max_conns;
+    err = hr_server_new(&server, router, &so);
+  }
+  if (err != 0) {
     status = fail("hr_server_new", err);
     goto out;
   }
