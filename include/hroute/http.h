@@ -5,12 +5,19 @@
  *
  * Threads: every function here must be called on the worker loop thread that
  * runs the handler, except hr_response_post(), which any thread may call.
+ * A response call (hr_response_*, hr_request_read_body) made from another
+ * thread returns HR_ETHREAD and does nothing.
  *
  * Lifetimes: every span a request accessor returns borrows from the
  * connection's buffers and stays valid until the response completes (the
  * last hr_response_send* / hr_response_end call returned).  `req` and `res`
- * themselves are valid until then too, even when the connection closes first
- * (the completing call then returns HR_ECLOSED).
+ * themselves are valid until then too, even when the connection closes
+ * first: the handler hears of it through its abort callback (and a
+ * streaming body callback), and the completing call then returns
+ * HR_ECLOSED.  When a shutdown deadline passes first (hr_server_close,
+ * hr_server_stop), the response is abandoned: from then on every call on it
+ * returns HR_ECLOSED and does nothing, from any thread, and `req`, `res` and
+ * their spans stay readable until hr_server_free() -- not after.
  */
 #ifndef HROUTE_HTTP_H
 #define HROUTE_HTTP_H
@@ -90,10 +97,17 @@ HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);
 /*
  * Body callback for streaming routes.  `status` is 0 for a piece of the body
  * in `chunk` (valid only during the call), 1 for the end of the body (chunk
- * empty), or a negative error code when the body cannot complete
- * (HR_ECLOSED: the connection was lost; HR_ETOOLARGE: the limit was exceeded
- * and 413 is being sent).  After a status other than 0 it is not called
- * again.  Chunk extensions and trailer fields are not delivered.
+ * empty), or a negative error code when the body cannot complete:
+ * HR_ECLOSED (the connection was lost) or HR_ETOOLARGE (the body went over
+ * the route's limit, and the server answered 413 in the handler's place;
+ * likewise 400 or 408 for broken framing or a stalled body, reported as
+ * HR_ECLOSED).  With a negative status the response is complete on the
+ * wire: whatever the handler sends afterwards returns HR_ECLOSED, and the
+ * after-middleware see the status the server sent (0 when none was).  The
+ * handler still ends it with one completing call (hr_response_send or
+ * hr_response_end, returning HR_ECLOSED), which releases req and res; the
+ * abort callback, if set, runs too.  After a status other than 0 it is not
+ * called again.  Chunk extensions and trailer fields are not delivered.
  */
 typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
                            void *udata);
@@ -103,13 +117,17 @@ typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
  * handler, before it returns; pieces that arrived with the header section
  * are delivered after the handler returns, never inside this call.  A
  * streaming handler that never calls it has the body read and discarded.
- * Returns 0, HR_ESTATE (not a streaming route, or called twice).
+ * Sends 100 Continue first when the client asked for it (RFC 9110 §10.1.1).
+ * Returns 0, HR_ESTATE (not a streaming route, or called twice), HR_ENOMEM,
+ * HR_ECLOSED (the connection is gone), HR_ETHREAD.
  */
 HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
                                    void *udata);
 
 /* Copies the peer's address into *addr (*len in: its size; out: the
- * address length).  Returns 0 or a libuv error. */
+ * address length).  Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (no
+ * socket: the connection is gone, or an in-process test connection), or a
+ * negated errno from getpeername(2). */
 HR_EXTERN int hr_request_peer(const hr_request_t *req, struct sockaddr *addr,
                               int *len);
 
@@ -131,7 +149,8 @@ HR_EXTERN uv_loop_t *hr_request_loop(const hr_request_t *req);
  * Must be called before the response starts.  The server adds Date,
  * Content-Length or Transfer-Encoding, and Connection itself: adding those
  * returns HR_EINVAL.  Returns 0, HR_EINVAL (name not a token, value with CR,
- * LF or NUL), HR_ESTATE (already started), HR_ENOMEM.
+ * LF or NUL), HR_ESTATE (already started), HR_ENOMEM, HR_ECLOSED (the
+ * response was abandoned), HR_ETHREAD.
  */
 HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
                                     hr_span_t value);
@@ -142,15 +161,19 @@ HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
  * to HEAD, and 204 and 304 responses, carry no body (RFC 9110 §9.3.2, §15):
  * for HEAD the Content-Length still says `len`; for 204 and 304 a non-empty
  * body returns HR_EINVAL.  Returns 0, or HR_EINVAL, HR_ESTATE (already
- * started or completed), HR_ENOMEM, HR_ECLOSED (the connection was lost: the
- * response is complete and `req`/`res` are no longer valid).
+ * started or completed), HR_ENOMEM (the connection is closed: the response
+ * is complete), HR_ECLOSED (the connection was lost, or the server answered
+ * in the handler's place: the response is complete and `req`/`res` are no
+ * longer valid), HR_ETHREAD (another thread: nothing was done).
  */
 HR_EXTERN int hr_response_send(hr_response_t *res, int status,
                                const void *body, size_t len);
 
 /* Called when a borrowed body is no longer needed: after it was written, or
  * when the connection was lost.  Runs on the loop thread, never inside the
- * call that handed the body over. */
+ * call that handed the body over.  `res` is the response the body was sent
+ * with, already complete: it identifies it, and no call may be made on it
+ * (its memory may serve another request by then). */
 typedef void (*hr_release_cb)(hr_response_t *res, const void *body,
                               void *udata);
 
@@ -174,8 +197,10 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
 /*
  * Starts a streaming response: sends the status line and fields with the
  * next write.  `status` is 200..599; `content_length` is the exact body
- * length in bytes, or HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
- * HR_ECLOSED.
+ * length in bytes, or HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE,
+ * HR_ENOMEM (the connection is closed: the response is complete),
+ * HR_ECLOSED (the connection is gone: end the response, which then returns
+ * HR_ECLOSED too), HR_ETHREAD.
  */
 HR_EXTERN int hr_response_start(hr_response_t *res, int status,
                                 int64_t content_length);
@@ -188,7 +213,10 @@ HR_EXTERN int hr_response_start(hr_response_t *res, int status,
  * holds more than the mark plus one write.  Writing
  * past a declared content length returns HR_EINVAL.  For HEAD requests the
  * bytes are counted and dropped.  Returns 0, HR_EAGAIN, HR_EINVAL,
- * HR_ESTATE (not started, or ended), HR_ENOMEM, HR_ECLOSED.
+ * HR_ESTATE (not started, or ended), HR_ENOMEM (the framing is lost and the
+ * connection closed), HR_ECLOSED (the connection is gone), HR_ETHREAD.
+ * Neither HR_ENOMEM nor HR_ECLOSED completes the response: end it with
+ * hr_response_end, which then returns HR_ECLOSED and releases req and res.
  */
 HR_EXTERN int hr_response_write(hr_response_t *res, const void *data,
                                 size_t len);
@@ -198,7 +226,8 @@ HR_EXTERN int hr_response_write(hr_response_t *res, const void *data,
  * HR_ECLOSED when the connection was lost (end the response then). */
 typedef void (*hr_drain_cb)(hr_response_t *res, int status, void *udata);
 
-/* Sets the drain callback (NULL to clear).  Returns 0 or HR_ESTATE. */
+/* Sets the drain callback (NULL to clear).  Returns 0, HR_ESTATE,
+ * HR_ECLOSED (abandoned), HR_ETHREAD. */
 HR_EXTERN int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb,
                                    void *udata);
 
@@ -207,17 +236,21 @@ HR_EXTERN int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb,
  * last chunk).  When fewer bytes than the declared content length were
  * written the response cannot be framed: the connection is closed and
  * HR_EINVAL returned.  Either way the response is complete afterwards.
- * Returns 0, HR_EINVAL, HR_ESTATE, HR_ECLOSED.
+ * Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM, HR_ECLOSED (the connection
+ * was lost first; complete now), HR_ETHREAD (nothing was done).
  */
 HR_EXTERN int hr_response_end(hr_response_t *res);
 
 /* Called when the connection is lost before the response completed (peer
- * closed, timeout, server shutdown).  The handler must still complete the
- * response (the completing call returns HR_ECLOSED); until then req and res
- * stay valid.  Runs on the loop thread. */
+ * closed, timeout, the server answered in the handler's place, server
+ * shutdown).  The handler must still complete the response (the completing
+ * call returns HR_ECLOSED, and may be made inside this callback); until
+ * then req and res stay valid, but past a shutdown deadline the response is
+ * abandoned (see the top of this file).  Runs on the loop thread. */
 typedef void (*hr_abort_cb)(hr_response_t *res, void *udata);
 
-/* Sets the abort callback (NULL to clear).  Returns 0 or HR_ESTATE. */
+/* Sets the abort callback (NULL to clear).  Returns 0, HR_ESTATE,
+ * HR_ECLOSED (abandoned), HR_ETHREAD. */
 HR_EXTERN int hr_response_on_abort(hr_response_t *res, hr_abort_cb cb,
                                    void *udata);
 
@@ -229,9 +262,12 @@ typedef void (*hr_post_cb)(hr_response_t *res, void *udata);
  * inside this call: the way to complete a response from another thread.
  * Safe from any thread while the response is not complete; the callback
  * runs even when the connection was lost or the server is shutting down
- * (a shutdown waits for open responses), and completing the response from
- * it then returns HR_ECLOSED.  Allocates one
- * small node.  Returns 0 or HR_ENOMEM (cb will then not run).
+ * (a shutdown waits for open responses until its deadline), and completing
+ * the response from it then returns HR_ECLOSED.  A callback queued when
+ * the deadline passes still runs, on the loop or on the thread that stops
+ * the server, and its calls return HR_ECLOSED.  Allocates one small node.
+ * Returns 0, HR_ENOMEM, HR_EINVAL (cb NULL), HR_ECLOSED (the response was
+ * abandoned, or its worker has finished); cb does not run on an error.
  */
 HR_EXTERN int hr_response_post(hr_response_t *res, hr_post_cb cb,
                                void *udata);

@@ -32,8 +32,9 @@ typedef enum hr_log_level_e {
 /* Log sink: `msg` is one line, NUL-terminated, at most 255 bytes, valid
  * during the call.  May be called from every worker thread concurrently.
  * Logged: requests answered with an error status and closed (HR_LOG_INFO,
- * with the reason), and handlers that still hold aborted responses when a
- * shutdown deadline passes (HR_LOG_WARN). */
+ * with the reason), and, when a shutdown deadline passes, how many
+ * responses handlers still hold and each one abandoned, with its method,
+ * target and route (HR_LOG_WARN). */
 typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
 
 /* Server settings; hr_server_options_init() fills the defaults shown. */
@@ -119,28 +120,32 @@ typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
  * Graceful shutdown of an attached server: stops accepting, closes idle
  * connections, lets requests in flight finish for up to `deadline_ms`
  * milliseconds, then closes what remains.  Handlers still running then see
- * their abort callback and must still complete their response (the call
- * returns HR_ECLOSED): the request and response stay valid until then, so
- * the shutdown waits for it (a warning is logged at the deadline).  `cb` runs
- * on the loop thread once every connection is closed and every response
- * completed, never inside this call (`cb` may be NULL).  Call on the
- * attached loop's thread.  Returns 0, HR_ESTATE (not attached, or already
- * closing).
+ * their abort callback; a response still not completed after it is
+ * abandoned (see include/hroute/http.h): its calls return HR_ECLOSED, its
+ * request and response stay readable until hr_server_free, it is logged
+ * and counted in hr_server_stats_t.responses_abandoned.  So the shutdown
+ * always finishes: `cb` runs on the loop thread once every connection is
+ * closed and every response completed or abandoned, never inside this call
+ * (`cb` may be NULL).  Call on the attached loop's thread.  Returns 0,
+ * HR_ESTATE (not attached, or already closing).
  */
 HR_EXTERN int hr_server_close(hr_server_t *server, uint64_t deadline_ms,
                               hr_shutdown_cb cb, void *udata);
 
 /*
  * Graceful shutdown of a started server, as hr_server_close() does for each
- * worker; blocks until every worker thread has finished and been joined.
+ * worker; blocks until every worker thread has finished and been joined,
+ * which takes at most about `deadline_ms` milliseconds whatever handlers
+ * still hold (their responses are abandoned).
  * Call from any thread that is not a worker (for example a signal handler's
  * loop on the main thread).  Returns 0, HR_ESTATE (not started), HR_ETHREAD
  * (called from a worker).
  */
 HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
 
-/* Frees the server.  It must be new, or closed / stopped completely.
- * hr_server_free(NULL) is a no-op. */
+/* Frees the server, and with it the responses abandoned at a shutdown
+ * deadline (their req and res are invalid from here on).  It must be new,
+ * or closed / stopped completely.  hr_server_free(NULL) is a no-op. */
 HR_EXTERN void hr_server_free(hr_server_t *server);
 
 /* The port of listening address `index` (in hr_server_listen order) once
