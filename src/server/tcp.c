@@ -197,22 +197,23 @@ static void tcp_close(hr__transport_t *t) {
   s->fd = -1;
 }
 
-static int tcp_peer(const hr__transport_t *t, struct sockaddr *addr, int *len) {
+/* getpeername(2) or getsockname(2) into the caller's buffer. */
+static int sock_addr(const hr__transport_t *t, struct sockaddr *addr, int *len,
+                     int (*get)(int, struct sockaddr *, socklen_t *)) {
   const hr__tcp_t *s = (const hr__tcp_t *)t;
   socklen_t l = (socklen_t)*len;
   if (s->fd < 0) return UV_ENOTCONN;
-  if (getpeername(s->fd, addr, &l) != 0) return -errno;
+  if (get(s->fd, addr, &l) != 0) return -errno;
   *len = (int)l;
   return 0;
 }
 
+static int tcp_peer(const hr__transport_t *t, struct sockaddr *addr, int *len) {
+  return sock_addr(t, addr, len, getpeername);
+}
+
 static int tcp_local(const hr__transport_t *t, struct sockaddr *addr, int *len) {
-  const hr__tcp_t *s = (const hr__tcp_t *)t;
-  socklen_t l = (socklen_t)*len;
-  if (s->fd < 0) return UV_ENOTCONN;
-  if (getsockname(s->fd, addr, &l) != 0) return -errno;
-  *len = (int)l;
-  return 0;
+  return sock_addr(t, addr, len, getsockname);
 }
 
 static const hr__transport_ops_t tcp_ops = {
