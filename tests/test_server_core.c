@@ -7,12 +7,18 @@
  * HR_ECLOSED, stay readable until hr_server_free, are counted and logged);
  * the warning at the deadline counts only responses still held; a
  * streaming handler whose body went over the limit has its response
- * completed by the server's 413, which the after-middleware sees.
+ * completed by the server's 413, which the after-middleware sees; a
+ * shutdown ends a connection whose last response is still being written
+ * once it is out; out of file descriptors, a worker pauses accepting and
+ * serves again once descriptors are free.
  *
  * ctest-labels: tsan
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -367,6 +373,94 @@ static void test_stop_finishes_after_413(void **state) {
   ev_destroy(&tl.after);
 }
 
+/* ---- shutdown while the last response is still being written -------------- */
+
+static void h_large(hr_request_t *req, hr_response_t *res, void *udata) {
+  static char body[12 << 20];
+  (void)req;
+  (void)udata;
+  memset(body, 'L', sizeof body);
+  ta_count();
+  hr_response_send_borrowed(res, 200, body, sizeof body, NULL, NULL);
+}
+
+static void do_close_long(fx_t *fx, void *arg) {
+  (void)arg;
+  fx->close_rc = hr_server_close(fx->server, 30000, fx_on_shutdown, fx);
+}
+
+static void test_close_while_output_in_flight(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  size_t got = 0;
+  fx->opts.keepalive_timeout_ms = 60000;
+  fx->opts.write_timeout_ms = 60000;
+  fx_route(fx, "GET", "/large", h_large, NULL);
+  fx_attach(fx);
+  c = rc_connect_ex("127.0.0.1", fx->port, 65536);
+  assert_non_null(c);
+  assert_int_equal(rc_send_str(c, "GET /large HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ta_wait_calls(1, RC_TIMEOUT_MS));
+  /* The response is complete but most of it waits to be written (the
+   * client reads nothing yet): the shutdown begins now, on the loop. */
+  fx_run_on_loop(fx, do_close_long, NULL);
+  assert_int_equal(fx->close_rc, 0);
+  /* The rest arrives, then the end: not after the 60 s keep-alive wait. */
+  assert_int_equal(rc_drain_until_closed(c, &got), 1);
+  assert_true(got > (size_t)(12 << 20));
+  rc_close(c);
+  fx_join_attached(fx);
+}
+
+/* ---- out of file descriptors ------------------------------------------------ */
+
+static void test_out_of_descriptors_pauses_accepting(void **state) {
+  fx_t *fx = *state;
+  struct rlimit old, low;
+  int fill[64], nfill = 0, probe, i, ok = 0;
+  rc_t *c;
+  hr_server_stats_t st;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  fx_start(fx, 2);
+  /* Lower the soft limit just above what is open, fill what is left but
+   * one, and connect with that one: the server cannot accept. */
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  probe = dup(0);
+  assert_true(probe >= 0);
+  close(probe);
+  low = old;
+  low.rlim_cur = (rlim_t)probe + 16;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (;;) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    assert_true(nfill < 64);
+    fill[nfill++] = fd;
+  }
+  close(fill[--nfill]);
+  c = rc_connect(fx->port);
+  /* The worker that got it paused (it accepts one and drops it, to tell
+   * the client): wait for the statistic, bounded. */
+  for (i = 0; i < 500; i++) {
+    hr_server_stats(fx->server, &st);
+    if (st.accept_pauses >= 1) break;
+    sleep_ms(10);
+  }
+  for (i = 0; i < nfill; i++) close(fill[i]);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+  assert_true(st.accept_pauses >= 1);
+  if (c != NULL) rc_close(c);
+  /* Descriptors are free again: the next connections are served. */
+  for (i = 0; i < 4; i++) {
+    rc_t *d = fx_connect(fx);
+    if (rc_send_str(d, "GET / HTTP/1.1\r\nHost: a\r\n\r\n") == 0) {
+      rc_response_t r;
+      if (rc_read_response(d, &r, 0) == 0) ok++;
+    }
+  }
+  assert_int_equal(ok, 4);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -378,6 +472,8 @@ int main(void) {
       T(test_deadline_warning_counts_only_held),
       T(test_413_completes_a_streaming_response),
       T(test_stop_finishes_after_413),
+      T(test_close_while_output_in_flight),
+      T(test_out_of_descriptors_pauses_accepting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

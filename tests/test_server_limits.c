@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "fixture.h"
 
@@ -330,6 +331,69 @@ static void test_write_stall(void **state) {
   ev_destroy(&stall.done);
 }
 
+/* A response that takes longer to read than the write timeout, read
+ * steadily: the timeout counts from the last progress, so it all arrives. */
+static void h_big(hr_request_t *req, hr_response_t *res, void *udata) {
+  static char body[12 << 20];
+  (void)req;
+  (void)udata;
+  memset(body, 'b', sizeof body);
+  hr_response_send_borrowed(res, 200, body, sizeof body, NULL, NULL);
+}
+
+static void test_slow_reader_is_not_stalled(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  char buf[65536];
+  size_t got = 0, head = 0;
+  int reads = 0;
+  fx->opts.write_timeout_ms = 1000;
+  fx_route(fx, "GET", "/big", h_big, NULL);
+  fx_start(fx, 1);
+  c = rc_connect_ex("127.0.0.1", fx->port, 65536);
+  assert_non_null(c);
+  assert_int_equal(rc_send_str(c, "GET /big HTTP/1.1\r\nHost: a\r\n"
+                                  "Connection: close\r\n\r\n"),
+                   0);
+  /* At most 64 KiB every 10 ms: about two seconds for the 12 MiB body (the
+   * server's socket buffer takes at most 4 MiB of it at once), twice the
+   * timeout.  The kernel reports room to write each time about half its
+   * buffer drained, every third of a second or so: well inside the
+   * timeout.  The server closes after the body. */
+  while (reads < 100000) {
+    ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    if (head == 0) {
+      char *e = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+      assert_non_null(e);
+      head = (size_t)(e + 4 - buf);
+    }
+    got += (size_t)n;
+    reads++;
+    sleep_ms(10);
+  }
+  assert_int_equal(got - head, (size_t)(12 << 20));
+  rc_close(c);
+}
+
+/* Requests back to back for three keep-alive timeouts on one connection:
+ * the idle wait starts anew after each response. */
+static void test_keepalive_restarts_per_request(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  uint64_t t0;
+  int i;
+  fx->opts.keepalive_timeout_ms = 200;
+  start(state);
+  c = fx_connect(fx);
+  t0 = uv_hrtime();
+  for (i = 0; i < 100000 && uv_hrtime() - t0 < 600 * 1000000ull; i++) {
+    assert_int_equal(rc_send_str(c, "GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    expect_response(c, "HTTP/1.1 200 OK", "any", NULL);
+  }
+  assert_true(uv_hrtime() - t0 >= 600 * 1000000ull);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -343,6 +407,8 @@ int main(void) {
       T(test_body_timeout),
       T(test_timers_restart_per_request),
       T(test_write_stall),
+      T(test_slow_reader_is_not_stalled),
+      T(test_keepalive_restarts_per_request),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,8 @@ typedef enum hr_log_level_e {
 /* Log sink: `msg` is one line, NUL-terminated, at most 255 bytes, valid
  * during the call.  May be called from every worker thread concurrently.
  * Logged: requests answered with an error status and closed (HR_LOG_INFO,
- * with the reason), and, when a shutdown deadline passes, how many
+ * with the reason), pauses in accepting when the process runs out of file
+ * descriptors (HR_LOG_WARN), and, when a shutdown deadline passes, how many
  * responses handlers still hold and each one abandoned, with its method,
  * target and route (HR_LOG_WARN). */
 typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
@@ -161,6 +162,11 @@ typedef struct hr_server_stats_s {
   uint64_t connections_active;
   uint64_t connections_rejected; /* over max_connections */
   uint64_t bad_requests;         /* answered 4xx by the server itself */
+  /* Times a worker stopped accepting for 100 ms because the process was
+   * out of file descriptors (EMFILE/ENFILE); one connection is accepted
+   * and closed each time, so its client sees a closed connection.  Each
+   * pause is also logged (HR_LOG_WARN). */
+  uint64_t accept_pauses;
   /* Responses a handler still held when a shutdown deadline passed (see
    * hr_server_close); each is also logged with its method, target and
    * route. */

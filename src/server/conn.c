@@ -124,9 +124,14 @@ static void maybe_shut(hr__conn_t *c) {
 
 void hr__conn_shutdown(hr__conn_t *c) {
   if (c->state != HR__C_OPEN) return;
-  if (c->ex == NULL && hr__out_queued(c) == 0 && !hr__out_writing(c) &&
-      (c->rbuf == NULL || c->rlen == c->msg_start)) {
-    hr__conn_close(c);
+  if (c->ex == NULL && hr__out_queued(c) == 0 && !hr__out_writing(c)) {
+    hr__conn_close(c); /* idle (pipelined bytes not yet started are dropped) */
+    return;
+  }
+  if (c->ex == NULL) {
+    /* Only output left: no further request, FIN once it is out. */
+    c->state = HR__C_DRAINING;
+    hr__conn_settle(c);
     return;
   }
   /* Busy: the current response says "Connection: close" if not yet sent,
@@ -192,8 +197,18 @@ static void on_write_done(void *owner, int status) {
   hr__conn_resume(c);
 }
 
-static const hr__transport_events_t conn_events = {on_alloc, on_read,
-                                                   on_write_done, on_closed};
+static void update_timer(hr__conn_t *c);
+
+/* A slow reader that still takes bytes is not stalled: the write deadline
+ * counts from the last progress. */
+static void on_write_progress(void *owner) {
+  hr__conn_t *c = owner;
+  c->out->write_since = uv_now(c->w->loop);
+  update_timer(c);
+}
+
+static const hr__transport_events_t conn_events = {
+    on_alloc, on_read, on_write_progress, on_write_done, on_closed};
 
 static void update_reading(hr__conn_t *c) {
   int want;

@@ -438,6 +438,8 @@ int hr__h1_step(hr__conn_t *c) {
       return 0;
     }
     c->ex = ex;
+    /* The keep-alive wait is over; a later one counts from its own start. */
+    hr__timer_clear(&c->timer);
   }
   /* Handlers and callbacks below may end the exchange: it stays valid
    * until the unhold. */

@@ -319,13 +319,16 @@ struct hr__worker_s {
   size_t nlisteners;
   size_t nlisteners_open; /* listeners whose handle was initialised */
   int reserve_fd;        /* closed to accept and drop when out of descriptors */
+  uv_timer_t accept_timer; /* ends a pause in accepting (listener.c) */
+  unsigned accept_paused : 1;
 
   uv_timer_t date_timer;
   char date[40];         /* "Date: <IMF-fixdate>\r\n" */
   size_t date_len;
 
   uv_async_t async;
-  uv_mutex_t post_lock;
+  uv_mutex_t post_lock;  /* lives until hr_server_free (see free_workers) */
+  unsigned post_lock_made : 1;
   hr__post_t *posts;
   int posts_closed;      /* under post_lock: the async handle is closing */
   _Atomic int stop_requested; /* set by hr_server_stop, read by the worker */
@@ -361,7 +364,7 @@ struct hr__worker_s {
   size_t ndetached;
 
   /* Statistics: single writer (this worker), relaxed; see hr__mem_t. */
-  _Atomic uint64_t st_requests, st_accepted, st_bad;
+  _Atomic uint64_t st_requests, st_accepted, st_bad, st_accept_pauses;
 };
 
 typedef enum { HR__SRV_NEW = 0, HR__SRV_ATTACHED, HR__SRV_THREADS,

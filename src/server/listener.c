@@ -5,9 +5,12 @@
  * a new connection with the TCP transport.  A connection that cannot be
  * served (over max_connections, out of memory) is accepted and closed at
  * once, so the client sees a closed connection and the listener keeps
- * accepting.  Out of descriptors (EMFILE), the worker's reserve descriptor
- * is closed to accept and drop one connection and then reopened, as nginx
- * and libuv do, instead of leaving a readable listener that spins the loop.
+ * accepting.  Out of descriptors (EMFILE, ENFILE), the worker's reserve
+ * descriptor is closed to accept and drop one connection and reopened (as
+ * libuv does), and the worker stops accepting for a moment (as nginx does):
+ * the descriptor table is the process's, so another worker may take the
+ * freed slot, and a readable listener that cannot be accepted from must not
+ * spin the loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,8 @@
 /* Connections accepted per readable event, so one busy listener cannot
  * starve the rest of the loop. */
 #define HR__ACCEPT_BATCH 64
+/* How long a worker out of descriptors stops accepting. */
+#define HR__ACCEPT_PAUSE_MS 100
 
 typedef struct tcp_arg_s {
   uv_loop_t *loop;
@@ -67,6 +72,28 @@ static void drop_one(hr__worker_t *w, int lfd) {
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+static void on_accept_resume(uv_timer_t *t) {
+  hr__worker_t *w = t->data;
+  size_t i;
+  w->accept_paused = 0;
+  if (w->stopping) return;
+  if (w->reserve_fd < 0) w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (i = 0; i < w->nlisteners_open; i++) hr__listener_start(&w->listeners[i]);
+}
+
+/* Stops polling every listener of `w` for a while. */
+static void pause_accepting(hr__worker_t *w) {
+  size_t i;
+  if (w->accept_paused) return;
+  w->accept_paused = 1;
+  for (i = 0; i < w->nlisteners_open; i++) uv_poll_stop(&w->listeners[i].poll);
+  uv_timer_start(&w->accept_timer, on_accept_resume, HR__ACCEPT_PAUSE_MS, 0);
+  hr__stat_inc(&w->st_accept_pauses);
+  hr__log(w, HR_LOG_WARN,
+          "out of file descriptors: accepting paused for %d ms",
+          HR__ACCEPT_PAUSE_MS);
+}
+
 static void on_listen_poll(uv_poll_t *h, int status, int events) {
   hr__listener_t *l = h->data;
   hr__worker_t *w = l->w;
@@ -80,7 +107,10 @@ static void on_listen_poll(uv_poll_t *h, int status, int events) {
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
-    if (errno == EMFILE || errno == ENFILE) drop_one(w, l->fd);
+    if (errno == EMFILE || errno == ENFILE) {
+      drop_one(w, l->fd);
+      pause_accepting(w);
+    }
     return; /* EAGAIN, or an error the next event retries */
   }
 }

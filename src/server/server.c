@@ -170,6 +170,7 @@ static void free_workers(hr_server_t *s) {
       for (i = 0; i < w->nlisteners; i++)
         if (w->fds[i] >= 0) close(w->fds[i]);
     if (w->loop_slot >= 0) hr__router_loop_release(s->router, w->loop_slot);
+    if (w->post_lock_made) uv_mutex_destroy(&w->post_lock);
     hr__mem_free(&s->mem, w->listeners);
     hr__mem_free(&s->mem, w->fds);
   }
@@ -404,6 +405,8 @@ void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {
     out->connections_accepted +=
         atomic_load_explicit(&w->st_accepted, memory_order_relaxed);
     out->bad_requests += atomic_load_explicit(&w->st_bad, memory_order_relaxed);
+    out->accept_pauses +=
+        atomic_load_explicit(&w->st_accept_pauses, memory_order_relaxed);
     out->exchanges_in_use += hr__pool_in_use(&w->xpool);
     out->read_buffers_in_use += hr__pool_in_use(&w->rpool);
     out->output_blocks_in_use += hr__pool_in_use(&w->bpool);

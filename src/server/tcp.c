@@ -115,7 +115,10 @@ static void on_writable(hr__tcp_t *s) {
     s->base.ev->write_done(s->base.owner, (int)r);
     return;
   }
-  if (!advance(req, (size_t)r)) return;
+  if (!advance(req, (size_t)r)) {
+    if (r > 0) s->base.ev->write_progress(s->base.owner);
+    return;
+  }
   s->wreq = NULL;
   err = repoll(s);
   s->base.ev->write_done(s->base.owner, err);

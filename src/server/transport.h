@@ -36,6 +36,9 @@ typedef struct hr__transport_events_s {
    * when the peer shut its write side; another negative libuv error when
    * the connection failed. */
   void (*read)(void *owner, ssize_t nread);
+  /* Part of the write started by ops->write went out (more is to come):
+   * the write is progressing. */
+  void (*write_progress)(void *owner);
   /* The write started by ops->write completed (0) or failed (< 0). */
   void (*write_done)(void *owner, int status);
   /* The transport is closed; its memory may be freed now. */

@@ -129,8 +129,10 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   atomic_init(&w->st_requests, 0);
   atomic_init(&w->st_accepted, 0);
   atomic_init(&w->st_bad, 0);
+  atomic_init(&w->st_accept_pauses, 0);
   render_date(w);
   if ((err = uv_mutex_init(&w->post_lock)) != 0) return err;
+  w->post_lock_made = 1;
   w->handles_open = 0;
   /* The only handle init that can fail goes first, so that either all the
    * base handles exist or none does. */
@@ -151,6 +153,9 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   w->shutdown_timer.data = w;
   w->handles_open++;
   hr__timers_init(&w->timers, loop, on_timeout);
+  w->handles_open++;
+  uv_timer_init(loop, &w->accept_timer);
+  w->accept_timer.data = w;
   w->handles_open++;
   w->base_handles = 1;
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -197,6 +202,7 @@ static void maybe_close_handles(hr__worker_t *w) {
   uv_close((uv_handle_t *)&w->resume_idle, on_worker_handle_close);
   uv_close((uv_handle_t *)&w->shutdown_timer, on_worker_handle_close);
   hr__timers_close(&w->timers, on_timers_close);
+  uv_close((uv_handle_t *)&w->accept_timer, on_worker_handle_close);
   /* Posts from now on answer HR_ECLOSED instead of signalling a handle
    * that is closing (see hr_response_post). */
   uv_mutex_lock(&w->post_lock);
@@ -271,7 +277,8 @@ void hr__worker_cleanup(hr__worker_t *w) {
   hr__pool_drain(&w->apool);
   hr__pool_drain(&w->xpool);
   hr__pool_drain(&w->opool);
-  uv_mutex_destroy(&w->post_lock);
+  /* post_lock stays: a thread inside hr_response_post may still take it
+   * until hr_server_free. */
   for (i = 0; i < w->nlisteners; i++)
     if (w->fds != NULL && w->fds[i] >= 0) {
       close(w->fds[i]);
