@@ -135,6 +135,7 @@ static struct {
   int aborted;
   int complete_in_abort; /* the abort callback completes the response */
   int abort_rc;
+  int field_rc; /* hr_response_add_field inside the abort callback */
   ev_t held;
   char log[512];
   int warnings;
@@ -155,6 +156,7 @@ static void on_log(void *ctx, hr_log_level_t level, const char *msg) {
 static void on_abort_cb(hr_response_t *res, void *udata) {
   (void)udata;
   ab.aborted++;
+  ab.field_rc = hr_response_add_field(res, HR_SPAN_LIT("A"), HR_SPAN_LIT("b"));
   if (ab.complete_in_abort) ab.abort_rc = hr_response_send(res, 200, "late", 4);
 }
 
@@ -194,6 +196,7 @@ static void test_stop_abandons_what_handlers_hold(void **state) {
   fx->started = 0;
   expect_closed(c);
   assert_int_equal(ab.aborted, 1);
+  assert_int_equal(ab.field_rc, HR_ECLOSED); /* the connection was gone */
   hr_server_stats(fx->server, &st);
   assert_int_equal(st.responses_abandoned, 1);
   assert_int_equal(st.exchanges_in_use, 1); /* kept for the handler */

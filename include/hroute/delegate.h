@@ -278,7 +278,9 @@ typedef struct hr_links_s {
  * into the response's field buffer (no allocation in steady state).  Must be
  * called before the response starts.  Returns 0, HR_EINVAL (bad name,
  * reserved name, a value the delegate refuses), HR_ENODELEGATE, HR_ESTATE,
- * HR_ENOMEM.  Loop thread.
+ * HR_ENOMEM, HR_ECLOSED (the connection is gone or the response was
+ * abandoned), HR_ETHREAD (not the loop thread: nothing was done).  Loop
+ * thread.
  */
 HR_EXTERN int hr_response_add_typed(hr_response_t *res, hr_span_t name,
                                     hr_type_id_t type, const void *value);

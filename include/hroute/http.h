@@ -150,7 +150,7 @@ HR_EXTERN uv_loop_t *hr_request_loop(const hr_request_t *req);
  * Content-Length or Transfer-Encoding, and Connection itself: adding those
  * returns HR_EINVAL.  Returns 0, HR_EINVAL (name not a token, value with CR,
  * LF or NUL), HR_ESTATE (already started), HR_ENOMEM, HR_ECLOSED (the
- * response was abandoned), HR_ETHREAD.
+ * connection is gone or the response was abandoned), HR_ETHREAD.
  */
 HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
                                     hr_span_t value);
@@ -161,8 +161,9 @@ HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
  * to HEAD, and 204 and 304 responses, carry no body (RFC 9110 §9.3.2, §15):
  * for HEAD the Content-Length still says `len`; for 204 and 304 a non-empty
  * body returns HR_EINVAL.  Returns 0, or HR_EINVAL, HR_ESTATE (already
- * started or completed), HR_ENOMEM (the connection is closed: the response
- * is complete), HR_ECLOSED (the connection was lost, or the server answered
+ * started or completed), HR_ENOMEM (out of memory with part of the
+ * response already queued: it cannot be framed, so the connection is
+ * closed and the response is complete), HR_ECLOSED (the connection was lost, or the server answered
  * in the handler's place: the response is complete and `req`/`res` are no
  * longer valid), HR_ETHREAD (another thread: nothing was done).
  */
@@ -198,7 +199,8 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
  * Starts a streaming response: sends the status line and fields with the
  * next write.  `status` is 200..599; `content_length` is the exact body
  * length in bytes, or HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE,
- * HR_ENOMEM (the connection is closed: the response is complete),
+ * HR_ENOMEM (out of memory with part of the head queued: the connection is
+ * closed and the response complete),
  * HR_ECLOSED (the connection is gone: end the response, which then returns
  * HR_ECLOSED too), HR_ETHREAD.
  */

@@ -21,6 +21,7 @@ int hr_response_add_field(hr_response_t *res, hr_span_t name, hr_span_t value) {
   int err = hr__exchange_check_thread(ex);
   if (err != 0) return err;
   if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (ex->conn == NULL) return HR_ECLOSED;
   if (name.len == 0 || hr__reserved_field(name)) return HR_EINVAL;
   for (i = 0; i < name.len; i++)
     if (!hr__is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
@@ -57,9 +58,11 @@ static char *field_room(hr_response_t *res, size_t need) {
 }
 
 int hr__res_fields_open(const hr_response_t *res) {
-  int err = hr__exchange_check_thread(HR__EX_OF_RES(res));
+  const hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
   if (err != 0) return err;
-  return res->state == HR__RES_NEW ? 0 : HR_ESTATE;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  return ex->conn == NULL ? HR_ECLOSED : 0;
 }
 
 char *hr__res_field_room(hr_response_t *res, size_t need, size_t *cap) {
