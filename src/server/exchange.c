@@ -27,8 +27,7 @@ hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
   atomic_store_explicit(&ex->where, HR__EX_ON_CONN, memory_order_relaxed);
   ex->conn = c;
   ex->w = w;
-  llhttp_init(&ex->parser, HTTP_REQUEST, &hr__parser_settings);
-  ex->parser.data = ex;
+  /* The parser is initialised for each message by hr__parse_head. */
   hr__arena_init(&ex->arena, &w->apool);
   hr__head_scan_init(&ex->hscan);
   ex->rpos = c->msg_start;

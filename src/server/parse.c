@@ -243,8 +243,10 @@ llhttp_errno_t hr__parse_head(hr__exchange_t *c) {
   c->req.method.ptr = p;
   c->req.method.len = (size_t)(m - p);
   /* Each message starts from a fresh parser: nothing of an earlier one (an
-   * Upgrade request leaves llhttp in upgrade mode) carries over. */
-  llhttp_reset(&c->parser);
+   * Upgrade request leaves llhttp in upgrade mode) carries over.  This is
+   * the parser's only initialisation (hr__exchange_new leaves it). */
+  llhttp_init(&c->parser, HTTP_REQUEST, &hr__parser_settings);
+  c->parser.data = c;
   e = llhttp_execute(&c->parser, "GET ", 4);
   if (e != HPE_OK) return e;
   return llhttp_execute(&c->parser, m + 1, (size_t)(end - m - 1));
