@@ -2,7 +2,7 @@
 /*
  * Error table: every code of HR_ERRNO_MAP has its documented value, name and
  * message; libuv codes pass through hr_strerror()/hr_err_name() unchanged;
- * anything else is "UNKNOWN" / "unknown error".
+ * 0 is "OK" / "success"; anything else is "UNKNOWN" / "unknown error".
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,6 +88,9 @@ static void test_unknown_codes(void **state) {
     assert_string_equal(hr_err_name(unknown[i]), "UNKNOWN");
     assert_string_equal(hr_strerror(unknown[i]), "unknown error");
   }
+  /* Success has a name too, for logging a result as it is. */
+  assert_string_equal(hr_err_name(0), "OK");
+  assert_string_equal(hr_strerror(0), "success");
 }
 
 /* Static storage: the same pointer twice, from any thread. */

@@ -41,12 +41,12 @@ typedef enum hr_errno_e {
   HR__ERRNO_END_ = -20000
 } hr_errno_t;
 
-/* Returns a one-line English description of `err` (an hroute or libuv code),
- * or "unknown error" (static storage).  Any thread. */
+/* Returns a one-line English description of `err` (an hroute or libuv code;
+ * "success" for 0), or "unknown error" (static storage).  Any thread. */
 HR_EXTERN const char *hr_strerror(int err);
 
-/* Returns the symbolic name of `err` ("HR_ENOMEM", "EADDRINUSE", ...) or
- * "UNKNOWN" (static storage).  Any thread. */
+/* Returns the symbolic name of `err` ("HR_ENOMEM", "EADDRINUSE", ...; "OK"
+ * for 0) or "UNKNOWN" (static storage).  Any thread. */
 HR_EXTERN const char *hr_err_name(int err);
 
 #ifdef __cplusplus

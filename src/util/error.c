@@ -26,6 +26,7 @@ static int is_uv_code(int err) {
 }
 
 const char *hr_strerror(int err) {
+  if (err == 0) return "success";
   switch (err) {
 #define HR__ERR_MSG(name, val, msg) \
   case (val):                       \
@@ -40,6 +41,7 @@ const char *hr_strerror(int err) {
 }
 
 const char *hr_err_name(int err) {
+  if (err == 0) return "OK";
   switch (err) {
 #define HR__ERR_NAME(name, val, msg) \
   case (val):                        \
