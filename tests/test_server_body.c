@@ -80,6 +80,29 @@ static void h_stream_ignore(hr_request_t *req, hr_response_t *res, void *u) {
   hr_response_send(res, 200, "ignored", 7);
 }
 
+/* Streaming route whose handler decides later (from another thread, through
+ * hr_response_post) whether it wants the body. */
+static struct {
+  hr_request_t *req;
+  hr_response_t *res;
+  ev_t held;
+} later;
+
+static void h_stream_later(hr_request_t *req, hr_response_t *res, void *u) {
+  (void)u;
+  ta_count();
+  later.req = req;
+  later.res = res;
+  ev_signal(&later.held);
+}
+
+static void read_later(hr_response_t *res, void *udata) {
+  sbody_t *sb = calloc(1, sizeof *sb);
+  (void)udata;
+  sb->res = res;
+  rec.rc[0] = hr_request_read_body(later.req, on_body, sb);
+}
+
 /* ---- routes ------------------------------------------------------------- */
 
 static fx_t *start(void **state) {
@@ -95,6 +118,7 @@ static fx_t *start(void **state) {
   o.body_mode = HR_BODY_STREAM;
   fx_route_opts(fx, "POST", "/stream", h_stream, NULL, &o);
   fx_route_opts(fx, "POST", "/stream-ignore", h_stream_ignore, NULL, &o);
+  fx_route_opts(fx, "POST", "/stream-later", h_stream_later, NULL, &o);
   o.max_body_bytes = 10;
   fx_route_opts(fx, "POST", "/stream-small", h_stream, NULL, &o);
   fx_start(fx, 1);
@@ -249,6 +273,33 @@ static void test_expect_100_continue(void **state) {
   assert_int_equal(ta_calls(), 3);
 }
 
+/* The client holds its body back until 100 Continue, which waits for the
+ * handler to ask for the body: however long the handler takes, that is
+ * not a stalled body (no 408). */
+static void test_expect_waits_for_the_handler(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  ev_init(&later.held);
+  fx->opts.body_timeout_ms = 150;
+  fx = start(state);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, POST_HDR("/stream-later") "Content-Length: 5\r\n"
+                                  "Expect: 100-continue\r\n\r\n"),
+                   0);
+  assert_true(ev_wait(&later.held, 1, RC_TIMEOUT_MS));
+  /* Four body timeouts pass with nothing on the wire. */
+  assert_int_equal(rc_readable(c, 600), 0);
+  assert_int_equal(hr_response_post(later.res, read_later, NULL), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  assert_memory_equal(r.raw, "HTTP/1.1 100 Continue\r\n\r\n", r.raw_len);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "hello"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "hello", NULL);
+  assert_int_equal(rec.rc[0], 0);
+  ev_destroy(&later.held);
+}
+
 /* The final status instead of 100, without reading the body, then close. */
 static void test_expect_final_status(void **state) {
   static const struct {
@@ -311,6 +362,7 @@ int main(void) {
       T(test_body_over_server_limit),
       T(test_413_while_uploading),
       T(test_expect_100_continue),
+      T(test_expect_waits_for_the_handler),
       T(test_expect_final_status),
       T(test_streamed_request_body),
   };

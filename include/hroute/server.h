@@ -127,7 +127,13 @@ typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
  * and counted in hr_server_stats_t.responses_abandoned.  So the shutdown
  * always finishes: `cb` runs on the loop thread once every connection is
  * closed and every response completed or abandoned, never inside this call
- * (`cb` may be NULL).  Call on the attached loop's thread.  Returns 0,
+ * (`cb` may be NULL).  Before the deadline, a connection whose request is
+ * under way (a header section half received included) gets its response
+ * with "Connection: close", one whose last response is still being written
+ * closes once it is out, and one that has sent its last response drains
+ * the peer's bytes for up to 2 s (lingering close, RFC 9112 §9.6) so that
+ * response is not lost to a reset.  A response cut short (closed while
+ * still being written) ends with a TCP reset rather than a FIN.  Call on the attached loop's thread.  Returns 0,
  * HR_ESTATE (not attached, or already closing).
  */
 HR_EXTERN int hr_server_close(hr_server_t *server, uint64_t deadline_ms,

@@ -93,6 +93,11 @@ void hr__conn_drop_exchange(hr__conn_t *c, int body_status) {
 static void on_closed(void *owner) { conn_unref(owner); }
 
 void hr__conn_close(hr__conn_t *c) {
+  /* A response cut short (output still queued, or a response under way)
+   * ends with a reset, so that the peer cannot take a close-delimited
+   * body for a complete one, and the kernel drops what it still holds. */
+  int cut = hr__out_queued(c) > 0 ||
+            (c->ex != NULL && c->ex->res.state == HR__RES_STREAMING);
   if (c->state == HR__C_CLOSED) return;
   c->state = HR__C_CLOSED;
   c->reading = 0;
@@ -102,7 +107,7 @@ void hr__conn_close(hr__conn_t *c) {
                               memory_order_relaxed);
     c->counted = 0;
   }
-  c->t->ops->close(c->t); /* on_closed follows, never inside */
+  c->t->ops->close(c->t, cut); /* on_closed follows, never inside */
   hr__out_discard(c);
   hr__conn_drop_exchange(c, HR_ECLOSED);
 }
@@ -266,6 +271,10 @@ static void update_timer(hr__conn_t *c) {
                                         : o->header_timeout_ms);
   else if (ex->phase == HR__PH_HEAD)
     arm(c, HR__TL_HEADER, ex->head_started + o->header_timeout_ms);
+  else if (ex->phase == HR__PH_BODY && ex->req.continue_pending)
+    /* The client waits for 100 Continue, which waits for the handler to
+     * ask for the body: no body is due yet. */
+    hr__timer_clear(&c->timer);
   else if (ex->phase == HR__PH_BODY)
     arm(c, HR__TL_BODY, ex->last_activity + o->body_timeout_ms);
   else

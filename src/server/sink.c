@@ -72,8 +72,9 @@ static void on_close(uv_handle_t *h) {
   s->base.ev->closed(s->base.owner);
 }
 
-static void sink_close(hr__transport_t *t) {
+static void sink_close(hr__transport_t *t, int abort) {
   hr__sink_t *s = sink_of(t);
+  (void)abort; /* nothing is held for the peer */
   if (s->closing) return;
   s->closing = 1;
   s->reading = 0;

@@ -188,9 +188,15 @@ static void on_close(uv_handle_t *h) {
   s->base.ev->closed(s->base.owner);
 }
 
-static void tcp_close(hr__transport_t *t) {
+static void tcp_close(hr__transport_t *t, int abort) {
   hr__tcp_t *s = tcp_of(t);
   if (uv_is_closing((uv_handle_t *)&s->poll)) return;
+  if (abort) {
+    /* SO_LINGER with a zero timeout: close(2) sends RST and drops what
+     * the kernel still holds for the peer. */
+    struct linger l = {1, 0};
+    setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  }
   s->wreq = NULL;
   s->reading = 0;
   /* uv_close stops the poll and drops the descriptor from the loop's epoll

@@ -59,8 +59,10 @@ typedef struct hr__transport_ops_s {
    * or a negative libuv error. */
   int (*shutdown)(hr__transport_t *t);
   /* Closes: no event but `closed` follows, and a write in flight is
-   * dropped (write_done does not run). */
-  void (*close)(hr__transport_t *t);
+   * dropped (write_done does not run).  `abort` asks for an abortive close
+   * (TCP: a reset instead of FIN, unsent bytes discarded), for a message
+   * cut short that the peer must not take for a complete one. */
+  void (*close)(hr__transport_t *t, int abort);
   /* Addresses (*len in: the size of *addr; out: the address length).
    * Return 0 or a negative libuv error (UV_ENOTCONN without a socket). */
   int (*peer)(const hr__transport_t *t, struct sockaddr *addr, int *len);
