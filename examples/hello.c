@@ -13,6 +13,7 @@
  *
  *   hello [--host ADDR] [--port N] [--threads N] [--stats] [--churn N]
  *         [--keepalive-timeout MS] [--max-connections N]
+ *         [--tls-cert FILE --tls-key FILE]
  *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
@@ -45,6 +46,8 @@ typedef struct options_s {
   unsigned threads;
   int stats; /* also serve GET /__hroute/stats */
   unsigned churn; /* route replacements per second (benchmark only), 0: none */
+  const char *tls_cert; /* PEM files: serve HTTPS (SIGHUP reloads them) */
+  const char *tls_key;
   long keepalive_ms;   /* keep-alive timeout, -1: the server's default */
   long max_conns;      /* connection cap, -1: the server's default */
 } options_t;
@@ -54,6 +57,7 @@ static void usage(FILE *out) {
           "usage: hello [--host ADDR] [--port N] [--threads N] [--stats] "
           "[--churn N]\n"
           "             [--keepalive-timeout MS] [--max-connections N]\n"
+          "             [--tls-cert FILE --tls-key FILE]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -72,6 +76,8 @@ static void usage(FILE *out) {
           "(default 5000)\n"
           "  --max-connections N     open connections at most, 0: no cap "
           "(default 10000)\n"
+          "  --tls-cert FILE, --tls-key FILE  serve HTTPS with this certificate\n"
+          "                 chain and key (PEM); SIGHUP reloads both files\n"
           "  --help         show this text\n"
           "\n"
           "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n"
@@ -127,6 +133,8 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->churn = 0;
   opts->keepalive_ms = -1;
   opts->max_conns = -1;
+  opts->tls_cert = NULL;
+  opts->tls_key = NULL;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -158,6 +166,14 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || parse_number(value, 0, CHURN_MAX, &number) != 0)
         goto bad;
       opts->churn = (unsigned)number;
+    } else if ((r = option_value(argc, argv, &i, "--tls-cert", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->tls_cert = value;
+    } else if ((r = option_value(argc, argv, &i, "--tls-key", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->tls_key = value;
     } else if ((r = option_value(argc, argv, &i, "--keepalive-timeout", &value)) != 0) {
       if (r < 0 || parse_number(value, 1, 86400000, &number) != 0)
         goto bad;
@@ -173,6 +189,11 @@ static int parse_options(int argc, char **argv, options_t *opts) {
 
   bad:
     fprintf(stderr, "hello: bad or incomplete option '%s'\n", arg);
+    usage(stderr);
+    return 2;
+  }
+  if ((opts->tls_cert == NULL) != (opts->tls_key == NULL)) {
+    fprintf(stderr, "hello: --tls-cert and --tls-key go together\n");
     usage(stderr);
     return 2;
   }
@@ -301,6 +322,8 @@ typedef struct app_s {
   hr_server_t *server;
   uv_signal_t sigint;
   uv_signal_t sigterm;
+  uv_signal_t sighup;  /* reloads the TLS certificate and key */
+  hr_tls_options_t tls;
   int shutting_down;
 } app_t;
 
@@ -313,6 +336,21 @@ static void close_signals(app_t *app) {
    * so a second Ctrl-C during a slow shutdown ends the process at once. */
   uv_close((uv_handle_t *)&app->sigint, NULL);
   uv_close((uv_handle_t *)&app->sigterm, NULL);
+  uv_close((uv_handle_t *)&app->sighup, NULL);
+}
+
+/* SIGHUP: load the certificate files again (a certbot renewal) and publish
+ * them; on any error the old certificate stays in force. */
+static void on_sighup(uv_signal_t *handle, int signum) {
+  app_t *app = handle->data;
+  int err;
+  (void)signum;
+  if (app->tls.cert_file == NULL) return;
+  err = hr_server_tls_update(app->server, 0, &app->tls);
+  if (err != 0)
+    fprintf(stderr, "hello: SIGHUP: certificate not reloaded: %s\n", hr_strerror(err));
+  else
+    fprintf(stderr, "hello: SIGHUP: certificate reloaded\n");
 }
 
 /* Attached mode.  Runs on the loop thread once every connection is closed. */
@@ -373,8 +411,15 @@ static int watch_signals(uv_loop_t *loop, app_t *app, uv_signal_cb cb) {
     return err;
   }
   app->sigterm.data = app;
+  if ((err = uv_signal_init(loop, &app->sighup)) != 0) {
+    uv_close((uv_handle_t *)&app->sigint, NULL);
+    uv_close((uv_handle_t *)&app->sigterm, NULL);
+    return err;
+  }
+  app->sighup.data = app;
   if ((err = uv_signal_start(&app->sigint, cb, SIGINT)) != 0 ||
-      (err = uv_signal_start(&app->sigterm, cb, SIGTERM)) != 0) {
+      (err = uv_signal_start(&app->sigterm, cb, SIGTERM)) != 0 ||
+      (err = uv_signal_start(&app->sighup, on_sighup, SIGHUP)) != 0) {
     close_signals(app);
     return err;
   }
@@ -592,8 +637,16 @@ int main(int argc, char **argv) {
     status = fail("--churn", err);
     goto out;
   }
-  if ((err = hr_server_listen(server, opts.host, opts.port)) != 0) {
-    status = fail("hr_server_listen", err);
+  app.server = server;
+  hr_tls_options_init(&app.tls);
+  app.tls.cert_file = opts.tls_cert;
+  app.tls.key_file = opts.tls_key;
+  if (opts.tls_cert != NULL)
+    err = hr_server_listen_tls(server, opts.host, opts.port, &app.tls);
+  else
+    err = hr_server_listen(server, opts.host, opts.port);
+  if (err != 0) {
+    status = fail(opts.tls_cert != NULL ? "hr_server_listen_tls" : "hr_server_listen", err);
     goto out;
   }
 

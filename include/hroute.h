@@ -18,5 +18,6 @@
 #include "hroute/http.h"
 #include "hroute/server.h"
 #include "hroute/delegate.h"
+#include "hroute/tls.h"
 
 #endif /* HROUTE_H */

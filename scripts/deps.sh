@@ -13,7 +13,7 @@
 
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev)
+packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl)
 
 for arg in "$@"; do
   case $arg in

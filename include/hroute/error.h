@@ -32,7 +32,8 @@ extern "C" {
   XX(ENOSPC, -20013, "buffer too small")                                      \
   XX(ESHUTDOWN, -20014, "server is shutting down")                            \
   XX(ETHREAD, -20015, "called from a thread this call does not allow")       \
-  XX(ENODELEGATE, -20016, "no header delegate for this value type")
+  XX(ENODELEGATE, -20016, "no header delegate for this value type")          \
+  XX(ETLS, -20017, "TLS material or settings refused (certificate, key)")
 
 typedef enum hr_errno_e {
 #define HR__ERR_ENUM(name, val, msg) HR_##name = (val),

@@ -301,6 +301,7 @@ typedef struct hr__post_s {
 typedef struct hr__listener_s {
   uv_poll_t poll;
   hr__worker_t *w;
+  struct hr__tlsconf_s *tls; /* TLS listener: its published context */
   int fd;
 } hr__listener_t;
 
@@ -337,6 +338,7 @@ struct hr__worker_s {
   hr__conn_t *resume_head;
 
   hr__timers_t timers;   /* every connection's deadline */
+  struct hr__tlsloop_s *tls; /* when the server has TLS listeners */
   uv_timer_t shutdown_timer;
   unsigned handles_open;
   unsigned stopping : 1;
@@ -387,6 +389,8 @@ struct hr_server_s {
   hr_shutdown_cb shutdown_cb;
   void *shutdown_udata;
   size_t rbuf_size;
+  struct hr__tlsconf_s **tls;        /* per address: TLS context, or NULL */
+  size_t ntls;                       /* addresses with TLS */
   uv_mutex_t abandon_lock;           /* guards `abandoned` */
   hr__exchange_t *abandoned;         /* kept until hr_server_free */
   _Atomic uint64_t st_abandoned;     /* fetch_add, relaxed */

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "server/internal.h"
+#include "server/tls.h"
+#include "server/tlsctx.h"
 
 /* Connections accepted per readable event, so one busy listener cannot
  * starve the rest of the loop. */
@@ -30,6 +32,8 @@
 typedef struct tcp_arg_s {
   uv_loop_t *loop;
   int fd;
+  SSL *ssl;               /* TLS listener: the connection's SSL */
+  hr__tlsloop_t *tls;
 } tcp_arg_t;
 
 static int init_tcp(hr__transport_t *t, void *arg,
@@ -38,8 +42,14 @@ static int init_tcp(hr__transport_t *t, void *arg,
   return hr__tcp_init(t, a->loop, a->fd, ev, owner);
 }
 
+static int init_tls(hr__transport_t *t, void *arg,
+                    const hr__transport_events_t *ev, void *owner) {
+  tcp_arg_t *a = arg;
+  return hr__tls_init(t, a->loop, a->fd, a->ssl, a->tls, ev, owner);
+}
+
 /* Serves the accepted socket `fd`, or closes it. */
-static void serve(hr__worker_t *w, int fd) {
+static void serve(hr__worker_t *w, hr__listener_t *l, int fd) {
   hr_server_t *s = w->server;
   unsigned n = atomic_fetch_add_explicit(&s->active_conns, 1, memory_order_relaxed);
   int one = 1;
@@ -54,8 +64,16 @@ static void serve(hr__worker_t *w, int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   a.loop = w->loop;
   a.fd = fd;
-  c = hr__conn_new(w, hr__tcp_size(), init_tcp, &a);
+  a.ssl = NULL;
+  a.tls = w->tls;
+  if (l->tls != NULL) {
+    a.ssl = hr__tlsconf_new_ssl(l->tls);
+    c = a.ssl != NULL ? hr__conn_new(w, hr__tls_size(), init_tls, &a) : NULL;
+  } else {
+    c = hr__conn_new(w, hr__tcp_size(), init_tcp, &a);
+  }
   if (c == NULL) {
+    SSL_free(a.ssl);
     atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
     close(fd);
     return;
@@ -103,7 +121,7 @@ static void on_listen_poll(uv_poll_t *h, int status, int events) {
   for (i = 0; i < HR__ACCEPT_BATCH && !w->stopping; i++) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      serve(w, fd);
+      serve(w, l, fd);
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;

@@ -93,3 +93,10 @@ int hr_request_peer(const hr_request_t *req, struct sockaddr *addr, int *len) {
 void *hr_request_alloc(hr_request_t *req, size_t size) {
   return hr__arena_alloc(&HR__EX_OF_REQ(req)->arena, size);
 }
+
+int hr_request_tls(const hr_request_t *req, hr_tls_info_t *info) {
+  const hr__exchange_t *ex = HR__EX_OF_REQ(req);
+  if (info == NULL) return HR_EINVAL;
+  if (ex->conn == NULL) return HR_ENOTFOUND;
+  return ex->conn->t->ops->tls_info(ex->conn->t, info);
+}

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/tlsctx.h"
 #include "server/worker.h"
 
 void hr_server_options_init(hr_server_options_t *o) {
@@ -67,9 +68,12 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   return 0;
 }
 
-int hr_server_listen(hr_server_t *s, const char *host, int port) {
+/* Adds a listening address; `tls` (may be NULL) passes to the server. */
+static int add_address(hr_server_t *s, const char *host, int port,
+                       hr__tlsconf_t *tls) {
   struct sockaddr_storage ss;
   struct sockaddr_storage *na;
+  hr__tlsconf_t **nt;
   int *np;
   if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
   if (s->state != HR__SRV_NEW) return HR_EINVAL;
@@ -83,9 +87,50 @@ int hr_server_listen(hr_server_t *s, const char *host, int port) {
   np = hr__mem_realloc(&s->mem, s->ports, (s->naddrs + 1) * sizeof(*np));
   if (np == NULL) return HR_ENOMEM;
   s->ports = np;
+  nt = hr__mem_realloc(&s->mem, s->tls, (s->naddrs + 1) * sizeof(*nt));
+  if (nt == NULL) return HR_ENOMEM;
+  s->tls = nt;
   s->addrs[s->naddrs] = ss;
   s->ports[s->naddrs] = port;
+  s->tls[s->naddrs] = tls;
+  if (tls != NULL) s->ntls++;
   s->naddrs++;
+  return 0;
+}
+
+int hr_server_listen(hr_server_t *s, const char *host, int port) {
+  return add_address(s, host, port, NULL);
+}
+
+int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
+                         const hr_tls_options_t *opts) {
+  SSL_CTX *ctx;
+  hr__tlsconf_t *conf;
+  int err;
+  if (s == NULL || opts == NULL) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_EINVAL;
+  if ((err = hr__tlsctx_build(opts, &ctx)) != 0) return err;
+  conf = hr__mem_alloc(&s->mem, sizeof(*conf));
+  if (conf == NULL || hr__tlsconf_init(conf, &s->mem, ctx) != 0) {
+    hr__mem_free(&s->mem, conf);
+    SSL_CTX_free(ctx);
+    return HR_ENOMEM;
+  }
+  if ((err = add_address(s, host, port, conf)) != 0) {
+    hr__tlsconf_free(conf);
+    hr__mem_free(&s->mem, conf);
+  }
+  return err;
+}
+
+int hr_server_tls_update(hr_server_t *s, size_t index,
+                         const hr_tls_options_t *opts) {
+  SSL_CTX *ctx;
+  int err;
+  if (s == NULL || opts == NULL || index >= s->naddrs || s->tls[index] == NULL)
+    return HR_EINVAL;
+  if ((err = hr__tlsctx_build(opts, &ctx)) != 0) return err;
+  hr__tlsconf_replace(s->tls[index], ctx);
   return 0;
 }
 
@@ -374,6 +419,7 @@ static void release_abandoned(hr_server_t *s) {
 
 void hr_server_free(hr_server_t *s) {
   hr__mem_t mem;
+  size_t k;
   if (s == NULL) return;
   if (s->state == HR__SRV_THREADS) hr_server_stop(s, 0);
   if (s->state == HR__SRV_ATTACHED ||
@@ -381,6 +427,12 @@ void hr_server_free(hr_server_t *s) {
     return; /* still running on the host's loop: freeing would crash it */
   release_abandoned(s);
   free_workers(s);
+  for (k = 0; k < s->naddrs; k++)
+    if (s->tls[k] != NULL) {
+      hr__tlsconf_free(s->tls[k]);
+      hr__mem_free(&s->mem, s->tls[k]);
+    }
+  hr__mem_free(&s->mem, s->tls);
   uv_mutex_destroy(&s->abandon_lock);
   hr__mem_free(&s->mem, s->addrs);
   hr__mem_free(&s->mem, s->ports);

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "hroute/error.h"
 #include "server/transport.h"
 
 typedef struct hr__sink_s {
@@ -89,9 +90,15 @@ static int sink_addr(const hr__transport_t *t, struct sockaddr *addr, int *len) 
   return UV_ENOTCONN;
 }
 
+static int sink_tls_info(const hr__transport_t *t, hr_tls_info_t *info) {
+  (void)t;
+  (void)info;
+  return HR_ENOTFOUND;
+}
+
 static const hr__transport_ops_t sink_ops = {
-    sink_read_start, sink_read_stop, sink_try_write, sink_write,
-    sink_shutdown,   sink_close,     sink_addr,      sink_addr,
+    sink_read_start, sink_read_stop, sink_try_write, sink_write,    sink_shutdown,
+    sink_close,      sink_addr,      sink_addr,      sink_tls_info,
 };
 
 void hr__sink_init(hr__transport_t *t, uv_loop_t *loop, hr__sink_cb sink,

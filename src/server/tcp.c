@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "hroute/error.h"
 #include "server/transport.h"
 
 typedef struct hr__tcp_s {
@@ -225,9 +226,15 @@ static int tcp_local(const hr__transport_t *t, struct sockaddr *addr, int *len) 
   return sock_addr(t, addr, len, getsockname);
 }
 
+static int tcp_tls_info(const hr__transport_t *t, hr_tls_info_t *info) {
+  (void)t;
+  (void)info;
+  return HR_ENOTFOUND;
+}
+
 static const hr__transport_ops_t tcp_ops = {
-    tcp_read_start, tcp_read_stop, tcp_try_write, tcp_write,
-    tcp_shutdown,   tcp_close,     tcp_peer,      tcp_local,
+    tcp_read_start, tcp_read_stop, tcp_try_write, tcp_write,    tcp_shutdown,
+    tcp_close,      tcp_peer,      tcp_local,     tcp_tls_info,
 };
 
 int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,

@@ -18,6 +18,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "hroute/tls.h"
+
 typedef struct hr__transport_s hr__transport_t;
 
 /* A write that completes later: the caller owns the request and the bytes
@@ -67,6 +69,8 @@ typedef struct hr__transport_ops_s {
    * Return 0 or a negative libuv error (UV_ENOTCONN without a socket). */
   int (*peer)(const hr__transport_t *t, struct sockaddr *addr, int *len);
   int (*local)(const hr__transport_t *t, struct sockaddr *addr, int *len);
+  /* What TLS negotiated: 0, or HR_ENOTFOUND (not TLS). */
+  int (*tls_info)(const hr__transport_t *t, hr_tls_info_t *info);
 } hr__transport_ops_t;
 
 /* The common head of every transport. */

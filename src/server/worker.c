@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "http/head.h"
+#include "server/tls.h"
 #include "server/worker.h"
 
 void hr__stat_inc(_Atomic uint64_t *c) {
@@ -157,10 +158,17 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   uv_timer_init(loop, &w->accept_timer);
   w->accept_timer.data = w;
   w->handles_open++;
+  if (s->ntls > 0) {
+    w->tls = hr__mem_alloc(&w->mem, sizeof(*w->tls));
+    if (w->tls == NULL) return HR_ENOMEM;
+    hr__tlsloop_init(w->tls, loop, &w->mem);
+    w->handles_open++;
+  }
   w->base_handles = 1;
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   for (i = 0; i < w->nlisteners; i++) {
     if ((err = hr__listener_init(w, &w->listeners[i], w->fds[i])) != 0) goto fail;
+    w->listeners[i].tls = s->tls[i];
     w->fds[i] = -1; /* owned by the listener now */
     w->handles_open++;
     w->nlisteners_open = i + 1;
@@ -179,6 +187,14 @@ void hr__worker_handle_closed(hr__worker_t *w) {
 
 static void on_worker_handle_close(uv_handle_t *h) {
   hr__worker_handle_closed(h->data);
+}
+
+static void on_tlsloop_close(uv_handle_t *h) {
+  hr__tlsloop_t *lp = h->data;
+  hr__worker_t *w = (hr__worker_t *)((char *)lp->mem - offsetof(hr__worker_t, mem));
+  hr__mem_free(&w->mem, lp);
+  w->tls = NULL;
+  hr__worker_handle_closed(w);
 }
 
 static void on_timers_close(uv_handle_t *h) {
@@ -203,6 +219,7 @@ static void maybe_close_handles(hr__worker_t *w) {
   uv_close((uv_handle_t *)&w->shutdown_timer, on_worker_handle_close);
   hr__timers_close(&w->timers, on_timers_close);
   uv_close((uv_handle_t *)&w->accept_timer, on_worker_handle_close);
+  if (w->tls != NULL) uv_close((uv_handle_t *)&w->tls->idle, on_tlsloop_close);
   /* Posts from now on answer HR_ECLOSED instead of signalling a handle
    * that is closing (see hr_response_post). */
   uv_mutex_lock(&w->post_lock);

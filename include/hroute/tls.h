@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTPS (HTTP/1.1 over TLS 1.2 and 1.3, RFC 8446, RFC 9110 §4.2.2): TLS
+ * listeners, their certificates, and replacing a certificate while the
+ * server runs.  TLS is a transport like TCP: everything the server does on
+ * a plain connection (strictness checks, pipelining, limits and timeouts)
+ * applies unchanged; the handshake counts against the header timeout.
+ *
+ * What handshakes use is an immutable, atomically published context per
+ * listener (an OpenSSL SSL_CTX): hr_server_tls_update() builds and checks a
+ * new one, publishes it with one release store, and frees the old one after
+ * a grace period, as route tables are.  Handshakes under way finish with the
+ * context they started with; established connections are not touched.
+ *
+ * Protocol defaults, close to the widely used "intermediate" server
+ * profile: TLS 1.2 and 1.3 only; TLS 1.2 with ECDHE and AEAD ciphers only
+ * (AES-GCM, ChaCha20-Poly1305); renegotiation refused; ALPN "http/1.1"
+ * (a client offering only other protocols, such as "h2", gets the
+ * no_application_protocol alert); compression off; OpenSSL's read and write
+ * buffers released while a connection is idle.  A plain HTTP request sent
+ * to a TLS port is answered with a 400 in plain text and closed, as nginx
+ * does.
+ */
+#ifndef HROUTE_TLS_H
+#define HROUTE_TLS_H
+
+#include <stddef.h>
+
+#include "common.h"
+#include "server.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Certificate and settings of a TLS listener; initialise with
+ * hr_tls_options_init().  Certificate and key come from PEM files or from
+ * PEM text in memory (a file name, when set, wins).  Everything is read and
+ * copied by the call it is passed to; nothing is kept. */
+typedef struct hr_tls_options_s {
+  /* The certificate chain: the server's certificate first, then the
+   * intermediates (PEM).  Required. */
+  const char *cert_file;
+  const char *cert_pem;
+  size_t cert_pem_len;
+  /* Its private key (PEM, unencrypted).  Required; must match. */
+  const char *key_file;
+  const char *key_pem;
+  size_t key_pem_len;
+  /* Called with the new SSL_CTX * (as void *) after hroute's defaults are
+   * set and before it is published, to change what the host wants
+   * (ciphers, curves, session settings).  Returns 0, or non-zero to refuse
+   * the context (the call then returns HR_ETLS).  Called on the thread
+   * that made the call, once per context built.  May be NULL. */
+  int (*ctx_setup)(void *ssl_ctx, void *udata);
+  void *ctx_udata;
+} hr_tls_options_t;
+
+/* Fills `opts` with no certificate and no setup callback. */
+HR_EXTERN void hr_tls_options_init(hr_tls_options_t *opts);
+
+/*
+ * Adds a TLS listening address, as hr_server_listen() does for TCP
+ * (numeric `host`; `port` 0 picks a free one), with the certificate of
+ * `opts`, which is loaded and checked now (the key must match the
+ * certificate).  Call before hr_server_attach / hr_server_start.  Its
+ * index (for hr_server_port and hr_server_tls_update) is its place among
+ * all hr_server_listen* calls.  Returns 0, HR_EINVAL (bad address, port,
+ * missing certificate or key, or already started), HR_ETLS (a file that
+ * cannot be read, PEM that does not parse, a key that does not match, a
+ * setup callback that refused), HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
+                                   int port, const hr_tls_options_t *opts);
+
+/*
+ * Replaces the certificate of TLS listener `index` while the server runs
+ * (or before it starts): the new material is loaded and checked first; on
+ * any error the old certificate stays in force and nothing changes.  New
+ * handshakes use the new certificate once this returns.  Any thread, any
+ * time; calls for one server are serialised.  Returns 0, HR_EINVAL (no TLS
+ * listener at `index`, missing certificate or key), HR_ETLS (as for
+ * hr_server_listen_tls), HR_ENOMEM.
+ */
+HR_EXTERN int hr_server_tls_update(hr_server_t *server, size_t index,
+                                   const hr_tls_options_t *opts);
+
+/* What a TLS connection negotiated, for handlers (hr_request_tls). */
+typedef struct hr_tls_info_s {
+  const char *version;  /* "TLSv1.3", "TLSv1.2" (static storage) */
+  const char *cipher;   /* the OpenSSL cipher name (static storage) */
+  hr_span_t alpn;       /* "http/1.1", or empty when the client sent none */
+  hr_span_t sni;        /* the server name the client asked for, or empty */
+} hr_tls_info_t;
+
+/*
+ * Fills *info for a request that came over TLS.  Spans are valid until the
+ * response completes.  Returns 0, or HR_ENOTFOUND (not a TLS connection,
+ * or the connection is gone).  Loop thread.
+ */
+HR_EXTERN int hr_request_tls(const hr_request_t *req, hr_tls_info_t *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_TLS_H */

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TLS transport: OpenSSL over memory BIOs on top of a TCP transport
+ * that it owns (allocated right behind it), so libuv still owns the socket
+ * and the connection above cannot tell an encrypted connection from a
+ * plain one.  Ciphertext comes in through the loop's scratch buffer and is
+ * handed to the read BIO; plaintext goes straight into the connection's
+ * read buffer.  On the way out, plaintext is encrypted a record at a time
+ * and written at once; what the socket does not take waits in a small
+ * buffer of this transport, and the connection's own queue holds the rest
+ * (try_write takes no more than the socket does), so a slow TLS reader
+ * holds no more memory than a slow plain one.
+ *
+ * Work that must not run inside the operation that caused it (a queued
+ * write, plaintext already decrypted when reading resumes) is done from
+ * the loop's pump list (hr__tlsloop_t), one idle handle per loop.
+ *
+ * A first byte that is an ASCII letter is a plain HTTP request on a TLS
+ * port: it is answered with a readable 400 in plain text and closed.
+ */
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include "hroute/error.h"
+#include "server/tls.h"
+
+struct hr__tls_s {
+  hr__transport_t base;   /* what the connection sees */
+  hr__transport_t *inner; /* the TCP transport, right behind this struct */
+  hr__tlsloop_t *lp;
+  SSL *ssl;
+  char *pend;             /* ciphertext the socket has not taken yet */
+  size_t pend_len;
+  uv_buf_t ibuf;          /* the inner write of `pend` */
+  hr__wreq_t iwreq;
+  hr__wreq_t *wreq;       /* the owner's write waiting for room */
+  hr__tls_t *pump_next;
+  unsigned reading : 1;
+  unsigned handshaken : 1;
+  unsigned on_pump : 1;
+  unsigned closing : 1;
+  unsigned failed : 1;
+  unsigned first_seen : 1;
+  unsigned inner_writing : 1;
+};
+
+/* Plaintext encrypted per record: TLS's largest record payload. */
+#define HR__TLS_PIECE 16384
+
+static const char plain_http_answer[] =
+    "HTTP/1.1 400 Bad Request\r\n"
+    "Content-Type: text/plain\r\n"
+    "Content-Length: 50\r\n"
+    "Connection: close\r\n"
+    "\r\n"
+    "The plain HTTP request was sent to an HTTPS port.\n";
+
+size_t hr__tls_size(void) {
+  return (sizeof(hr__tls_t) + 15) / 16 * 16 + hr__tcp_size();
+}
+
+static void *owner_of(hr__tls_t *t) { return t->base.owner; }
+
+static void schedule(hr__tls_t *t) {
+  hr__tlsloop_t *lp = t->lp;
+  if (t->on_pump || t->closing) return;
+  t->on_pump = 1;
+  t->pump_next = lp->pump_head;
+  lp->pump_head = t;
+  if (!uv_is_active((uv_handle_t *)&lp->idle)) uv_idle_start(&lp->idle, hr__tlsloop_run);
+}
+
+static void unschedule(hr__tls_t *t) {
+  hr__tls_t **pp = &t->lp->pump_head;
+  while (*pp != NULL && *pp != t) pp = &(*pp)->pump_next;
+  if (*pp == t) *pp = t->pump_next;
+  t->on_pump = 0;
+}
+
+/* The connection hears of a failure as a read error, whenever it comes. */
+static void fail(hr__tls_t *t, int err) {
+  if (t->failed || t->closing) return;
+  t->failed = 1;
+  ERR_clear_error();
+  t->base.ev->read(owner_of(t), err);
+}
+
+static void inner_write_done(void *owner, int status);
+
+/* Moves ciphertext from the write BIO to the socket.  Returns 0, or a
+ * negative error (the connection is broken). */
+static int flush(hr__tls_t *t) {
+  BIO *wbio = SSL_get_wbio(t->ssl);
+  while (!t->inner_writing && BIO_ctrl_pending(wbio) > 0) {
+    int n = BIO_read(wbio, t->lp->out, (int)sizeof(t->lp->out));
+    uv_buf_t b;
+    ssize_t w;
+    if (n <= 0) break;
+    b = uv_buf_init(t->lp->out, (unsigned)n);
+    w = t->inner->ops->try_write(t->inner, &b, 1);
+    if (w < 0) return (int)w;
+    if (w == n) continue;
+    /* The socket is full: keep the rest of this piece, write it later. */
+    t->pend = hr__mem_alloc(t->lp->mem, (size_t)(n - w));
+    if (t->pend == NULL) return HR_ENOMEM;
+    memcpy(t->pend, t->lp->out + w, (size_t)(n - w));
+    t->pend_len = (size_t)(n - w);
+    t->ibuf = uv_buf_init(t->pend, (unsigned)t->pend_len);
+    t->iwreq.bufs = &t->ibuf;
+    t->iwreq.nbufs = 1;
+    if ((w = t->inner->ops->write(t->inner, &t->iwreq)) != 0) return (int)w;
+    t->inner_writing = 1;
+  }
+  return 0;
+}
+
+/* Encrypts and writes from `bufs` while the socket takes it.  Returns the
+ * plaintext bytes consumed (now this transport's), or a negative error. */
+static ssize_t encrypt_some(hr__tls_t *t, uv_buf_t *bufs, unsigned n) {
+  ssize_t total = 0;
+  unsigned i;
+  for (i = 0; i < n && !t->inner_writing; i++) {
+    size_t off = 0;
+    while (off < bufs[i].len && !t->inner_writing) {
+      size_t take = bufs[i].len - off < HR__TLS_PIECE ? bufs[i].len - off : HR__TLS_PIECE;
+      int r = SSL_write(t->ssl, bufs[i].base + off, (int)take);
+      int err;
+      if (r <= 0) return UV_EPROTO;
+      off += (size_t)r;
+      total += r;
+      if ((err = flush(t)) != 0) return err;
+    }
+  }
+  return total;
+}
+
+static ssize_t tls_try_write(hr__transport_t *tr, const uv_buf_t *bufs,
+                             unsigned n) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  if (!t->handshaken || t->inner_writing || t->wreq != NULL || t->failed) return 0;
+  return encrypt_some(t, (uv_buf_t *)bufs, n);
+}
+
+/* Advances `req` past `n` bytes. */
+static void advance(hr__wreq_t *req, size_t n) {
+  while (req->nbufs > 0 && n >= req->bufs[0].len) {
+    n -= req->bufs[0].len;
+    req->bufs++;
+    req->nbufs--;
+  }
+  if (req->nbufs > 0) {
+    req->bufs[0].base += n;
+    req->bufs[0].len -= n;
+  }
+}
+
+/* Goes on with the owner's write; reports its end. */
+static void continue_write(hr__tls_t *t) {
+  hr__wreq_t *req = t->wreq;
+  ssize_t r;
+  if (req == NULL || !t->handshaken || t->inner_writing || t->closing) return;
+  r = encrypt_some(t, req->bufs, req->nbufs);
+  if (r < 0) {
+    t->wreq = NULL;
+    t->base.ev->write_done(owner_of(t), (int)r);
+    return;
+  }
+  advance(req, (size_t)r);
+  while (req->nbufs > 0 && req->bufs[0].len == 0) req->bufs++, req->nbufs--;
+  if (req->nbufs == 0 && !t->inner_writing) {
+    t->wreq = NULL;
+    t->base.ev->write_done(owner_of(t), 0);
+  } else if (r > 0) {
+    t->base.ev->write_progress(owner_of(t));
+  }
+}
+
+static int tls_write(hr__transport_t *tr, hr__wreq_t *req) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  if (t->wreq != NULL) return UV_EBUSY;
+  t->wreq = req;
+  schedule(t); /* never completes inside this call */
+  return 0;
+}
+
+/* Decrypts what the read BIO holds into the owner's buffers. */
+static void deliver(hr__tls_t *t) {
+  while (t->reading && !t->closing && !t->failed) {
+    uv_buf_t b;
+    int n, e;
+    t->base.ev->alloc(owner_of(t), &b);
+    if (b.len == 0) {
+      t->base.ev->read(owner_of(t), UV_ENOBUFS);
+      return;
+    }
+    n = SSL_read(t->ssl, b.base, (int)b.len);
+    if (n > 0) {
+      t->base.ev->read(owner_of(t), n);
+      continue;
+    }
+    e = SSL_get_error(t->ssl, n);
+    if (flush(t) != 0) {
+      fail(t, UV_EPIPE);
+      return;
+    }
+    if (e == SSL_ERROR_WANT_READ) {
+      t->base.ev->read(owner_of(t), 0); /* nothing after all */
+      return;
+    }
+    if (e == SSL_ERROR_ZERO_RETURN) {
+      t->base.ev->read(owner_of(t), UV_EOF); /* close_notify */
+      return;
+    }
+    fail(t, UV_EPROTO);
+    return;
+  }
+}
+
+/* Drives the handshake, then delivers plaintext and pending writes. */
+static void pump(hr__tls_t *t) {
+  if (t->closing || t->failed) return;
+  if (!t->handshaken) {
+    int r = SSL_do_handshake(t->ssl), e;
+    if (flush(t) != 0) {
+      fail(t, UV_EPIPE);
+      return;
+    }
+    if (r != 1) {
+      e = SSL_get_error(t->ssl, r);
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) fail(t, UV_EPROTO);
+      return;
+    }
+    t->handshaken = 1;
+  }
+  continue_write(t);
+  if (!t->closing && !t->failed) deliver(t);
+}
+
+void hr__tlsloop_run(uv_idle_t *h) {
+  hr__tlsloop_t *lp = h->data;
+  while (lp->pump_head != NULL) {
+    hr__tls_t *t = lp->pump_head;
+    lp->pump_head = t->pump_next;
+    t->on_pump = 0;
+    pump(t);
+  }
+  uv_idle_stop(h);
+}
+
+/* ---- events of the inner (TCP) transport ---------------------------------- */
+
+static void inner_alloc(void *owner, uv_buf_t *buf) {
+  hr__tls_t *t = owner;
+  *buf = uv_buf_init(t->lp->in, sizeof(t->lp->in));
+}
+
+static void answer_plain_http(hr__tls_t *t) {
+  uv_buf_t b = uv_buf_init((char *)plain_http_answer, sizeof(plain_http_answer) - 1);
+  t->inner->ops->try_write(t->inner, &b, 1);
+  fail(t, UV_EPROTO);
+}
+
+static void inner_read(void *owner, ssize_t nread) {
+  hr__tls_t *t = owner;
+  if (t->closing || t->failed) return;
+  if (nread == 0) return;
+  if (nread < 0) {
+    t->base.ev->read(owner_of(t), nread); /* EOF or an error */
+    return;
+  }
+  if (!t->first_seen) {
+    unsigned char c = (unsigned char)t->lp->in[0];
+    t->first_seen = 1;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
+      answer_plain_http(t);
+      return;
+    }
+  }
+  if (BIO_write(SSL_get_rbio(t->ssl), t->lp->in, (int)nread) != (int)nread) {
+    fail(t, UV_ENOMEM);
+    return;
+  }
+  pump(t);
+}
+
+static void inner_write_progress(void *owner) {
+  hr__tls_t *t = owner;
+  if (t->wreq != NULL) t->base.ev->write_progress(owner_of(t));
+}
+
+static void inner_write_done(void *owner, int status) {
+  hr__tls_t *t = owner;
+  t->inner_writing = 0;
+  hr__mem_free(t->lp->mem, t->pend);
+  t->pend = NULL;
+  t->pend_len = 0;
+  if (status < 0) {
+    if (t->wreq != NULL) {
+      t->wreq = NULL;
+      t->base.ev->write_done(owner_of(t), status);
+    } else {
+      fail(t, status);
+    }
+    return;
+  }
+  if (flush(t) != 0) {
+    fail(t, UV_EPIPE);
+    return;
+  }
+  if (t->wreq != NULL) {
+    t->base.ev->write_progress(owner_of(t));
+    continue_write(t);
+  }
+}
+
+static void inner_closed(void *owner) {
+  hr__tls_t *t = owner;
+  SSL_free(t->ssl);
+  t->ssl = NULL;
+  hr__mem_free(t->lp->mem, t->pend);
+  t->pend = NULL;
+  t->base.ev->closed(owner_of(t));
+}
+
+static const hr__transport_events_t inner_events = {
+    inner_alloc, inner_read, inner_write_progress, inner_write_done, inner_closed};
+
+/* ---- operations ------------------------------------------------------------- */
+
+static int tls_read_start(hr__transport_t *tr) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  t->reading = 1;
+  /* Plaintext decrypted earlier may wait in OpenSSL: deliver it soon. */
+  if (t->handshaken && (SSL_pending(t->ssl) > 0 ||
+                        BIO_ctrl_pending(SSL_get_rbio(t->ssl)) > 0))
+    schedule(t);
+  return t->inner->ops->read_start(t->inner);
+}
+
+static void tls_read_stop(hr__transport_t *tr) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  t->reading = 0;
+  /* The handshake goes on whatever the owner wants. */
+  if (t->handshaken) t->inner->ops->read_stop(t->inner);
+}
+
+static int tls_shutdown(hr__transport_t *tr) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  int err;
+  if (t->inner_writing || t->wreq != NULL) return UV_EBUSY;
+  if (t->handshaken && !t->failed) {
+    SSL_shutdown(t->ssl); /* close_notify; the peer's is not awaited */
+    ERR_clear_error();
+    if ((err = flush(t)) != 0) return err;
+    if (t->inner_writing) return UV_EBUSY;
+  }
+  return t->inner->ops->shutdown(t->inner);
+}
+
+static void tls_close(hr__transport_t *tr, int abort) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  if (t->closing) return;
+  if (t->on_pump) unschedule(t);
+  t->closing = 1;
+  t->reading = 0;
+  t->wreq = NULL;
+  t->inner->ops->close(t->inner, abort); /* inner_closed follows */
+}
+
+static int tls_peer(const hr__transport_t *tr, struct sockaddr *a, int *len) {
+  const hr__tls_t *t = (const hr__tls_t *)tr;
+  return t->inner->ops->peer(t->inner, a, len);
+}
+
+static int tls_local(const hr__transport_t *tr, struct sockaddr *a, int *len) {
+  const hr__tls_t *t = (const hr__tls_t *)tr;
+  return t->inner->ops->local(t->inner, a, len);
+}
+
+static int tls_info(const hr__transport_t *tr, hr_tls_info_t *info) {
+  const hr__tls_t *t = (const hr__tls_t *)tr;
+  const unsigned char *alpn = NULL;
+  unsigned int alen = 0;
+  const char *sni;
+  if (t->ssl == NULL || !t->handshaken) return HR_ENOTFOUND;
+  info->version = SSL_get_version(t->ssl);
+  info->cipher = SSL_get_cipher_name(t->ssl);
+  SSL_get0_alpn_selected(t->ssl, &alpn, &alen);
+  info->alpn.ptr = (const char *)alpn;
+  info->alpn.len = alen;
+  sni = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+  info->sni = hr_span_cstr(sni);
+  return 0;
+}
+
+static const hr__transport_ops_t tls_ops = {
+    tls_read_start, tls_read_stop, tls_try_write, tls_write, tls_shutdown,
+    tls_close,      tls_peer,      tls_local,     tls_info,
+};
+
+int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
+                 hr__tlsloop_t *lp, const hr__transport_events_t *ev,
+                 void *owner) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  BIO *rbio, *wbio;
+  int err;
+  memset(t, 0, sizeof(*t));
+  t->inner = (hr__transport_t *)((char *)t + (sizeof(hr__tls_t) + 15) / 16 * 16);
+  rbio = BIO_new(BIO_s_mem());
+  wbio = BIO_new(BIO_s_mem());
+  if (rbio == NULL || wbio == NULL) {
+    BIO_free(rbio);
+    BIO_free(wbio);
+    return UV_ENOMEM;
+  }
+  /* The inner transport first: when it fails, the caller still owns fd
+   * and ssl. */
+  if ((err = hr__tcp_init(t->inner, loop, fd, &inner_events, t)) != 0) {
+    BIO_free(rbio);
+    BIO_free(wbio);
+    return err;
+  }
+  SSL_set_bio(ssl, rbio, wbio); /* the SSL owns them now */
+  SSL_set_accept_state(ssl);
+  t->ssl = ssl;
+  t->lp = lp;
+  t->base.ops = &tls_ops;
+  t->base.ev = ev;
+  t->base.owner = owner;
+  return 0;
+}
+
+void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem) {
+  uv_idle_init(loop, &lp->idle);
+  lp->idle.data = lp;
+  lp->pump_head = NULL;
+  lp->mem = mem;
+}

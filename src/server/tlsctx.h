@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS contexts (tlsctx.c): building an OpenSSL SSL_CTX from a listener's
+ * options with hroute's defaults, and publishing it so that the loops'
+ * handshakes always see a complete one while hr_server_tls_update replaces
+ * it.
+ *
+ * Publication: `ctx` is written by one release store (writers serialised
+ * by `lock`) and read with an acquire load inside an RCU read-side
+ * critical section, in which the reader takes its own reference
+ * (SSL_new holds one on its context).  The reference the old pointer held
+ * is dropped after a grace period, so no reader can take a reference on a
+ * freed context.
+ */
+#ifndef HR_SERVER_TLSCTX_H
+#define HR_SERVER_TLSCTX_H
+
+#include <stdatomic.h>
+#include <openssl/ssl.h>
+#include <uv.h>
+
+#include "hroute/tls.h"
+#include "util/mem.h"
+
+typedef struct hr__tlsconf_s {
+  _Atomic(SSL_CTX *) ctx; /* published; see above */
+  uv_mutex_t lock;        /* serialises replacements */
+  int used_call_rcu;      /* under lock: hr__tlsconf_free waits for them */
+  hr__mem_t *mem;         /* the server's allocator */
+} hr__tlsconf_t;
+
+/* Builds a context from `o`.  Returns 0 and stores it, or HR_EINVAL,
+ * HR_ETLS, HR_ENOMEM. */
+int hr__tlsctx_build(const hr_tls_options_t *o, SSL_CTX **out);
+
+/* Initialises `conf` with `ctx` (the reference passes to it).  Returns 0
+ * or HR_ENOMEM. */
+int hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem, SSL_CTX *ctx);
+/* Publishes `ctx` (its reference passes to `conf`) and reclaims the old
+ * one after a grace period.  Any thread. */
+void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx);
+/* A new server-side SSL on the published context, or NULL.  Loop thread. */
+SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf);
+/* Drops the published context; waits for pending reclamations. */
+void hr__tlsconf_free(hr__tlsconf_t *conf);
+
+#endif /* HR_SERVER_TLSCTX_H */

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS test support (see tlsfx.h).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "rawclient.h"
+#include "tlsfx.h"
+
+static char *bio_text(BIO *b, size_t *len) {
+  char *p;
+  long n = BIO_get_mem_data(b, &p);
+  char *out = malloc((size_t)n + 1);
+  if (out == NULL) return NULL;
+  memcpy(out, p, (size_t)n);
+  out[n] = '\0';
+  *len = (size_t)n;
+  return out;
+}
+
+static int add_ext(X509 *x, int nid, const char *value) {
+  X509V3_CTX ctx;
+  X509_EXTENSION *e;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+  e = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+  if (e == NULL) return -1;
+  X509_add_ext(x, e, -1);
+  X509_EXTENSION_free(e);
+  return 0;
+}
+
+int tf_cert_make(tf_cert_t *c, const char *cn) {
+  EVP_PKEY *k = EVP_EC_gen("P-256");
+  X509 *x = X509_new();
+  BIO *bc = BIO_new(BIO_s_mem()), *bk = BIO_new(BIO_s_mem());
+  char san[300];
+  int rc = -1;
+  memset(c, 0, sizeof(*c));
+  if (k == NULL || x == NULL || bc == NULL || bk == NULL) goto out;
+  X509_set_version(x, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(random() & 0x7fffffff));
+  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+  X509_set_pubkey(x, k);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                             (const unsigned char *)cn, -1, -1, 0);
+  X509_set_issuer_name(x, X509_get_subject_name(x));
+  snprintf(san, sizeof san, "DNS:%s,IP:127.0.0.1", cn);
+  if (add_ext(x, NID_subject_alt_name, san) != 0) goto out;
+  if (add_ext(x, NID_basic_constraints, "critical,CA:TRUE") != 0) goto out;
+  if (X509_sign(x, k, EVP_sha256()) == 0) goto out;
+  if (PEM_write_bio_X509(bc, x) != 1 ||
+      PEM_write_bio_PrivateKey(bk, k, NULL, NULL, 0, NULL, NULL) != 1)
+    goto out;
+  c->cert_pem = bio_text(bc, &c->cert_len);
+  c->key_pem = bio_text(bk, &c->key_len);
+  rc = c->cert_pem != NULL && c->key_pem != NULL ? 0 : -1;
+out:
+  BIO_free(bc);
+  BIO_free(bk);
+  X509_free(x);
+  EVP_PKEY_free(k);
+  return rc;
+}
+
+void tf_cert_free(tf_cert_t *c) {
+  free(c->cert_pem);
+  free(c->key_pem);
+  memset(c, 0, sizeof(*c));
+}
+
+static int trust_cert(SSL_CTX *ctx, const tf_cert_t *t) {
+  BIO *b = BIO_new_mem_buf(t->cert_pem, (int)t->cert_len);
+  X509 *x = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+  int ok = x != NULL && X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), x) == 1;
+  X509_free(x);
+  BIO_free(b);
+  return ok ? 0 : -1;
+}
+
+int tf_connect(tf_conn_t *c, int port, const tf_cert_t *trust,
+               const tf_cert_t *trust2, int max_version, const char *alpn,
+               size_t alpn_len, const char *sni) {
+  struct sockaddr_in sa;
+  struct timeval tv = {RC_TIMEOUT_MS / 1000, (RC_TIMEOUT_MS % 1000) * 1000};
+  memset(c, 0, sizeof(*c));
+  c->fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (c->fd < 0) return -1;
+  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  c->ctx = SSL_CTX_new(TLS_client_method());
+  if (c->ctx == NULL || connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      trust_cert(c->ctx, trust) != 0 ||
+      (trust2 != NULL && trust_cert(c->ctx, trust2) != 0))
+    goto fail;
+  SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+  if (max_version) SSL_CTX_set_max_proto_version(c->ctx, max_version);
+  if (alpn != NULL && SSL_CTX_set_alpn_protos(c->ctx, (const unsigned char *)alpn,
+                                              (unsigned)alpn_len) != 0)
+    goto fail;
+  c->ssl = SSL_new(c->ctx);
+  if (c->ssl == NULL) goto fail;
+  if (sni != NULL) SSL_set_tlsext_host_name(c->ssl, sni);
+  SSL_set_fd(c->ssl, c->fd);
+  if (SSL_connect(c->ssl) != 1) goto fail;
+  return 0;
+fail:
+  tf_close(c);
+  return -1;
+}
+
+int tf_write(tf_conn_t *c, const void *p, size_t n) {
+  return SSL_write(c->ssl, p, (int)n) == (int)n ? 0 : -1;
+}
+
+long tf_read_response(tf_conn_t *c, char *buf, size_t cap) {
+  size_t len = 0;
+  for (;;) {
+    char *end;
+    int n;
+    buf[len] = '\0';
+    end = strstr(buf, "\r\n\r\n");
+    if (end != NULL) {
+      const char *cl = strcasestr(buf, "\r\nContent-Length:");
+      size_t need = (size_t)(end + 4 - buf) + (cl != NULL && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+      if (len >= need) return (long)len;
+    }
+    if (len + 1 >= cap) return -1;
+    n = SSL_read(c->ssl, buf + len, (int)(cap - 1 - len));
+    if (n <= 0) return -1;
+    len += (size_t)n;
+  }
+}
+
+int tf_peer_cn(tf_conn_t *c, char *out, size_t cap) {
+  X509 *x = SSL_get1_peer_certificate(c->ssl);
+  int n;
+  if (x == NULL) return -1;
+  n = X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, out, (int)cap);
+  X509_free(x);
+  return n > 0 ? 0 : -1;
+}
+
+void tf_close(tf_conn_t *c) {
+  if (c->ssl != NULL) SSL_free(c->ssl);
+  if (c->ctx != NULL) SSL_CTX_free(c->ctx);
+  if (c->fd > 0) close(c->fd);
+  memset(c, 0, sizeof(*c));
+  c->fd = -1;
+  ERR_clear_error();
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTPS: handshakes with TLS 1.3 and 1.2 and what handlers see of them,
+ * ALPN (http/1.1 chosen, an h2-only client refused), pipelined requests
+ * split into one record per byte, a plain HTTP request to the TLS port
+ * (a readable 400), garbage and a client that stops mid-handshake (closed,
+ * the server keeps serving), and the certificate replaced while serving
+ * (new handshakes see the new one, established connections keep working,
+ * bad material changes nothing).  Certificates are made at test time.
+ *
+ * ctest-labels: tsan
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "tlsfx.h"
+
+static tf_cert_t cert_a, cert_b;
+
+/* 200 with "version|alpn|sni" of the connection. */
+static void h_info(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_tls_info_t ti;
+  char body[128];
+  int n;
+  (void)udata;
+  if (hr_request_tls(req, &ti) != 0) {
+    hr_response_send(res, 500, "no tls", 6);
+    return;
+  }
+  n = snprintf(body, sizeof body, "%s|%.*s|%.*s", ti.version, (int)ti.alpn.len,
+               ti.alpn.ptr ? ti.alpn.ptr : "", (int)ti.sni.len,
+               ti.sni.ptr ? ti.sni.ptr : "");
+  hr_response_send(res, 200, body, (size_t)n);
+}
+
+static void start_tls(fx_t *fx, const tf_cert_t *cert) {
+  hr_tls_options_t o;
+  hr_tls_options_init(&o);
+  o.cert_pem = cert->cert_pem;
+  o.cert_pem_len = cert->cert_len;
+  o.key_pem = cert->key_pem;
+  o.key_pem_len = cert->key_len;
+  fx_route(fx, "GET", "/info", h_info, NULL);
+  fx_route(fx, "GET", "/hello/:name", ta_text, "hello");
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
+  assert_int_equal(hr_server_start(fx->server, 2), 0);
+  fx->started = 1;
+  fx->port = hr_server_port(fx->server, 0);
+}
+
+static void get(tf_conn_t *c, const char *path, const char *want_body) {
+  char req[256], buf[4096];
+  long n;
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path);
+  assert_int_equal(tf_write(c, req, strlen(req)), 0);
+  n = tf_read_response(c, buf, sizeof buf);
+  assert_true(n > 0);
+  assert_memory_equal(buf, "HTTP/1.1 200 OK\r\n", 17);
+  assert_non_null(strstr(buf, "\r\n\r\n"));
+  assert_string_equal(strstr(buf, "\r\n\r\n") + 4, want_body);
+}
+
+static void test_handshakes_and_info(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x08http/1.1", 9, "localhost"), 0);
+  get(&c, "/info", "TLSv1.3|http/1.1|localhost");
+  get(&c, "/hello/x", "hello"); /* keep-alive over TLS */
+  tf_close(&c);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, TLS1_2_VERSION, NULL, 0, NULL), 0);
+  get(&c, "/info", "TLSv1.2||");
+  tf_close(&c);
+}
+
+static void test_alpn_h2_only_refused(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x02h2", 3, NULL), -1);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x02h2\x08http/1.1", 12, NULL), 0);
+  get(&c, "/info", "TLSv1.3|http/1.1|");
+  tf_close(&c);
+}
+
+static void test_pipelined_one_record_per_byte(void **state) {
+  static const char reqs[] = "GET /hello/a HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /info HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /hello/b HTTP/1.1\r\nHost: x\r\n\r\n";
+  fx_t *fx = *state;
+  tf_conn_t c;
+  char buf[8192];
+  size_t i, len = 0;
+  int seen = 0;
+  start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  for (i = 0; i < sizeof reqs - 1; i++) assert_int_equal(tf_write(&c, reqs + i, 1), 0);
+  while (seen < 3 && len < sizeof buf - 1) {
+    int n = SSL_read(c.ssl, buf + len, (int)(sizeof buf - 1 - len));
+    const char *p;
+    assert_true(n > 0);
+    len += (size_t)n;
+    buf[len] = '\0';
+    for (seen = 0, p = buf; (p = strstr(p, "HTTP/1.1 200 OK")) != NULL; p++) seen++;
+  }
+  assert_int_equal(seen, 3);
+  /* In request order. */
+  assert_true(strstr(buf, "hello") < strstr(buf, "TLSv1.3|"));
+  tf_close(&c);
+}
+
+static void test_plain_http_to_tls_port(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  tf_conn_t t;
+  start_tls(fx, &cert_a);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /hello/x HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  assert_int_equal(r.status, 400);
+  rc_response_free(&r);
+  expect_closed(c);
+  /* Garbage that starts like a handshake record: closed, nothing else. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send(c, "\x16\x03\x01\x00\x05garbagegarbage", 19), 0);
+  assert_true(rc_drain_until_closed(c, NULL) == 1);
+  /* The server still serves. */
+  assert_int_equal(tf_connect(&t, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  get(&t, "/hello/y", "hello");
+  tf_close(&t);
+}
+
+static void test_stopped_mid_handshake(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx->opts.header_timeout_ms = 200;
+  start_tls(fx, &cert_a);
+  c = fx_connect(fx);
+  /* The first bytes of a ClientHello, then nothing: the handshake counts
+   * against the header timeout. */
+  assert_int_equal(rc_send(c, "\x16\x03\x01\x02\x00\x01", 6), 0);
+  assert_true(rc_drain_until_closed(c, NULL) == 1);
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+}
+
+static void test_certificate_replaced_while_serving(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t old, c;
+  hr_tls_options_t o;
+  char cn[64];
+  start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&old, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  assert_int_equal(tf_peer_cn(&old, cn, sizeof cn), 0);
+  assert_string_equal(cn, "localhost");
+  /* Bad material: refused, the old certificate stays. */
+  hr_tls_options_init(&o);
+  o.cert_pem = cert_b.cert_pem;
+  o.cert_pem_len = cert_b.cert_len;
+  o.key_pem = cert_a.key_pem; /* not its key */
+  o.key_pem_len = cert_a.key_len;
+  assert_int_equal(hr_server_tls_update(fx->server, 0, &o), HR_ETLS);
+  o.key_pem = "garbage";
+  o.key_pem_len = 7;
+  assert_int_equal(hr_server_tls_update(fx->server, 0, &o), HR_ETLS);
+  assert_int_equal(hr_server_tls_update(fx->server, 1, &o), HR_EINVAL);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  tf_close(&c);
+  /* The real replacement. */
+  o.key_pem = cert_b.key_pem;
+  o.key_pem_len = cert_b.key_len;
+  assert_int_equal(hr_server_tls_update(fx->server, 0, &o), 0);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_b, NULL, 0, NULL, 0, NULL), 0);
+  assert_int_equal(tf_peer_cn(&c, cn, sizeof cn), 0);
+  assert_string_equal(cn, "second.test");
+  get(&c, "/hello/new", "hello");
+  tf_close(&c);
+  /* A client that trusts only the old one is refused now... */
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), -1);
+  /* ...while the connection made before keeps working. */
+  get(&old, "/hello/old", "hello");
+  tf_close(&old);
+}
+
+static void test_listen_tls_errors(void **state) {
+  fx_t *fx = *state;
+  hr_server_t *s = NULL;
+  hr_tls_options_t o;
+  assert_int_equal(hr_server_new(&s, fx->router, NULL), 0);
+  hr_tls_options_init(&o);
+  assert_int_equal(hr_server_listen_tls(s, "127.0.0.1", 0, &o), HR_EINVAL);
+  o.cert_file = "/nonexistent/cert.pem";
+  o.key_file = "/nonexistent/key.pem";
+  assert_int_equal(hr_server_listen_tls(s, "127.0.0.1", 0, &o), HR_ETLS);
+  hr_tls_options_init(&o);
+  o.cert_pem = cert_a.cert_pem;
+  o.cert_pem_len = cert_a.cert_len;
+  o.key_pem = cert_a.key_pem;
+  o.key_pem_len = cert_a.key_len;
+  assert_int_equal(hr_server_listen_tls(s, "localhost", 0, &o), HR_EINVAL);
+  assert_int_equal(hr_server_listen_tls(s, "127.0.0.1", 0, &o), 0);
+  /* A TCP listener is not a TLS one. */
+  assert_int_equal(hr_server_listen(s, "127.0.0.1", 0), 0);
+  assert_int_equal(hr_server_tls_update(s, 1, &o), HR_EINVAL);
+  assert_int_equal(hr_server_tls_update(s, 0, &o), 0); /* before start too */
+  hr_server_free(s);
+}
+
+/* ---- replacement under load -------------------------------------------- */
+
+typedef struct hs_s {
+  int port;
+  int ok, bad;
+  _Atomic int done;
+} hs_t;
+
+static void *handshaker(void *arg) {
+  hs_t *h = arg;
+  int i;
+  for (i = 0; i < 60; i++) {
+    tf_conn_t c;
+    char cn[64];
+    if (tf_connect(&c, h->port, &cert_a, &cert_b, 0, NULL, 0, NULL) != 0) {
+      h->bad++;
+      continue;
+    }
+    if (tf_peer_cn(&c, cn, sizeof cn) == 0 &&
+        (strcmp(cn, "localhost") == 0 || strcmp(cn, "second.test") == 0))
+      h->ok++;
+    else
+      h->bad++;
+    tf_close(&c);
+  }
+  atomic_store(&h->done, 1);
+  return NULL;
+}
+
+/* Two loops handshaking continuously while this thread replaces the
+ * certificate over and over: every handshake succeeds and presents one of
+ * the two published certificates. */
+static void test_replacement_under_handshakes(void **state) {
+  fx_t *fx = *state;
+  pthread_t t[2];
+  hs_t h[2];
+  hr_tls_options_t o[2];
+  int i, k, replaced = 0;
+  start_tls(fx, &cert_a);
+  for (k = 0; k < 2; k++) {
+    const tf_cert_t *c = k == 0 ? &cert_a : &cert_b;
+    hr_tls_options_init(&o[k]);
+    o[k].cert_pem = c->cert_pem;
+    o[k].cert_pem_len = c->cert_len;
+    o[k].key_pem = c->key_pem;
+    o[k].key_pem_len = c->key_len;
+  }
+  for (k = 0; k < 2; k++) {
+    memset(&h[k], 0, sizeof h[k]);
+    h[k].port = fx->port;
+    assert_int_equal(pthread_create(&t[k], NULL, handshaker, &h[k]), 0);
+  }
+  /* Replace for as long as they handshake (bounded). */
+  for (i = 0; i < 100000 && !(atomic_load(&h[0].done) && atomic_load(&h[1].done)); i++)
+    if (hr_server_tls_update(fx->server, 0, &o[i & 1]) == 0) replaced++;
+  for (k = 0; k < 2; k++) pthread_join(t[k], NULL);
+  print_message("%d certificate replacements during 120 handshakes\n", replaced);
+  assert_int_equal(replaced, i);
+  assert_true(replaced > 0);
+  assert_int_equal(h[0].bad + h[1].bad, 0);
+  assert_int_equal(h[0].ok + h[1].ok, 120);
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
+  if (tf_cert_make(&cert_b, "second.test") != 0) return -1;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  tf_cert_free(&cert_a);
+  tf_cert_free(&cert_b);
+  return 0;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_handshakes_and_info),
+      T(test_alpn_h2_only_refused),
+      T(test_pipelined_one_record_per_byte),
+      T(test_plain_http_to_tls_port),
+      T(test_stopped_mid_handshake),
+      T(test_certificate_replaced_while_serving),
+      T(test_listen_tls_errors),
+      T(test_replacement_under_handshakes),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
