@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The TLS transport: OpenSSL over memory BIOs on top of a TCP transport
- * that it owns (allocated right behind it), so libuv still owns the socket
- * and the connection above cannot tell an encrypted connection from a
- * plain one.  Ciphertext comes in through the loop's scratch buffer and is
- * handed to the read BIO; plaintext goes straight into the connection's
- * read buffer.  On the way out, plaintext is encrypted a record at a time
- * and written at once; what the socket does not take waits in a small
- * buffer of this transport, and the connection's own queue holds the rest
- * (try_write takes no more than the socket does), so a slow TLS reader
- * holds no more memory than a slow plain one.
+ * The TLS transport: OpenSSL on top of a TCP transport that it owns
+ * (allocated right behind it), so libuv still owns the socket and the
+ * connection above cannot tell an encrypted connection from a plain one.
+ *
+ * OpenSSL reads and writes through a BIO of our own, not memory BIOs, so a
+ * connection keeps no buffer of its own between reads: ciphertext is read
+ * into the loop's scratch buffer and OpenSSL reads it from there (what it
+ * leaves unread, when the connection above stops reading, is kept in a
+ * small buffer until it resumes); ciphertext OpenSSL writes goes straight
+ * to the socket, and only what the socket does not take waits here.
+ * Plaintext goes straight into the connection's read buffer.  On the way
+ * out, plaintext is encrypted a record at a time while the socket takes
+ * it (try_write takes no more than the socket does), so a slow TLS reader
+ * holds no more memory than a slow plain one.  With SSL_MODE_RELEASE_BUFFERS
+ * an idle connection holds only OpenSSL's connection state.
  *
  * Work that must not run inside the operation that caused it (a queued
  * write, plaintext already decrypted when reading resumes) is done from
@@ -30,8 +35,15 @@ struct hr__tls_s {
   hr__transport_t *inner; /* the TCP transport, right behind this struct */
   hr__tlsloop_t *lp;
   SSL *ssl;
-  char *pend;             /* ciphertext the socket has not taken yet */
+  const char *in;         /* ciphertext for OpenSSL to read */
+  size_t in_len;
+  char *keep;             /* ciphertext left unread between events */
+  size_t keep_len;
+  char *pend;             /* ciphertext being written by the inner write */
   size_t pend_len;
+  char *more;             /* ciphertext produced while that write runs */
+  size_t more_len;
+  int werr;               /* a socket error met inside a BIO write */
   uv_buf_t ibuf;          /* the inner write of `pend` */
   hr__wreq_t iwreq;
   hr__wreq_t *wreq;       /* the owner's write waiting for room */
@@ -86,34 +98,128 @@ static void fail(hr__tls_t *t, int err) {
   t->base.ev->read(owner_of(t), err);
 }
 
-static void inner_write_done(void *owner, int status);
+/* ---- the BIO OpenSSL reads and writes through ------------------------------ */
 
-/* Moves ciphertext from the write BIO to the socket.  Returns 0, or a
- * negative error (the connection is broken). */
-static int flush(hr__tls_t *t) {
-  BIO *wbio = SSL_get_wbio(t->ssl);
-  while (!t->inner_writing && BIO_ctrl_pending(wbio) > 0) {
-    int n = BIO_read(wbio, t->lp->out, (int)sizeof(t->lp->out));
-    uv_buf_t b;
-    ssize_t w;
-    if (n <= 0) break;
-    b = uv_buf_init(t->lp->out, (unsigned)n);
-    w = t->inner->ops->try_write(t->inner, &b, 1);
-    if (w < 0) return (int)w;
-    if (w == n) continue;
-    /* The socket is full: keep the rest of this piece, write it later. */
-    t->pend = hr__mem_alloc(t->lp->mem, (size_t)(n - w));
-    if (t->pend == NULL) return HR_ENOMEM;
-    memcpy(t->pend, t->lp->out + w, (size_t)(n - w));
-    t->pend_len = (size_t)(n - w);
-    t->ibuf = uv_buf_init(t->pend, (unsigned)t->pend_len);
-    t->iwreq.bufs = &t->ibuf;
-    t->iwreq.nbufs = 1;
-    if ((w = t->inner->ops->write(t->inner, &t->iwreq)) != 0) return (int)w;
-    t->inner_writing = 1;
-  }
+/* Starts the inner write of `pend`.  Returns 0 or a negative error. */
+static int start_inner_write(hr__tls_t *t) {
+  int err;
+  t->ibuf = uv_buf_init(t->pend, (unsigned)t->pend_len);
+  t->iwreq.bufs = &t->ibuf;
+  t->iwreq.nbufs = 1;
+  if ((err = t->inner->ops->write(t->inner, &t->iwreq)) != 0) return err;
+  t->inner_writing = 1;
   return 0;
 }
+
+/* Appends to a heap buffer of the transport; 0 or HR_ENOMEM. */
+static int append(hr__tls_t *t, char **buf, size_t *len, const char *p, size_t n) {
+  char *nb = hr__mem_realloc(t->lp->mem, *buf, *len + n);
+  if (nb == NULL) return HR_ENOMEM;
+  memcpy(nb + *len, p, n);
+  *buf = nb;
+  *len += n;
+  return 0;
+}
+
+static int bio_write(BIO *b, const char *p, int n) {
+  hr__tls_t *t = BIO_get_data(b);
+  uv_buf_t buf;
+  ssize_t w;
+  BIO_clear_retry_flags(b);
+  if (n <= 0) return 0;
+  if (t->werr != 0) return -1;
+  if (t->inner_writing) {
+    /* Small output while a write runs (alerts, tickets): after it. */
+    if (append(t, &t->more, &t->more_len, p, (size_t)n) != 0) goto broken;
+    return n;
+  }
+  buf = uv_buf_init((char *)p, (unsigned)n);
+  w = t->inner->ops->try_write(t->inner, &buf, 1);
+  if (w < 0) {
+    t->werr = (int)w;
+    return -1;
+  }
+  if (w == n) return n;
+  if (append(t, &t->pend, &t->pend_len, p + w, (size_t)(n - w)) != 0) goto broken;
+  if ((t->werr = start_inner_write(t)) != 0) return -1;
+  return n;
+broken:
+  t->werr = HR_ENOMEM;
+  return -1;
+}
+
+static int bio_read(BIO *b, char *p, int n) {
+  hr__tls_t *t = BIO_get_data(b);
+  size_t take;
+  BIO_clear_retry_flags(b);
+  if (t->in_len == 0) {
+    BIO_set_retry_read(b);
+    return -1;
+  }
+  take = t->in_len < (size_t)n ? t->in_len : (size_t)n;
+  memcpy(p, t->in, take);
+  t->in += take;
+  t->in_len -= take;
+  return (int)take;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  hr__tls_t *t = BIO_get_data(b);
+  (void)num;
+  (void)ptr;
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;
+    case BIO_CTRL_PENDING:
+      return t != NULL ? (long)t->in_len : 0;
+    default:
+      return 0;
+  }
+}
+
+static int bio_create(BIO *b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+static BIO_METHOD *bio_method;
+static uv_once_t bio_once = UV_ONCE_INIT;
+
+static void make_bio_method(void) {
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "hroute");
+  if (m == NULL) return;
+  BIO_meth_set_write(m, bio_write);
+  BIO_meth_set_read(m, bio_read);
+  BIO_meth_set_ctrl(m, bio_ctrl);
+  BIO_meth_set_create(m, bio_create);
+  bio_method = m; /* lives as long as the process */
+}
+
+/* After an event: what OpenSSL left unread is kept for later. */
+static int keep_unread(hr__tls_t *t) {
+  if (t->in_len == 0) {
+    hr__mem_free(t->lp->mem, t->keep);
+    t->keep = NULL;
+    t->keep_len = 0;
+    return 0;
+  }
+  if (t->in >= t->keep && t->in < t->keep + t->keep_len) {
+    memmove(t->keep, t->in, t->in_len);
+    t->keep_len = t->in_len;
+  } else {
+    char *k = hr__mem_alloc(t->lp->mem, t->in_len);
+    if (k == NULL) return HR_ENOMEM;
+    memcpy(k, t->in, t->in_len);
+    hr__mem_free(t->lp->mem, t->keep);
+    t->keep = k;
+    t->keep_len = t->in_len;
+  }
+  t->in = t->keep;
+  return 0;
+}
+
+/* A socket error met inside OpenSSL's write, or its own failure. */
+static int ssl_failed(hr__tls_t *t) { return t->werr != 0 ? t->werr : UV_EPROTO; }
 
 /* Encrypts and writes from `bufs` while the socket takes it.  Returns the
  * plaintext bytes consumed (now this transport's), or a negative error. */
@@ -125,11 +231,9 @@ static ssize_t encrypt_some(hr__tls_t *t, uv_buf_t *bufs, unsigned n) {
     while (off < bufs[i].len && !t->inner_writing) {
       size_t take = bufs[i].len - off < HR__TLS_PIECE ? bufs[i].len - off : HR__TLS_PIECE;
       int r = SSL_write(t->ssl, bufs[i].base + off, (int)take);
-      int err;
-      if (r <= 0) return UV_EPROTO;
+      if (r <= 0) return ssl_failed(t);
       off += (size_t)r;
       total += r;
-      if ((err = flush(t)) != 0) return err;
     }
   }
   return total;
@@ -200,8 +304,8 @@ static void deliver(hr__tls_t *t) {
       continue;
     }
     e = SSL_get_error(t->ssl, n);
-    if (flush(t) != 0) {
-      fail(t, UV_EPIPE);
+    if (t->werr != 0) {
+      fail(t, t->werr);
       return;
     }
     if (e == SSL_ERROR_WANT_READ) {
@@ -212,7 +316,7 @@ static void deliver(hr__tls_t *t) {
       t->base.ev->read(owner_of(t), UV_EOF); /* close_notify */
       return;
     }
-    fail(t, UV_EPROTO);
+    fail(t, ssl_failed(t));
     return;
   }
 }
@@ -222,13 +326,10 @@ static void pump(hr__tls_t *t) {
   if (t->closing || t->failed) return;
   if (!t->handshaken) {
     int r = SSL_do_handshake(t->ssl), e;
-    if (flush(t) != 0) {
-      fail(t, UV_EPIPE);
-      return;
-    }
     if (r != 1) {
       e = SSL_get_error(t->ssl, r);
-      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) fail(t, UV_EPROTO);
+      if (t->werr != 0 || (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE))
+        fail(t, ssl_failed(t));
       return;
     }
     t->handshaken = 1;
@@ -244,6 +345,7 @@ void hr__tlsloop_run(uv_idle_t *h) {
     lp->pump_head = t->pump_next;
     t->on_pump = 0;
     pump(t);
+    if (!t->closing && keep_unread(t) != 0) fail(t, UV_ENOMEM);
   }
   uv_idle_stop(h);
 }
@@ -277,11 +379,20 @@ static void inner_read(void *owner, ssize_t nread) {
       return;
     }
   }
-  if (BIO_write(SSL_get_rbio(t->ssl), t->lp->in, (int)nread) != (int)nread) {
-    fail(t, UV_ENOMEM);
-    return;
+  if (t->keep_len > 0) {
+    /* Behind what was left unread. */
+    if (append(t, &t->keep, &t->keep_len, t->lp->in, (size_t)nread) != 0) {
+      fail(t, UV_ENOMEM);
+      return;
+    }
+    t->in = t->keep;
+    t->in_len = t->keep_len;
+  } else {
+    t->in = t->lp->in;
+    t->in_len = (size_t)nread;
   }
   pump(t);
+  if (!t->closing && keep_unread(t) != 0) fail(t, UV_ENOMEM);
 }
 
 static void inner_write_progress(void *owner) {
@@ -293,8 +404,12 @@ static void inner_write_done(void *owner, int status) {
   hr__tls_t *t = owner;
   t->inner_writing = 0;
   hr__mem_free(t->lp->mem, t->pend);
-  t->pend = NULL;
-  t->pend_len = 0;
+  t->pend = t->more;
+  t->pend_len = t->more_len;
+  t->more = NULL;
+  t->more_len = 0;
+  if (status >= 0 && t->pend_len > 0 && (status = start_inner_write(t)) == 0)
+    return; /* what came meanwhile goes first */
   if (status < 0) {
     if (t->wreq != NULL) {
       t->wreq = NULL;
@@ -302,10 +417,6 @@ static void inner_write_done(void *owner, int status) {
     } else {
       fail(t, status);
     }
-    return;
-  }
-  if (flush(t) != 0) {
-    fail(t, UV_EPIPE);
     return;
   }
   if (t->wreq != NULL) {
@@ -319,7 +430,9 @@ static void inner_closed(void *owner) {
   SSL_free(t->ssl);
   t->ssl = NULL;
   hr__mem_free(t->lp->mem, t->pend);
-  t->pend = NULL;
+  hr__mem_free(t->lp->mem, t->more);
+  hr__mem_free(t->lp->mem, t->keep);
+  t->pend = t->more = t->keep = NULL;
   t->base.ev->closed(owner_of(t));
 }
 
@@ -332,9 +445,7 @@ static int tls_read_start(hr__transport_t *tr) {
   hr__tls_t *t = (hr__tls_t *)tr;
   t->reading = 1;
   /* Plaintext decrypted earlier may wait in OpenSSL: deliver it soon. */
-  if (t->handshaken && (SSL_pending(t->ssl) > 0 ||
-                        BIO_ctrl_pending(SSL_get_rbio(t->ssl)) > 0))
-    schedule(t);
+  if (t->handshaken && (SSL_pending(t->ssl) > 0 || t->keep_len > 0)) schedule(t);
   return t->inner->ops->read_start(t->inner);
 }
 
@@ -352,7 +463,7 @@ static int tls_shutdown(hr__transport_t *tr) {
   if (t->handshaken && !t->failed) {
     SSL_shutdown(t->ssl); /* close_notify; the peer's is not awaited */
     ERR_clear_error();
-    if ((err = flush(t)) != 0) return err;
+    if ((err = t->werr) != 0) return err;
     if (t->inner_writing) return UV_EBUSY;
   }
   return t->inner->ops->shutdown(t->inner);
@@ -403,25 +514,20 @@ int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
                  hr__tlsloop_t *lp, const hr__transport_events_t *ev,
                  void *owner) {
   hr__tls_t *t = (hr__tls_t *)tr;
-  BIO *rbio, *wbio;
+  BIO *bio;
   int err;
   memset(t, 0, sizeof(*t));
   t->inner = (hr__transport_t *)((char *)t + (sizeof(hr__tls_t) + 15) / 16 * 16);
-  rbio = BIO_new(BIO_s_mem());
-  wbio = BIO_new(BIO_s_mem());
-  if (rbio == NULL || wbio == NULL) {
-    BIO_free(rbio);
-    BIO_free(wbio);
-    return UV_ENOMEM;
-  }
+  uv_once(&bio_once, make_bio_method);
+  if (bio_method == NULL || (bio = BIO_new(bio_method)) == NULL) return UV_ENOMEM;
   /* The inner transport first: when it fails, the caller still owns fd
    * and ssl. */
   if ((err = hr__tcp_init(t->inner, loop, fd, &inner_events, t)) != 0) {
-    BIO_free(rbio);
-    BIO_free(wbio);
+    BIO_free(bio);
     return err;
   }
-  SSL_set_bio(ssl, rbio, wbio); /* the SSL owns them now */
+  BIO_set_data(bio, t);
+  SSL_set_bio(ssl, bio, bio); /* one reference, owned by the SSL now */
   SSL_set_accept_state(ssl);
   t->ssl = ssl;
   t->lp = lp;
