@@ -186,6 +186,48 @@ static void test_certificate_replaced_while_serving(void **state) {
   tf_close(&old);
 }
 
+static void expect_cn(int port, const char *sni, const char *want) {
+  tf_conn_t c;
+  char cn[64];
+  assert_int_equal(tf_connect(&c, port, &cert_a, &cert_b, 0, NULL, 0, sni), 0);
+  assert_int_equal(tf_peer_cn(&c, cn, sizeof cn), 0);
+  assert_string_equal(cn, want);
+  get(&c, "/hello/sni", "hello");
+  tf_close(&c);
+}
+
+/* Certificates chosen by the server name the client asks for. */
+static void test_sni_selection(void **state) {
+  fx_t *fx = *state;
+  hr_tls_options_t b;
+  start_tls(fx, &cert_a);
+  hr_tls_options_init(&b);
+  b.cert_pem = cert_b.cert_pem;
+  b.cert_pem_len = cert_b.cert_len;
+  b.key_pem = cert_b.key_pem;
+  b.key_pem_len = cert_b.key_len;
+  expect_cn(fx->port, "second.test", "localhost"); /* no names yet */
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "Second.Test.", &b), 0);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "*.wild.test", &b), 0);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "bad name", &b), HR_EINVAL);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 1, "x.test", &b), HR_EINVAL);
+  expect_cn(fx->port, "second.test", "second.test");
+  expect_cn(fx->port, "SECOND.TEST", "second.test");
+  expect_cn(fx->port, "a.wild.test", "second.test");
+  expect_cn(fx->port, "a.b.wild.test", "localhost"); /* one label only */
+  expect_cn(fx->port, "wild.test", "localhost");
+  expect_cn(fx->port, "unknown.test", "localhost");
+  expect_cn(fx->port, NULL, "localhost");
+  /* A name's certificate replaced: the other names and the default stay. */
+  b.cert_pem = cert_a.cert_pem;
+  b.cert_pem_len = cert_a.cert_len;
+  b.key_pem = cert_a.key_pem;
+  b.key_pem_len = cert_a.key_len;
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "second.test", &b), 0);
+  expect_cn(fx->port, "second.test", "localhost");
+  expect_cn(fx->port, "x.wild.test", "second.test");
+}
+
 static void test_listen_tls_errors(void **state) {
   fx_t *fx = *state;
   hr_server_t *s = NULL;
@@ -297,6 +339,7 @@ int main(void) {
       T(test_plain_http_to_tls_port),
       T(test_stopped_mid_handshake),
       T(test_certificate_replaced_while_serving),
+      T(test_sni_selection),
       T(test_listen_tls_errors),
       T(test_replacement_under_handshakes),
   };

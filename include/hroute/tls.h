@@ -85,6 +85,21 @@ HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
 HR_EXTERN int hr_server_tls_update(hr_server_t *server, size_t index,
                                    const hr_tls_options_t *opts);
 
+/*
+ * Adds (or replaces) the certificate TLS listener `index` presents to
+ * clients that ask for server name `name` (SNI, RFC 6066 §3): a host name
+ * ("api.example.com") or a wildcard for one label ("*.example.com"),
+ * compared without case and without a trailing dot, as the router's host
+ * tables are.  Clients that ask for another name, or for none, get the
+ * listener's default certificate.  Published and reclaimed like
+ * hr_server_tls_update; any thread, any time.  Returns 0, HR_EINVAL (no
+ * TLS listener at `index`, not a host name, missing certificate or key),
+ * HR_ETLS, HR_ENOMEM.
+ */
+HR_EXTERN int hr_server_tls_add_name(hr_server_t *server, size_t index,
+                                     const char *name,
+                                     const hr_tls_options_t *opts);
+
 /* What a TLS connection negotiated, for handlers (hr_request_tls). */
 typedef struct hr_tls_info_s {
   const char *version;  /* "TLSv1.3", "TLSv1.2" (static storage) */

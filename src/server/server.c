@@ -109,14 +109,14 @@ int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
   int err;
   if (s == NULL || opts == NULL) return HR_EINVAL;
   if (s->state != HR__SRV_NEW) return HR_EINVAL;
-  if ((err = hr__tlsctx_build(opts, &ctx)) != 0) return err;
   conf = hr__mem_alloc(&s->mem, sizeof(*conf));
-  if (conf == NULL || hr__tlsconf_init(conf, &s->mem, ctx) != 0) {
-    hr__mem_free(&s->mem, conf);
-    SSL_CTX_free(ctx);
-    return HR_ENOMEM;
+  if (conf == NULL) return HR_ENOMEM;
+  hr__tlsconf_init(conf, &s->mem);
+  if ((err = hr__tlsctx_build(opts, conf, &ctx)) == 0) {
+    hr__tlsconf_set_default(conf, ctx);
+    err = add_address(s, host, port, conf);
   }
-  if ((err = add_address(s, host, port, conf)) != 0) {
+  if (err != 0) {
     hr__tlsconf_free(conf);
     hr__mem_free(&s->mem, conf);
   }
@@ -129,9 +129,20 @@ int hr_server_tls_update(hr_server_t *s, size_t index,
   int err;
   if (s == NULL || opts == NULL || index >= s->naddrs || s->tls[index] == NULL)
     return HR_EINVAL;
-  if ((err = hr__tlsctx_build(opts, &ctx)) != 0) return err;
+  if ((err = hr__tlsctx_build(opts, s->tls[index], &ctx)) != 0) return err;
   hr__tlsconf_replace(s->tls[index], ctx);
   return 0;
+}
+
+int hr_server_tls_add_name(hr_server_t *s, size_t index, const char *name,
+                           const hr_tls_options_t *opts) {
+  SSL_CTX *ctx;
+  int err;
+  if (s == NULL || opts == NULL || name == NULL || index >= s->naddrs ||
+      s->tls[index] == NULL)
+    return HR_EINVAL;
+  if ((err = hr__tlsctx_build(opts, s->tls[index], &ctx)) != 0) return err;
+  return hr__tlsconf_set_name(s->tls[index], name, ctx);
 }
 
 static void set_port(struct sockaddr_storage *ss, int port) {

@@ -82,7 +82,45 @@ static int load_key(SSL_CTX *ctx, const hr_tls_options_t *o) {
   return ok ? 0 : HR_ETLS;
 }
 
-int hr__tlsctx_build(const hr_tls_options_t *o, SSL_CTX **out) {
+/* The server-name callback: the context of the name the client asked for,
+ * if the listener has one; else the handshake goes on with the default.
+ * Runs in the handshake, on the loop thread. */
+static int on_servername(SSL *ssl, int *alert, void *arg) {
+  hr__tlsconf_t *conf = arg;
+  const char *sn = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  const hr__tlsnames_t *names;
+  char low[256];
+  size_t i, n;
+  (void)alert;
+  if (sn == NULL) return SSL_TLSEXT_ERR_NOACK;
+  n = strlen(sn);
+  if (n == 0 || n >= sizeof low) return SSL_TLSEXT_ERR_NOACK;
+  for (i = 0; i < n; i++)
+    low[i] = (char)(sn[i] >= 'A' && sn[i] <= 'Z' ? sn[i] + 32 : sn[i]);
+  if (low[n - 1] == '.') n--;
+  low[n] = '\0';
+  hr__rcu_read_lock();
+  /* Acquire: pairs with the release in hr__tlsconf_set_name. */
+  names = atomic_load_explicit(&conf->names, memory_order_acquire);
+  for (i = 0; names != NULL && i < names->n; i++) {
+    const char *e = names->e[i].name;
+    int hit;
+    if (e[0] == '*') { /* "*.example.com": one label before ".example.com" */
+      const char *dot = strchr(low, '.');
+      hit = dot != NULL && dot != low && strcmp(dot, e + 1) == 0;
+    } else {
+      hit = strcmp(low, e) == 0;
+    }
+    if (hit) {
+      SSL_set_SSL_CTX(ssl, names->e[i].ctx); /* takes its own reference */
+      break;
+    }
+  }
+  hr__rcu_read_unlock();
+  return SSL_TLSEXT_ERR_OK;
+}
+
+int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **out) {
   SSL_CTX *ctx;
   int err = 0;
   if (o == NULL || out == NULL) return HR_EINVAL;
@@ -97,6 +135,10 @@ int hr__tlsctx_build(const hr_tls_options_t *o, SSL_CTX **out) {
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+  if (conf != NULL) {
+    SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
+    SSL_CTX_set_tlsext_servername_arg(ctx, conf);
+  }
   if (err == 0) err = load_chain(ctx, o);
   if (err == 0) err = load_key(ctx, o);
   if (err == 0 && SSL_CTX_check_private_key(ctx) != 1) err = HR_ETLS;
@@ -111,55 +153,155 @@ int hr__tlsctx_build(const hr_tls_options_t *o, SSL_CTX **out) {
   return 0;
 }
 
-int hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem, SSL_CTX *ctx) {
-  if (uv_mutex_init(&conf->lock) != 0) return HR_ENOMEM;
+void hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem) {
+  uv_mutex_init(&conf->lock);
   conf->mem = mem;
-  atomic_init(&conf->ctx, ctx);
+  atomic_init(&conf->ctx, NULL);
+  atomic_init(&conf->names, NULL);
   conf->used_call_rcu = 0;
-  return 0;
 }
 
+void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx) {
+  atomic_store_explicit(&conf->ctx, ctx, memory_order_release);
+}
+
+/* What a replacement retires: a context, or a names table (with the
+ * references it held, but for the entry `keep`, which the new one has). */
 typedef struct retired_s {
   struct rcu_head rcu;
   SSL_CTX *ctx;
+  hr__tlsnames_t *names;
+  size_t keep; /* names entry whose context moved on; (size_t)-1: none */
   hr__mem_t *mem;
 } retired_t;
+
+static void free_retired(retired_t *r) {
+  size_t i;
+  SSL_CTX_free(r->ctx);
+  if (r->names != NULL) {
+    for (i = 0; i < r->names->n; i++) {
+      hr__mem_free(r->mem, r->names->e[i].name);
+      if (i != r->keep) SSL_CTX_free(r->names->e[i].ctx);
+    }
+    hr__mem_free(r->mem, r->names);
+  }
+}
 
 static void reclaim(struct rcu_head *h) {
   retired_t *r = (retired_t *)((char *)h - offsetof(retired_t, rcu));
   HR__GP_ACQUIRE(); /* every reader that could have loaded it is done */
-  SSL_CTX_free(r->ctx);
+  free_retired(r);
   hr__mem_free(r->mem, r);
 }
 
-void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx) {
-  SSL_CTX *old;
-  uv_mutex_lock(&conf->lock);
-  /* Release: pairs with the acquire load in hr__tlsconf_new_ssl, so a
-   * reader sees the context complete. */
-  old = atomic_exchange_explicit(&conf->ctx, ctx, memory_order_acq_rel);
+/* Frees `r`'s objects once no reader can hold them.  Under conf->lock. */
+static void retire(hr__tlsconf_t *conf, retired_t *r) {
   if (urcu_bp_read_ongoing()) {
     /* Called inside a read-side section (a handler): waiting for a grace
      * period here would wait for ourselves. */
-    retired_t *r = hr__mem_alloc(conf->mem, sizeof(*r));
-    if (r != NULL) {
-      r->ctx = old;
-      r->mem = conf->mem;
-      conf->used_call_rcu = 1;
-      urcu_bp_call_rcu(&r->rcu, reclaim);
-      old = NULL;
-    } else {
-      /* No memory for the node: leak one context rather than free it
-       * under a reader. */
-      old = NULL;
-    }
+    retired_t *q = hr__mem_alloc(conf->mem, sizeof(*q));
+    if (q == NULL) return; /* leak it rather than free it under a reader */
+    *q = *r;
+    q->mem = conf->mem;
+    conf->used_call_rcu = 1;
+    urcu_bp_call_rcu(&q->rcu, reclaim);
+    return;
   }
+  urcu_bp_synchronize_rcu();
+  HR__GP_ACQUIRE();
+  r->mem = conf->mem;
+  free_retired(r);
+}
+
+void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx) {
+  retired_t r;
+  memset(&r, 0, sizeof(r));
+  r.keep = (size_t)-1;
+  uv_mutex_lock(&conf->lock);
+  /* Release: pairs with the acquire load in hr__tlsconf_new_ssl, so a
+   * reader sees the context complete. */
+  r.ctx = atomic_exchange_explicit(&conf->ctx, ctx, memory_order_acq_rel);
+  retire(conf, &r);
   uv_mutex_unlock(&conf->lock);
-  if (old != NULL) {
-    urcu_bp_synchronize_rcu();
-    HR__GP_ACQUIRE();
-    SSL_CTX_free(old);
+}
+
+/* A host name as the router keeps them: lowercase, no trailing dot, only
+ * letters, digits, '-' and '.', optionally "*." first.  Returns a copy or
+ * NULL. */
+static char *name_copy(hr__mem_t *mem, const char *name) {
+  size_t n = strlen(name), i, start = 0;
+  char *c;
+  if (n > 0 && name[n - 1] == '.') n--;
+  if (n >= 2 && name[0] == '*' && name[1] == '.') start = 2;
+  if (n == start || n > 253) return NULL;
+  for (i = start; i < n; i++) {
+    char ch = name[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
+      return NULL;
   }
+  c = hr__mem_alloc(mem, n + 1);
+  if (c == NULL) return NULL;
+  for (i = 0; i < n; i++)
+    c[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+  c[n] = '\0';
+  return c;
+}
+
+int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx) {
+  hr__tlsnames_t *old, *nt;
+  retired_t r;
+  size_t i, n, at;
+  char *key = name_copy(conf->mem, name);
+  if (key == NULL) {
+    SSL_CTX_free(ctx);
+    return HR_EINVAL;
+  }
+  uv_mutex_lock(&conf->lock);
+  old = atomic_load_explicit(&conf->names, memory_order_relaxed);
+  n = old != NULL ? old->n : 0;
+  for (at = 0; at < n && strcmp(old->e[at].name, key) != 0; at++)
+    ;
+  nt = hr__mem_alloc(conf->mem, sizeof(*nt) + (n + (at == n)) * sizeof(nt->e[0]));
+  if (nt == NULL) {
+    uv_mutex_unlock(&conf->lock);
+    hr__mem_free(conf->mem, key);
+    SSL_CTX_free(ctx);
+    return HR_ENOMEM;
+  }
+  /* A complete new table, then one release store (pairs with the acquire
+   * load in on_servername); the old table is reclaimed after a grace
+   * period, with the context it had for `name`. */
+  nt->n = n + (at == n);
+  for (i = 0; i < n; i++) {
+    nt->e[i].name = name_copy(conf->mem, old->e[i].name);
+    nt->e[i].ctx = old->e[i].ctx;
+    if (i != at) SSL_CTX_up_ref(old->e[i].ctx);
+  }
+  nt->e[at].ctx = ctx;
+  if (at < n) {
+    hr__mem_free(conf->mem, nt->e[at].name);
+  }
+  nt->e[at].name = key;
+  for (i = 0; i < nt->n; i++)
+    if (nt->e[i].name == NULL) { /* out of memory copying a name */
+      size_t k;
+      for (k = 0; k < nt->n; k++) {
+        hr__mem_free(conf->mem, nt->e[k].name);
+        if (k != at && k < n) SSL_CTX_free(nt->e[k].ctx);
+      }
+      hr__mem_free(conf->mem, nt);
+      uv_mutex_unlock(&conf->lock);
+      SSL_CTX_free(ctx);
+      return HR_ENOMEM;
+    }
+  atomic_store_explicit(&conf->names, nt, memory_order_release);
+  memset(&r, 0, sizeof(r));
+  r.names = old;
+  r.keep = (size_t)-1; /* every old reference goes: the new table took its own */
+  if (old != NULL) retire(conf, &r);
+  uv_mutex_unlock(&conf->lock);
+  return 0;
 }
 
 SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
@@ -172,7 +314,13 @@ SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
 }
 
 void hr__tlsconf_free(hr__tlsconf_t *conf) {
+  retired_t r;
   if (conf->used_call_rcu) urcu_bp_barrier();
-  SSL_CTX_free(atomic_load_explicit(&conf->ctx, memory_order_relaxed));
+  memset(&r, 0, sizeof(r));
+  r.ctx = atomic_load_explicit(&conf->ctx, memory_order_relaxed);
+  r.names = atomic_load_explicit(&conf->names, memory_order_relaxed);
+  r.keep = (size_t)-1;
+  r.mem = conf->mem;
+  free_retired(&r);
   uv_mutex_destroy(&conf->lock);
 }

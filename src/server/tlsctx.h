@@ -22,23 +22,44 @@
 #include "hroute/tls.h"
 #include "util/mem.h"
 
+/* The certificates a listener has by server name (SNI, RFC 6066 §3):
+ * an immutable snapshot, published like the default context. */
+typedef struct hr__tlsname_s {
+  char *name;   /* lowercase, no trailing dot; "*.example.com" for a wildcard */
+  SSL_CTX *ctx; /* one reference */
+} hr__tlsname_t;
+
+typedef struct hr__tlsnames_s {
+  size_t n;
+  hr__tlsname_t e[];
+} hr__tlsnames_t;
+
 typedef struct hr__tlsconf_s {
   _Atomic(SSL_CTX *) ctx; /* published; see above */
+  _Atomic(hr__tlsnames_t *) names; /* published the same way; may be NULL */
   uv_mutex_t lock;        /* serialises replacements */
   int used_call_rcu;      /* under lock: hr__tlsconf_free waits for them */
   hr__mem_t *mem;         /* the server's allocator */
 } hr__tlsconf_t;
 
-/* Builds a context from `o`.  Returns 0 and stores it, or HR_EINVAL,
+/* Builds a context from `o` for `conf` (its server-name callback picks the
+ * certificate from conf's names).  Returns 0 and stores it, or HR_EINVAL,
  * HR_ETLS, HR_ENOMEM. */
-int hr__tlsctx_build(const hr_tls_options_t *o, SSL_CTX **out);
+int hr__tlsctx_build(const hr_tls_options_t *o, struct hr__tlsconf_s *conf,
+                     SSL_CTX **out);
 
 /* Initialises `conf` with `ctx` (the reference passes to it).  Returns 0
  * or HR_ENOMEM. */
-int hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem, SSL_CTX *ctx);
+void hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem);
+/* Publishes the first default context (the reference passes to conf). */
+void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx);
 /* Publishes `ctx` (its reference passes to `conf`) and reclaims the old
  * one after a grace period.  Any thread. */
 void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx);
+/* Publishes `ctx` as the certificate for server name `name` (added, or
+ * replacing the one it had).  Returns 0, HR_EINVAL (not a host name),
+ * HR_ENOMEM (ctx is then freed).  Any thread. */
+int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx);
 /* A new server-side SSL on the published context, or NULL.  Loop thread. */
 SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf);
 /* Drops the published context; waits for pending reclamations. */
