@@ -18,7 +18,7 @@
 #include "fixture.h"
 #include "tlsfx.h"
 
-static tf_cert_t cert_a, cert_b;
+static tf_cert_t cert_a, cert_b, client_ca, client_ok, client_other;
 
 /* 200 with "version|alpn|sni" of the connection. */
 static void h_info(hr_request_t *req, hr_response_t *res, void *udata) {
@@ -315,10 +315,87 @@ static void test_replacement_under_handshakes(void **state) {
   assert_int_equal(h[0].ok + h[1].ok, 120);
 }
 
+/* ---- mutual TLS ------------------------------------------------------------ */
+
+/* 200 with "subject|first line of the PEM", or 200 "none". */
+static void h_client(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t subject, pem;
+  char body[256];
+  int n;
+  (void)udata;
+  if (hr_request_tls_client(req, HR_TLS_PEM, &subject, &pem) != 0) {
+    hr_response_send(res, 200, "none", 4);
+    return;
+  }
+  n = snprintf(body, sizeof body, "%.*s|%.27s", (int)subject.len, subject.ptr, pem.ptr);
+  hr_response_send(res, 200, body, (size_t)n);
+}
+
+static void start_mtls(fx_t *fx, int mode) {
+  hr_tls_options_t o;
+  hr_tls_options_init(&o);
+  o.cert_pem = cert_a.cert_pem;
+  o.cert_pem_len = cert_a.cert_len;
+  o.key_pem = cert_a.key_pem;
+  o.key_pem_len = cert_a.key_len;
+  o.client_certs = mode;
+  o.client_ca_pem = client_ca.cert_pem;
+  o.client_ca_pem_len = client_ca.cert_len;
+  fx_route(fx, "GET", "/client", h_client, NULL);
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
+  assert_int_equal(hr_server_start(fx->server, 1), 0);
+  fx->started = 1;
+  fx->port = hr_server_port(fx->server, 0);
+}
+
+/* Whether a request over a new connection with `cert` gets a response;
+ * the body goes to out. */
+static int try_client(int port, const tf_cert_t *cert, char *out, size_t cap) {
+  tf_conn_t c;
+  char buf[4096];
+  long n;
+  static const char req[] = "GET /client HTTP/1.1\r\nHost: x\r\n\r\n";
+  tf_client_cert = cert;
+  n = tf_connect(&c, port, &cert_a, NULL, 0, NULL, 0, NULL);
+  tf_client_cert = NULL;
+  if (n != 0) return -1;
+  n = tf_write(&c, req, sizeof req - 1) == 0 ? tf_read_response(&c, buf, sizeof buf) : -1;
+  tf_close(&c);
+  if (n <= 0) return -1;
+  snprintf(out, cap, "%s", strstr(buf, "\r\n\r\n") + 4);
+  return 0;
+}
+
+static void test_mutual_tls_required(void **state) {
+  fx_t *fx = *state;
+  char body[256];
+  start_mtls(fx, HR_TLS_CLIENT_REQUIRED);
+  assert_int_equal(try_client(fx->port, &client_ok, body, sizeof body), 0);
+  assert_string_equal(body, "CN=client.test|-----BEGIN CERTIFICATE-----");
+  /* No certificate, or one from another CA: refused. */
+  assert_int_equal(try_client(fx->port, NULL, body, sizeof body), -1);
+  assert_int_equal(try_client(fx->port, &client_other, body, sizeof body), -1);
+}
+
+static void test_mutual_tls_optional(void **state) {
+  fx_t *fx = *state;
+  char body[256];
+  start_mtls(fx, HR_TLS_CLIENT_OPTIONAL);
+  assert_int_equal(try_client(fx->port, NULL, body, sizeof body), 0);
+  assert_string_equal(body, "none");
+  assert_int_equal(try_client(fx->port, &client_ok, body, sizeof body), 0);
+  assert_string_equal(body, "CN=client.test|-----BEGIN CERTIFICATE-----");
+  assert_int_equal(try_client(fx->port, &client_other, body, sizeof body), -1);
+}
+
 static int group_setup(void **state) {
   (void)state;
   if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
   if (tf_cert_make(&cert_b, "second.test") != 0) return -1;
+  if (tf_cert_make(&client_ca, "client-ca.test") != 0) return -1;
+  if (tf_cert_make_signed(&client_ok, "client.test", &client_ca) != 0) return -1;
+  if (tf_cert_make(&client_other, "other.test") != 0) return -1;
   return 0;
 }
 
@@ -326,6 +403,9 @@ static int group_teardown(void **state) {
   (void)state;
   tf_cert_free(&cert_a);
   tf_cert_free(&cert_b);
+  tf_cert_free(&client_ca);
+  tf_cert_free(&client_ok);
+  tf_cert_free(&client_other);
   return 0;
 }
 
@@ -340,6 +420,8 @@ int main(void) {
       T(test_stopped_mid_handshake),
       T(test_certificate_replaced_while_serving),
       T(test_sni_selection),
+      T(test_mutual_tls_required),
+      T(test_mutual_tls_optional),
       T(test_listen_tls_errors),
       T(test_replacement_under_handshakes),
   };

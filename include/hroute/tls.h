@@ -54,7 +54,21 @@ typedef struct hr_tls_options_s {
    * that made the call, once per context built.  May be NULL. */
   int (*ctx_setup)(void *ssl_ctx, void *udata);
   void *ctx_udata;
+  /* Client certificates (mutual TLS): HR_TLS_CLIENT_NONE (default: none
+   * asked for), HR_TLS_CLIENT_OPTIONAL (asked for; a client may send none,
+   * but one it sends must verify), HR_TLS_CLIENT_REQUIRED (the handshake
+   * fails without a certificate that verifies). */
+  int client_certs;
+  /* The CAs client certificates must chain to (PEM, one or more); required
+   * unless client_certs is HR_TLS_CLIENT_NONE. */
+  const char *client_ca_file;
+  const char *client_ca_pem;
+  size_t client_ca_pem_len;
 } hr_tls_options_t;
+
+#define HR_TLS_CLIENT_NONE 0
+#define HR_TLS_CLIENT_OPTIONAL 1
+#define HR_TLS_CLIENT_REQUIRED 2
 
 /* Fills `opts` with no certificate and no setup callback. */
 HR_EXTERN void hr_tls_options_init(hr_tls_options_t *opts);
@@ -114,6 +128,21 @@ typedef struct hr_tls_info_s {
  * or the connection is gone).  Loop thread.
  */
 HR_EXTERN int hr_request_tls(const hr_request_t *req, hr_tls_info_t *info);
+
+/* Formats for hr_request_tls_client. */
+#define HR_TLS_PEM 0
+#define HR_TLS_DER 1
+
+/*
+ * The verified client certificate of a mutual-TLS connection: its subject
+ * in RFC 2253 form ("CN=client,O=Example") in *subject and the certificate
+ * itself, PEM or DER (`format`), in *cert (either may be NULL).  Both are
+ * allocated in the request's arena and valid until the response completes.
+ * Returns 0, HR_ENOTFOUND (not TLS, no certificate sent, or the connection
+ * is gone), HR_EINVAL, HR_ENOMEM.  Loop thread.
+ */
+HR_EXTERN int hr_request_tls_client(hr_request_t *req, int format,
+                                    hr_span_t *subject, hr_span_t *cert);
 
 #ifdef __cplusplus
 }

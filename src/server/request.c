@@ -100,3 +100,16 @@ int hr_request_tls(const hr_request_t *req, hr_tls_info_t *info) {
   if (ex->conn == NULL) return HR_ENOTFOUND;
   return ex->conn->t->ops->tls_info(ex->conn->t, info);
 }
+
+static void *arena_alloc(void *ctx, size_t n) {
+  return hr__arena_alloc((hr__arena_t *)ctx, n);
+}
+
+int hr_request_tls_client(hr_request_t *req, int format, hr_span_t *subject,
+                          hr_span_t *cert) {
+  hr__exchange_t *ex = HR__EX_OF_REQ(req);
+  if (format != HR_TLS_PEM && format != HR_TLS_DER) return HR_EINVAL;
+  if (ex->conn == NULL) return HR_ENOTFOUND;
+  return ex->conn->t->ops->tls_client(ex->conn->t, format == HR_TLS_DER, arena_alloc,
+                                      &ex->arena, subject, cert);
+}

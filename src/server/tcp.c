@@ -232,9 +232,22 @@ static int tcp_tls_info(const hr__transport_t *t, hr_tls_info_t *info) {
   return HR_ENOTFOUND;
 }
 
+static int tcp_tls_client(const hr__transport_t *t, int der,
+                           void *(*alloc)(void *, size_t), void *ctx,
+                           hr_span_t *subject, hr_span_t *cert) {
+  (void)t;
+  (void)der;
+  (void)alloc;
+  (void)ctx;
+  (void)subject;
+  (void)cert;
+  return HR_ENOTFOUND;
+}
+
 static const hr__transport_ops_t tcp_ops = {
     tcp_read_start, tcp_read_stop, tcp_try_write, tcp_write,    tcp_shutdown,
     tcp_close,      tcp_peer,      tcp_local,     tcp_tls_info,
+    tcp_tls_client,
 };
 
 int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,

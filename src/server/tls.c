@@ -26,6 +26,8 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "hroute/error.h"
 #include "server/tls.h"
@@ -505,9 +507,53 @@ static int tls_info(const hr__transport_t *tr, hr_tls_info_t *info) {
   return 0;
 }
 
+/* Copies what `b` holds into memory from `alloc`. */
+static int bio_span(BIO *b, void *(*alloc)(void *, size_t), void *ctx, hr_span_t *out) {
+  char *p, *q;
+  long n = BIO_get_mem_data(b, &p);
+  if (n < 0) return HR_ENOMEM;
+  q = alloc(ctx, (size_t)n + 1);
+  if (q == NULL) return HR_ENOMEM;
+  memcpy(q, p, (size_t)n);
+  q[n] = '\0';
+  out->ptr = q;
+  out->len = (size_t)n;
+  return 0;
+}
+
+static int tls_client(const hr__transport_t *tr, int der,
+                      void *(*alloc)(void *, size_t), void *ctx,
+                      hr_span_t *subject, hr_span_t *cert) {
+  const hr__tls_t *t = (const hr__tls_t *)tr;
+  X509 *x;
+  BIO *b;
+  int err = 0;
+  if (t->ssl == NULL || !t->handshaken) return HR_ENOTFOUND;
+  x = SSL_get0_peer_certificate(t->ssl);
+  if (x == NULL || SSL_get_verify_result(t->ssl) != X509_V_OK) return HR_ENOTFOUND;
+  b = BIO_new(BIO_s_mem());
+  if (b == NULL) return HR_ENOMEM;
+  if (subject != NULL) {
+    if (X509_NAME_print_ex(b, X509_get_subject_name(x), 0, XN_FLAG_RFC2253) < 0)
+      err = HR_ENOMEM;
+    else
+      err = bio_span(b, alloc, ctx, subject);
+    (void)BIO_reset(b);
+  }
+  if (err == 0 && cert != NULL) {
+    if ((der ? i2d_X509_bio(b, x) : PEM_write_bio_X509(b, x)) != 1)
+      err = HR_ENOMEM;
+    else
+      err = bio_span(b, alloc, ctx, cert);
+  }
+  BIO_free(b);
+  ERR_clear_error();
+  return err;
+}
+
 static const hr__transport_ops_t tls_ops = {
-    tls_read_start, tls_read_stop, tls_try_write, tls_write, tls_shutdown,
-    tls_close,      tls_peer,      tls_local,     tls_info,
+    tls_read_start, tls_read_stop, tls_try_write, tls_write,  tls_shutdown,
+    tls_close,      tls_peer,      tls_local,     tls_info,   tls_client,
 };
 
 int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,

@@ -120,6 +120,46 @@ static int on_servername(SSL *ssl, int *alert, void *arg) {
   return SSL_TLSEXT_ERR_OK;
 }
 
+/* The CAs client certificates must chain to, and the list of their names
+ * sent in the CertificateRequest. */
+static int load_client_cas(SSL_CTX *ctx, const hr_tls_options_t *o) {
+  X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+  STACK_OF(X509_NAME) *names;
+  BIO *b;
+  X509 *x;
+  int n = 0;
+  if (o->client_ca_file != NULL) {
+    if (SSL_CTX_load_verify_locations(ctx, o->client_ca_file, NULL) != 1) return HR_ETLS;
+    names = SSL_load_client_CA_file(o->client_ca_file);
+    if (names == NULL) return HR_ETLS;
+    SSL_CTX_set_client_CA_list(ctx, names);
+    return 0;
+  }
+  if (o->client_ca_pem == NULL || o->client_ca_pem_len == 0) return HR_EINVAL;
+  names = sk_X509_NAME_new_null();
+  b = BIO_new_mem_buf(o->client_ca_pem, (int)o->client_ca_pem_len);
+  if (names == NULL || b == NULL) {
+    sk_X509_NAME_free(names);
+    BIO_free(b);
+    return HR_ENOMEM;
+  }
+  while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+    X509_NAME *nm = X509_NAME_dup(X509_get_subject_name(x));
+    if (X509_STORE_add_cert(store, x) == 1 && nm != NULL && sk_X509_NAME_push(names, nm) > 0)
+      n++;
+    else
+      X509_NAME_free(nm);
+    X509_free(x);
+  }
+  BIO_free(b);
+  if (n == 0) {
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    return HR_ETLS;
+  }
+  SSL_CTX_set_client_CA_list(ctx, names);
+  return 0;
+}
+
 int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **out) {
   SSL_CTX *ctx;
   int err = 0;
@@ -142,6 +182,18 @@ int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **o
   if (err == 0) err = load_chain(ctx, o);
   if (err == 0) err = load_key(ctx, o);
   if (err == 0 && SSL_CTX_check_private_key(ctx) != 1) err = HR_ETLS;
+  if (err == 0 && o->client_certs != HR_TLS_CLIENT_NONE) {
+    if (o->client_certs != HR_TLS_CLIENT_OPTIONAL &&
+        o->client_certs != HR_TLS_CLIENT_REQUIRED)
+      err = HR_EINVAL;
+    else
+      err = load_client_cas(ctx, o);
+    SSL_CTX_set_verify(ctx,
+                       SSL_VERIFY_PEER | (o->client_certs == HR_TLS_CLIENT_REQUIRED
+                                              ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+                                              : 0),
+                       NULL);
+  }
   if (err == 0 && o->ctx_setup != NULL && o->ctx_setup(ctx, o->ctx_udata) != 0)
     err = HR_ETLS;
   ERR_clear_error(); /* OpenSSL's error queue is per thread: leave it clean */

@@ -71,6 +71,11 @@ typedef struct hr__transport_ops_s {
   int (*local)(const hr__transport_t *t, struct sockaddr *addr, int *len);
   /* What TLS negotiated: 0, or HR_ENOTFOUND (not TLS). */
   int (*tls_info)(const hr__transport_t *t, hr_tls_info_t *info);
+  /* The verified client certificate, into memory from `alloc(ctx, n)`:
+   * 0, HR_ENOTFOUND (not TLS, or none), HR_ENOMEM. */
+  int (*tls_client)(const hr__transport_t *t, int der,
+                    void *(*alloc)(void *ctx, size_t n), void *ctx,
+                    hr_span_t *subject, hr_span_t *cert);
 } hr__transport_ops_t;
 
 /* The common head of every transport. */

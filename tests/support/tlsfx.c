@@ -18,6 +18,8 @@
 #include "rawclient.h"
 #include "tlsfx.h"
 
+const tf_cert_t *tf_client_cert;
+
 static char *bio_text(BIO *b, size_t *len) {
   char *p;
   long n = BIO_get_mem_data(b, &p);
@@ -41,8 +43,25 @@ static int add_ext(X509 *x, int nid, const char *value) {
   return 0;
 }
 
-int tf_cert_make(tf_cert_t *c, const char *cn) {
-  EVP_PKEY *k = EVP_EC_gen("P-256");
+static EVP_PKEY *read_key(const tf_cert_t *c) {
+  BIO *b = BIO_new_mem_buf(c->key_pem, (int)c->key_len);
+  EVP_PKEY *k = b != NULL ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+  BIO_free(b);
+  return k;
+}
+
+static X509 *read_cert(const tf_cert_t *c) {
+  BIO *b = BIO_new_mem_buf(c->cert_pem, (int)c->cert_len);
+  X509 *x = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+  BIO_free(b);
+  return x;
+}
+
+int tf_cert_make(tf_cert_t *c, const char *cn) { return tf_cert_make_signed(c, cn, NULL); }
+
+int tf_cert_make_signed(tf_cert_t *c, const char *cn, const tf_cert_t *ca) {
+  EVP_PKEY *k = EVP_EC_gen("P-256"), *ca_key = NULL;
+  X509 *ca_cert = NULL;
   X509 *x = X509_new();
   BIO *bc = BIO_new(BIO_s_mem()), *bk = BIO_new(BIO_s_mem());
   char san[300];
@@ -56,11 +75,19 @@ int tf_cert_make(tf_cert_t *c, const char *cn) {
   X509_set_pubkey(x, k);
   X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
                              (const unsigned char *)cn, -1, -1, 0);
-  X509_set_issuer_name(x, X509_get_subject_name(x));
+  if (ca != NULL) {
+    ca_key = read_key(ca);
+    ca_cert = read_cert(ca);
+    if (ca_key == NULL || ca_cert == NULL) goto out;
+    X509_set_issuer_name(x, X509_get_subject_name(ca_cert));
+  } else {
+    X509_set_issuer_name(x, X509_get_subject_name(x));
+  }
   snprintf(san, sizeof san, "DNS:%s,IP:127.0.0.1", cn);
   if (add_ext(x, NID_subject_alt_name, san) != 0) goto out;
-  if (add_ext(x, NID_basic_constraints, "critical,CA:TRUE") != 0) goto out;
-  if (X509_sign(x, k, EVP_sha256()) == 0) goto out;
+  if (add_ext(x, NID_basic_constraints, ca != NULL ? "critical,CA:FALSE" : "critical,CA:TRUE") != 0)
+    goto out;
+  if (X509_sign(x, ca_key != NULL ? ca_key : k, EVP_sha256()) == 0) goto out;
   if (PEM_write_bio_X509(bc, x) != 1 ||
       PEM_write_bio_PrivateKey(bk, k, NULL, NULL, 0, NULL, NULL) != 1)
     goto out;
@@ -71,7 +98,9 @@ out:
   BIO_free(bc);
   BIO_free(bk);
   X509_free(x);
+  X509_free(ca_cert);
   EVP_PKEY_free(k);
+  EVP_PKEY_free(ca_key);
   return rc;
 }
 
@@ -114,6 +143,15 @@ int tf_connect(tf_conn_t *c, int port, const tf_cert_t *trust,
   if (alpn != NULL && SSL_CTX_set_alpn_protos(c->ctx, (const unsigned char *)alpn,
                                               (unsigned)alpn_len) != 0)
     goto fail;
+  if (tf_client_cert != NULL) {
+    EVP_PKEY *k = read_key(tf_client_cert);
+    X509 *x = read_cert(tf_client_cert);
+    int ok = k != NULL && x != NULL && SSL_CTX_use_certificate(c->ctx, x) == 1 &&
+             SSL_CTX_use_PrivateKey(c->ctx, k) == 1;
+    X509_free(x);
+    EVP_PKEY_free(k);
+    if (!ok) goto fail;
+  }
   c->ssl = SSL_new(c->ctx);
   if (c->ssl == NULL) goto fail;
   if (sni != NULL) SSL_set_tlsext_host_name(c->ssl, sni);

@@ -19,6 +19,10 @@ typedef struct tf_cert_s {
   size_t key_len;
 } tf_cert_t;
 int tf_cert_make(tf_cert_t *c, const char *cn);
+/* The same, issued by `ca` (a certificate made by tf_cert_make). */
+int tf_cert_make_signed(tf_cert_t *c, const char *cn, const tf_cert_t *ca);
+/* When set, tf_connect presents this certificate (mutual TLS). */
+extern const tf_cert_t *tf_client_cert;
 void tf_cert_free(tf_cert_t *c);
 
 /* A client connection.  `max_version` 0 or TLS1_2_VERSION...; `alpn` NULL
