@@ -277,6 +277,10 @@ hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx);
 size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n);
 void hr__vconn_eof(hr__conn_t *c);
 int hr__vconn_closed(const hr__conn_t *c);
+/* A TLS connection over the connected socket `fd` (any stream socket, a
+ * socketpair end for the TLS fuzzer) with `ssl`, both the connection's on
+ * success.  NULL when out of memory. */
+hr__conn_t *hr__vconn_new_tls(hr__worker_t *w, int fd, void *ssl);
 /* server.c: a server with one worker on `loop` and no listener, for
  * hr__vconn_new.  Close it with hr_server_close. */
 int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop);
@@ -403,6 +407,8 @@ int hr__listener_start(hr__listener_t *l); /* accepting from now on */
 void hr__listener_close(hr__listener_t *l, uv_close_cb cb);
 
 /* worker.c */
+/* Makes the loop's TLS state when it has none yet: 0 or HR_ENOMEM. */
+int hr__worker_tls_loop(hr__worker_t *w);
 void hr__worker_conn_gone(hr__worker_t *w);
 void hr__worker_exchange_gone(hr__worker_t *w);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */

@@ -111,6 +111,15 @@ static void on_timeout(hr__timers_t *t, hr__tnode_t *n, hr__tlist_t list) {
   hr__conn_timeout((hr__conn_t *)((char *)n - offsetof(hr__conn_t, timer)), list);
 }
 
+int hr__worker_tls_loop(hr__worker_t *w) {
+  if (w->tls != NULL) return 0;
+  w->tls = hr__mem_alloc(&w->mem, sizeof(*w->tls));
+  if (w->tls == NULL) return HR_ENOMEM;
+  hr__tlsloop_init(w->tls, w->loop, &w->mem);
+  w->handles_open++;
+  return 0;
+}
+
 int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   size_t i;
   int err;
@@ -158,13 +167,8 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   uv_timer_init(loop, &w->accept_timer);
   w->accept_timer.data = w;
   w->handles_open++;
-  if (s->ntls > 0) {
-    w->tls = hr__mem_alloc(&w->mem, sizeof(*w->tls));
-    if (w->tls == NULL) return HR_ENOMEM;
-    hr__tlsloop_init(w->tls, loop, &w->mem);
-    w->handles_open++;
-  }
   w->base_handles = 1;
+  if (s->ntls > 0 && (err = hr__worker_tls_loop(w)) != 0) return err;
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   for (i = 0; i < w->nlisteners; i++) {
     if ((err = hr__listener_init(w, &w->listeners[i], w->fds[i])) != 0) goto fail;
