@@ -228,6 +228,64 @@ static void test_sni_selection(void **state) {
   expect_cn(fx->port, "x.wild.test", "second.test");
 }
 
+/* ---- resumption ------------------------------------------------------------ */
+
+/* One request on a new connection (offering `resume`); returns whether the
+ * handshake resumed it, and the connection's session in *out. */
+static int one_resumed(int port, int max_version, SSL_SESSION *resume, SSL_SESSION **out) {
+  tf_conn_t c;
+  int reused;
+  tf_resume = resume;
+  assert_int_equal(tf_connect(&c, port, &cert_a, &cert_b, max_version, NULL, 0, NULL), 0);
+  tf_resume = NULL;
+  get(&c, "/hello/r", "hello"); /* TLS 1.3 tickets come after the handshake */
+  reused = c.reused;
+  if (out != NULL) *out = SSL_get1_session(c.ssl);
+  tf_close(&c);
+  return reused;
+}
+
+static void test_resumption(void **state) {
+  fx_t *fx = *state;
+  SSL_SESSION *s1, *s2, *s3;
+  hr_tls_options_t b;
+  int v;
+  start_tls(fx, &cert_a);
+  for (v = 0; v < 2; v++) {
+    int max = v == 0 ? 0 : TLS1_2_VERSION;
+    /* By ticket. */
+    assert_int_equal(one_resumed(fx->port, max, NULL, &s1), 0);
+    assert_int_equal(one_resumed(fx->port, max, s1, &s2), 1);
+    SSL_SESSION_free(s2);
+    /* Rotated once: the previous key still opens it (and it is renewed). */
+    assert_int_equal(hr_server_tls_rotate_tickets(fx->server, 0), 0);
+    assert_int_equal(one_resumed(fx->port, max, s1, &s2), 1);
+    /* Rotated twice: no longer; a full handshake instead. */
+    assert_int_equal(hr_server_tls_rotate_tickets(fx->server, 0), 0);
+    assert_int_equal(one_resumed(fx->port, max, s1, &s3), 0);
+    SSL_SESSION_free(s1);
+    SSL_SESSION_free(s2);
+    SSL_SESSION_free(s3);
+  }
+  /* Ticket keys are the listener's: a new certificate keeps them. */
+  assert_int_equal(one_resumed(fx->port, 0, NULL, &s1), 0);
+  hr_tls_options_init(&b);
+  b.cert_pem = cert_b.cert_pem;
+  b.cert_pem_len = cert_b.cert_len;
+  b.key_pem = cert_b.key_pem;
+  b.key_pem_len = cert_b.key_len;
+  assert_int_equal(hr_server_tls_update(fx->server, 0, &b), 0);
+  assert_int_equal(one_resumed(fx->port, 0, s1, NULL), 1);
+  SSL_SESSION_free(s1);
+  /* By session ID (TLS 1.2, a client that wants no tickets). */
+  tf_no_ticket = 1;
+  assert_int_equal(one_resumed(fx->port, TLS1_2_VERSION, NULL, &s1), 0);
+  assert_int_equal(one_resumed(fx->port, TLS1_2_VERSION, s1, NULL), 1);
+  tf_no_ticket = 0;
+  SSL_SESSION_free(s1);
+  assert_int_equal(hr_server_tls_rotate_tickets(fx->server, 1), HR_EINVAL);
+}
+
 static void test_listen_tls_errors(void **state) {
   fx_t *fx = *state;
   hr_server_t *s = NULL;
@@ -422,6 +480,7 @@ int main(void) {
       T(test_sni_selection),
       T(test_mutual_tls_required),
       T(test_mutual_tls_optional),
+      T(test_resumption),
       T(test_listen_tls_errors),
       T(test_replacement_under_handshakes),
   };

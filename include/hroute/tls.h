@@ -25,6 +25,7 @@
 #define HROUTE_TLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common.h"
 #include "server.h"
@@ -64,6 +65,17 @@ typedef struct hr_tls_options_s {
   const char *client_ca_file;
   const char *client_ca_pem;
   size_t client_ca_pem_len;
+  /* Session resumption.  Tickets (RFC 8446 §4.6.1, RFC 5077) are sealed
+   * with keys the listener keeps across certificate replacements and
+   * rotates every ticket_rotate_ms milliseconds (0: 12 hours), keeping the
+   * previous key for tickets issued before; set no_tickets to issue none.
+   * session_cache_size bounds the TLS 1.2 session-ID cache (entries; 0:
+   * OpenSSL's default of 20480; -1: no cache).  Only the listener's
+   * hr_server_listen_tls call reads these; hr_server_tls_update keeps
+   * them. */
+  int no_tickets;
+  uint64_t ticket_rotate_ms;
+  long session_cache_size;
 } hr_tls_options_t;
 
 #define HR_TLS_CLIENT_NONE 0
@@ -114,12 +126,22 @@ HR_EXTERN int hr_server_tls_add_name(hr_server_t *server, size_t index,
                                      const char *name,
                                      const hr_tls_options_t *opts);
 
+/*
+ * Rotates the session-ticket keys of TLS listener `index` now: new tickets
+ * are sealed with a new key; tickets sealed with the key before it are
+ * still accepted (and renewed), older ones are not.  The keys are published
+ * like a route table.  Any thread.  Returns 0, HR_EINVAL (no TLS listener
+ * at `index`), HR_ENOMEM, HR_ETLS (no randomness).
+ */
+HR_EXTERN int hr_server_tls_rotate_tickets(hr_server_t *server, size_t index);
+
 /* What a TLS connection negotiated, for handlers (hr_request_tls). */
 typedef struct hr_tls_info_s {
   const char *version;  /* "TLSv1.3", "TLSv1.2" (static storage) */
   const char *cipher;   /* the OpenSSL cipher name (static storage) */
   hr_span_t alpn;       /* "http/1.1", or empty when the client sent none */
   hr_span_t sni;        /* the server name the client asked for, or empty */
+  int resumed;          /* 1 when the session was resumed */
 } hr_tls_info_t;
 
 /*

@@ -112,7 +112,8 @@ int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
   conf = hr__mem_alloc(&s->mem, sizeof(*conf));
   if (conf == NULL) return HR_ENOMEM;
   hr__tlsconf_init(conf, &s->mem);
-  if ((err = hr__tlsctx_build(opts, conf, &ctx)) == 0) {
+  if ((err = hr__tlsconf_sessions(conf, opts)) == 0 &&
+      (err = hr__tlsctx_build(opts, conf, &ctx)) == 0) {
     hr__tlsconf_set_default(conf, ctx);
     err = add_address(s, host, port, conf);
   }
@@ -132,6 +133,11 @@ int hr_server_tls_update(hr_server_t *s, size_t index,
   if ((err = hr__tlsctx_build(opts, s->tls[index], &ctx)) != 0) return err;
   hr__tlsconf_replace(s->tls[index], ctx);
   return 0;
+}
+
+int hr_server_tls_rotate_tickets(hr_server_t *s, size_t index) {
+  if (s == NULL || index >= s->naddrs || s->tls[index] == NULL) return HR_EINVAL;
+  return hr__tlsconf_rotate(s->tls[index]);
 }
 
 int hr_server_tls_add_name(hr_server_t *s, size_t index, const char *name,

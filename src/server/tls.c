@@ -475,6 +475,10 @@ static void tls_close(hr__transport_t *tr, int abort) {
   hr__tls_t *t = (hr__tls_t *)tr;
   if (t->closing) return;
   if (t->on_pump) unschedule(t);
+  /* A connection that ends cleanly keeps its session resumable: OpenSSL
+   * drops the session of an SSL freed without a shutdown from the cache. */
+  if (!abort && t->handshaken && !t->failed)
+    SSL_set_shutdown(t->ssl, SSL_get_shutdown(t->ssl) | SSL_SENT_SHUTDOWN);
   t->closing = 1;
   t->reading = 0;
   t->wreq = NULL;
@@ -504,6 +508,7 @@ static int tls_info(const hr__transport_t *tr, hr_tls_info_t *info) {
   info->alpn.len = alen;
   sni = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
   info->sni = hr_span_cstr(sni);
+  info->resumed = SSL_session_reused(t->ssl) == 1;
   return 0;
 }
 

@@ -7,7 +7,9 @@
  */
 #include <string.h>
 
+#include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/rand.h>
 #include <openssl/pem.h>
 
 #include "hroute/error.h"
@@ -160,6 +162,141 @@ static int load_client_cas(SSL_CTX *ctx, const hr_tls_options_t *o) {
   return 0;
 }
 
+/* ---- session resumption -------------------------------------------------- */
+
+static int conf_index = -1;
+static uv_once_t conf_index_once = UV_ONCE_INIT;
+
+static void make_conf_index(void) {
+  conf_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+static uint64_t now_ms(void) { return uv_hrtime() / 1000000; }
+
+static int make_key(hr__tkey_t *k) {
+  return RAND_bytes(k->name, sizeof k->name) == 1 &&
+                 RAND_bytes(k->aes, sizeof k->aes) == 1 &&
+                 RAND_bytes(k->hmac, sizeof k->hmac) == 1
+             ? 0
+             : HR_ETLS;
+}
+
+static void free_tickets(struct rcu_head *h) {
+  hr__tickets_t *t = (hr__tickets_t *)((char *)h - offsetof(hr__tickets_t, rcu));
+  HR__GP_ACQUIRE();
+  OPENSSL_cleanse(t->key, sizeof t->key);
+  hr__mem_free(t->mem, t);
+}
+
+/* Rotates when the published keys are still `expected` (any when NULL),
+ * so that two loops finding the keys expired at once rotate once. */
+static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
+  hr__tickets_t *old, *nt = hr__mem_alloc(conf->mem, sizeof(*nt));
+  int err;
+  if (nt == NULL) return HR_ENOMEM;
+  memset(nt, 0, sizeof(*nt));
+  nt->mem = conf->mem;
+  nt->created = now_ms();
+  if ((err = make_key(&nt->key[0])) != 0) {
+    hr__mem_free(conf->mem, nt);
+    return err;
+  }
+  nt->nkeys = 1;
+  uv_mutex_lock(&conf->lock);
+  old = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
+  if (expected != NULL && old != expected) {
+    uv_mutex_unlock(&conf->lock); /* another loop rotated first */
+    OPENSSL_cleanse(nt->key, sizeof nt->key);
+    hr__mem_free(conf->mem, nt);
+    return 0;
+  }
+  if (old != NULL) {
+    nt->key[1] = old->key[0];
+    nt->nkeys = 2;
+  }
+  /* Release: pairs with the acquire load in on_ticket. */
+  atomic_store_explicit(&conf->tickets, nt, memory_order_release);
+  uv_mutex_unlock(&conf->lock);
+  if (old != NULL) {
+    atomic_store_explicit(&conf->used_call_rcu, 1, memory_order_relaxed);
+    urcu_bp_call_rcu(&old->rcu, free_tickets);
+  }
+  return 0;
+}
+
+int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, NULL); }
+
+/* Key lookup for a ticket being sealed (enc) or opened.  Returns what
+ * OpenSSL's ticket callback expects: 1 (use it), 2 (opened with the
+ * previous key: renew it), 0 (unknown key: full handshake), -1 (error).
+ * Runs in the handshake, on the loop thread. */
+static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
+                     EVP_CIPHER_CTX *ectx, EVP_MAC_CTX *hctx, int enc) {
+  hr__tlsconf_t *conf = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), conf_index);
+  const hr__tickets_t *tk, *expired = NULL;
+  const hr__tkey_t *k = NULL;
+  OSSL_PARAM params[3];
+  int rc = 0;
+  if (conf == NULL) return -1;
+  hr__rcu_read_lock();
+  /* Acquire: pairs with the release in hr__tlsconf_rotate. */
+  tk = atomic_load_explicit(&conf->tickets, memory_order_acquire);
+  if (tk != NULL && enc) {
+    k = &tk->key[0];
+    rc = 1;
+    if (now_ms() - tk->created >= conf->rotate_ms) expired = tk;
+    memcpy(name, k->name, sizeof k->name);
+    if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1 ||
+        EVP_EncryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k->aes, iv) != 1)
+      rc = -1;
+  } else if (tk != NULL) {
+    int i;
+    for (i = 0; i < tk->nkeys && k == NULL; i++)
+      if (memcmp(name, tk->key[i].name, sizeof tk->key[i].name) == 0) {
+        k = &tk->key[i];
+        rc = i == 0 ? 1 : 2;
+      }
+    if (k != NULL && EVP_DecryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k->aes, iv) != 1)
+      rc = -1;
+  }
+  if (k != NULL && rc > 0) {
+    params[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, (void *)k->hmac,
+                                                  sizeof k->hmac);
+    params[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0);
+    params[2] = OSSL_PARAM_construct_end();
+    if (EVP_MAC_CTX_set_params(hctx, params) != 1) rc = -1;
+  }
+  hr__rcu_read_unlock();
+  /* Time for new keys: made and published here, outside the section (the
+   * pointer is only compared, never read, after it). */
+  if (expired != NULL) rotate_if(conf, expired);
+  return rc;
+}
+
+int hr__tlsconf_sessions(hr__tlsconf_t *conf, const hr_tls_options_t *o) {
+  conf->no_tickets = o->no_tickets;
+  conf->rotate_ms = o->ticket_rotate_ms ? o->ticket_rotate_ms : 12ull * 3600 * 1000;
+  conf->cache_size = o->session_cache_size;
+  return conf->no_tickets ? 0 : hr__tlsconf_rotate(conf);
+}
+
+/* Tickets and the session cache of a context built for `conf`. */
+static int sessions_on(SSL_CTX *ctx, hr__tlsconf_t *conf) {
+  static const unsigned char sid_ctx[] = "hroute";
+  uv_once(&conf_index_once, make_conf_index);
+  if (conf_index < 0 || SSL_CTX_set_ex_data(ctx, conf_index, conf) != 1) return -1;
+  SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof sid_ctx - 1);
+  if (conf->no_tickets)
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  else if (SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, on_ticket) != 1)
+    return -1;
+  if (conf->cache_size < 0)
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  else if (conf->cache_size > 0)
+    SSL_CTX_sess_set_cache_size(ctx, conf->cache_size);
+  return 0;
+}
+
 int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **out) {
   SSL_CTX *ctx;
   int err = 0;
@@ -178,6 +315,7 @@ int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **o
   if (conf != NULL) {
     SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
     SSL_CTX_set_tlsext_servername_arg(ctx, conf);
+    if (sessions_on(ctx, conf) != 0) err = HR_ETLS;
   }
   if (err == 0) err = load_chain(ctx, o);
   if (err == 0) err = load_key(ctx, o);
@@ -210,7 +348,11 @@ void hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem) {
   conf->mem = mem;
   atomic_init(&conf->ctx, NULL);
   atomic_init(&conf->names, NULL);
-  conf->used_call_rcu = 0;
+  atomic_init(&conf->used_call_rcu, 0);
+  atomic_init(&conf->tickets, NULL);
+  conf->rotate_ms = 12ull * 3600 * 1000;
+  conf->cache_size = 0;
+  conf->no_tickets = 0;
 }
 
 void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx) {
@@ -255,7 +397,7 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
     if (q == NULL) return; /* leak it rather than free it under a reader */
     *q = *r;
     q->mem = conf->mem;
-    conf->used_call_rcu = 1;
+    atomic_store_explicit(&conf->used_call_rcu, 1, memory_order_relaxed);
     urcu_bp_call_rcu(&q->rcu, reclaim);
     return;
   }
@@ -367,7 +509,12 @@ SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
 
 void hr__tlsconf_free(hr__tlsconf_t *conf) {
   retired_t r;
-  if (conf->used_call_rcu) urcu_bp_barrier();
+  hr__tickets_t *tk = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
+  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed)) urcu_bp_barrier();
+  if (tk != NULL) {
+    OPENSSL_cleanse(tk->key, sizeof tk->key);
+    hr__mem_free(conf->mem, tk);
+  }
   memset(&r, 0, sizeof(r));
   r.ctx = atomic_load_explicit(&conf->ctx, memory_order_relaxed);
   r.names = atomic_load_explicit(&conf->names, memory_order_relaxed);

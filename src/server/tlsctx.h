@@ -17,6 +17,7 @@
 
 #include <stdatomic.h>
 #include <openssl/ssl.h>
+#include <urcu/urcu-bp.h>
 #include <uv.h>
 
 #include "hroute/tls.h"
@@ -34,11 +35,31 @@ typedef struct hr__tlsnames_s {
   hr__tlsname_t e[];
 } hr__tlsnames_t;
 
+/* Session-ticket keys: the current one seals, both open.  Immutable once
+ * published. */
+typedef struct hr__tkey_s {
+  unsigned char name[16];
+  unsigned char aes[32];
+  unsigned char hmac[32];
+} hr__tkey_t;
+
+typedef struct hr__tickets_s {
+  struct rcu_head rcu;
+  hr__tkey_t key[2]; /* [0] current, [1] previous */
+  int nkeys;         /* 1 or 2 */
+  uint64_t created;  /* uv_hrtime() / 1e6 when made */
+  hr__mem_t *mem;
+} hr__tickets_t;
+
 typedef struct hr__tlsconf_s {
   _Atomic(SSL_CTX *) ctx; /* published; see above */
   _Atomic(hr__tlsnames_t *) names; /* published the same way; may be NULL */
   uv_mutex_t lock;        /* serialises replacements */
-  int used_call_rcu;      /* under lock: hr__tlsconf_free waits for them */
+  _Atomic(hr__tickets_t *) tickets; /* published; NULL: no tickets */
+  uint64_t rotate_ms;     /* ticket key lifetime */
+  long cache_size;        /* TLS 1.2 session cache: 0 default, -1 none */
+  int no_tickets;
+  _Atomic int used_call_rcu; /* hr__tlsconf_free waits for reclamations */
   hr__mem_t *mem;         /* the server's allocator */
 } hr__tlsconf_t;
 
@@ -60,6 +81,12 @@ void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx);
  * replacing the one it had).  Returns 0, HR_EINVAL (not a host name),
  * HR_ENOMEM (ctx is then freed).  Any thread. */
 int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx);
+/* Sets up tickets and the session cache from `o` (listen time).  Returns
+ * 0, HR_ENOMEM, HR_ETLS. */
+int hr__tlsconf_sessions(hr__tlsconf_t *conf, const hr_tls_options_t *o);
+/* Publishes new ticket keys, the current one becoming the previous.
+ * Returns 0, HR_ENOMEM, HR_ETLS.  Any thread. */
+int hr__tlsconf_rotate(hr__tlsconf_t *conf);
 /* A new server-side SSL on the published context, or NULL.  Loop thread. */
 SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf);
 /* Drops the published context; waits for pending reclamations. */

@@ -19,6 +19,8 @@
 #include "tlsfx.h"
 
 const tf_cert_t *tf_client_cert;
+SSL_SESSION *tf_resume;
+int tf_no_ticket;
 
 static char *bio_text(BIO *b, size_t *len) {
   char *p;
@@ -155,8 +157,11 @@ int tf_connect(tf_conn_t *c, int port, const tf_cert_t *trust,
   c->ssl = SSL_new(c->ctx);
   if (c->ssl == NULL) goto fail;
   if (sni != NULL) SSL_set_tlsext_host_name(c->ssl, sni);
+  if (tf_no_ticket) SSL_set_options(c->ssl, SSL_OP_NO_TICKET);
+  if (tf_resume != NULL) SSL_set_session(c->ssl, tf_resume);
   SSL_set_fd(c->ssl, c->fd);
   if (SSL_connect(c->ssl) != 1) goto fail;
+  c->reused = SSL_session_reused(c->ssl) == 1;
   return 0;
 fail:
   tf_close(c);
@@ -196,7 +201,12 @@ int tf_peer_cn(tf_conn_t *c, char *out, size_t cap) {
 }
 
 void tf_close(tf_conn_t *c) {
-  if (c->ssl != NULL) SSL_free(c->ssl);
+  /* A clean close_notify: an SSL freed without one makes its session
+   * unresumable. */
+  if (c->ssl != NULL) {
+    if (SSL_is_init_finished(c->ssl)) SSL_shutdown(c->ssl);
+    SSL_free(c->ssl);
+  }
   if (c->ctx != NULL) SSL_CTX_free(c->ctx);
   if (c->fd > 0) close(c->fd);
   memset(c, 0, sizeof(*c));

@@ -23,6 +23,10 @@ int tf_cert_make(tf_cert_t *c, const char *cn);
 int tf_cert_make_signed(tf_cert_t *c, const char *cn, const tf_cert_t *ca);
 /* When set, tf_connect presents this certificate (mutual TLS). */
 extern const tf_cert_t *tf_client_cert;
+/* When set, tf_connect offers this session for resumption. */
+extern SSL_SESSION *tf_resume;
+/* When set, the client asks for no tickets (session-ID resumption). */
+extern int tf_no_ticket;
 void tf_cert_free(tf_cert_t *c);
 
 /* A client connection.  `max_version` 0 or TLS1_2_VERSION...; `alpn` NULL
@@ -31,6 +35,7 @@ typedef struct tf_conn_s {
   int fd;
   SSL_CTX *ctx;
   SSL *ssl;
+  int reused; /* the handshake resumed tf_resume */
 } tf_conn_t;
 /* Connects and completes the handshake, trusting `trust` (and `trust2`
  * unless NULL).  Returns 0, or -1 (connection failed or handshake refused;
