@@ -31,8 +31,26 @@
 # the second reading is an error.  Everything it starts is stopped when it
 # exits, also when interrupted.
 #
+# --tls does it all over HTTPS: run.sh makes a self-signed ECDSA P-256
+# certificate (CN localhost, SAN DNS:localhost and IP:127.0.0.1) in its temp
+# dir with the openssl CLI, starts hello with --tls-cert/--tls-key and, with
+# --compare nginx, nginx with the same certificate (ssl_protocols TLSv1.2
+# TLSv1.3, hroute's ECDHE+AEAD cipher list, session tickets on, one worker);
+# wrk runs the keep-alive, churn and pipelined runs over https (TLS 1.3, one
+# handshake per connection).  h2o and floor have no TLS here and are
+# skipped.  Then come the handshake runs (bench/tls_handshakes.c, -O2):
+# for each of --handshakes (TLS 1.3 full, 1.2 full, 1.3 resumed, 1.2
+# resumed; resumed offers the session ticket of the connection before),
+# --hs-clients processes pinned to --client-cpus make one connection, one
+# full TLS handshake, one "Connection: close" request per connection for
+# --duration; each prints handshakes/s, the server's CPU µs per handshake
+# and how many handshakes did resume (SSL_session_reused), with the ratio
+# hroute/nginx.  The idle line becomes "idle-tls": the same measurement over
+# TLS connections (bench/idle_client --tls).
+#
 #   bench/run.sh                                   # hroute alone, defaults
 #   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
+#   bench/run.sh --tls --duration 3s --rounds 3 --compare nginx
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,6 +77,13 @@ BUILD=1
 ONLY=             # hroute or a peer: benchmark one server only (script testing)
 WARMUP=1s         # one unmeasured keep-alive run per server before round 1
 CHURN=1000        # route replacements/s in the keepalive+churn run; 0: no such run
+TLS=0             # --tls: everything over HTTPS, plus the handshake runs
+HANDSHAKES=1.3,1.2,1.3-resume,1.2-resume # --handshakes: modes of the handshake runs
+HS_MODES=()       # HANDSHAKES as a list (empty: none)
+HS_CLIENTS=2      # --hs-clients: tls_handshakes processes
+SCHEME=http       # https with --tls
+CURL_TLS=()       # curl's arguments for the certificate, with --tls
+IDLE_NAME=idle    # the idle line's name: idle-tls with --tls
 
 # ---- state shared with the cleanup trap -----------------------------------
 
@@ -73,6 +98,8 @@ IDLE_PID=         # bench/idle_client, during an idle measurement only
 IDLE_FAILED=0     # an idle measurement failed: exit status 1 after the report
 LAST_PORT=        # the last port handed out (next_port)
 CHURN_PID=        # the hello started with --churn, during its run only
+HS_PID=           # bench/tls_handshakes, during a handshake run only
+HS_SECONDS=       # DURATION in seconds, for tls_handshakes
 
 usage() {
   cat <<EOF
@@ -107,6 +134,19 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
                        beyond its max_connections, 10000)
   --churn N            route replacements per second in the keepalive+churn
                        run (hello --churn N); 0 skips that run (default $CHURN)
+  --tls                everything over HTTPS with a self-signed ECDSA P-256
+                       certificate made for the run: hello --tls-cert/--tls-key,
+                       nginx with the same certificate (TLS 1.2 and 1.3,
+                       ECDHE+AEAD ciphers, session tickets on); wrk over
+                       https; the handshake runs; the idle line over TLS
+                       ("idle-tls").  h2o and floor are skipped (no TLS here)
+  --handshakes LIST    with --tls: handshake runs, comma-separated, from
+                       1.3 (TLS 1.3 full), 1.2 (TLS 1.2 full), 1.3-resume and
+                       1.2-resume (session ticket of the connection before),
+                       or none (default $HANDSHAKES)
+  --hs-clients N       with --tls: bench/tls_handshakes processes, pinned to
+                       --client-cpus, one connection at a time each
+                       (default $HS_CLIENTS)
   --no-build           use the existing build/release/hello and
                        build/release/bench-peers/*
   --help               show this text
@@ -120,6 +160,16 @@ Ratios: hroute's median divided by the peer's, for req/s (above 1: hroute
 is faster) and cpu_us/req (below 1: hroute spends less).  The idle line:
 bytes of server RSS per connection, (RSS with N idle connections - RSS
 before) / N, each server started afresh for it.
+
+Handshake runs (--tls): a new TCP connection per request: TLS handshake
+(SNI localhost, ALPN http/1.1, certificate verified), one GET with
+"Connection: close", the whole response, close_notify both ways.  Per
+server and mode: handshakes/s, server CPU µs per handshake (its CPU time
+during the run / handshakes), server CPU use in % of one CPU (near 100:
+the server is the bottleneck; well below: the clients are, and cpu_us/hs
+is the figure to compare), how many handshakes resumed, and the growth of
+the server's RSS over the run.  Medians over the rounds; the ratio line
+gives hroute/nginx for both.
 EOF
 }
 
@@ -147,10 +197,11 @@ parse_args() {
     case $opt in
       --help | -h) usage; exit 0 ;;
       --no-build) BUILD=0; shift; continue ;;
+      --tls) TLS=1; shift; continue ;;
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
       --duration | --connections | --threads | --server-threads | --path | --port | \
         --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn | \
-        --idle-conns)
+        --idle-conns | --handshakes | --hs-clients)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -170,6 +221,8 @@ parse_args() {
       --only) ONLY=$value ;;
       --churn) CHURN=$value ;;
       --idle-conns) IDLE_CONNS=$value ;;
+      --handshakes) HANDSHAKES=$value ;;
+      --hs-clients) HS_CLIENTS=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -191,10 +244,26 @@ parse_args() {
   check_int --idle-conns "$IDLE_CONNS" 0
   IDLE_CONNS=$((10#$IDLE_CONNS))
   ((IDLE_CONNS <= 100000)) || die "--idle-conns must be <= 100000"
+  check_int --hs-clients "$HS_CLIENTS" 1
+  HS_CLIENTS=$((10#$HS_CLIENTS))
+  ((HS_CLIENTS <= 64)) || die "--hs-clients must be <= 64"
+  parse_handshakes
   parse_compare
+  if ((TLS)); then
+    SCHEME=https
+    IDLE_NAME=idle-tls
+    local p kept=()
+    for p in "${PEERS[@]}"; do
+      if [[ $p == nginx ]]; then kept+=("$p"); else note "--tls: $p has no TLS here: skipped"; fi
+    done
+    PEERS=("${kept[@]}")
+  fi
   case $ONLY in
     '' | hroute) ;;
-    nginx | h2o | floor) in_peers "$ONLY" || PEERS+=("$ONLY") ;;
+    nginx) in_peers "$ONLY" || PEERS+=("$ONLY") ;;
+    h2o | floor)
+      ((TLS == 0)) || die "--tls: $ONLY has no TLS here (only nginx can be compared)"
+      in_peers "$ONLY" || PEERS+=("$ONLY") ;;
     *) die "--only must be hroute, nginx, h2o or floor" ;;
   esac
 
@@ -207,6 +276,27 @@ parse_args() {
   taskset -c "$SERVER_CPUS" true 2>/dev/null || die "cannot pin to --server-cpus $SERVER_CPUS"
   taskset -c "$CLIENT_CPUS" true 2>/dev/null || die "cannot pin to --client-cpus $CLIENT_CPUS"
 }
+
+# Sets HS_MODES from HANDSHAKES: known modes, each once, "none" alone.
+parse_handshakes() {
+  local list m seen=' '
+  HS_MODES=()
+  [[ $HANDSHAKES == none ]] && return 0
+  IFS=, read -r -a list <<<"$HANDSHAKES"
+  ((${#list[@]} > 0)) || die "--handshakes needs 1.3, 1.2, 1.3-resume, 1.2-resume or none"
+  for m in "${list[@]}"; do
+    case $m in
+      1.3 | 1.2 | 1.3-resume | 1.2-resume) ;;
+      *) die "--handshakes: unknown mode '$m' (1.3, 1.2, 1.3-resume, 1.2-resume or none)" ;;
+    esac
+    [[ $seen != *" $m "* ]] || die "--handshakes names $m twice"
+    seen+="$m "
+    HS_MODES+=("$m")
+  done
+}
+
+# True when the handshake runs are measured.
+want_handshakes() { ((TLS && ${#HS_MODES[@]} > 0)); }
 
 # Sets PEERS from COMPARE: known names, each once, "none" alone.
 parse_compare() {
@@ -278,6 +368,7 @@ cleanup() {
   set +e # clean up as much as possible, whatever fails
   stop_process "$WRK_PID" INT 2
   stop_process "$IDLE_PID" TERM 2
+  stop_process "$HS_PID" TERM 2
   stop_process "$HELLO_PID" TERM 7
   stop_process "$CHURN_PID" TERM 7
   stop_process "$NGINX_PID" TERM 5
@@ -325,7 +416,7 @@ wait_ready() {
       tail -n 20 "$log" >&2 || true
       die "$name exited during start-up"
     fi
-    if curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then
+    if curl "${CURL_TLS[@]}" -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then
       return 0
     fi
     sleep 0.1
@@ -338,7 +429,7 @@ wait_ready() {
 # /hello/NAME paths: exactly "Hello, NAME"); keeps the body in $TMP/$1.body.
 check_response() {
   local name=$1 url=$2 code
-  code=$(curl -sS --max-time 5 -o "$TMP/$name.body" -w '%{http_code}' "$url") ||
+  code=$(curl "${CURL_TLS[@]}" -sS --max-time 5 -o "$TMP/$name.body" -w '%{http_code}' "$url") ||
     die "$name: request to $url failed"
   [[ $code == 200 ]] || die "$name: GET $URL_PATH answered $code, expected 200"
   if [[ $URL_PATH =~ ^/hello/([^/?#]+)$ ]]; then
@@ -367,7 +458,7 @@ cpu_ticks() {
 # Prints "REQUESTS ALLOCATIONS" from the stats endpoint of the hello on port
 # $1 (default: the main one).
 hello_counters() {
-  curl -fsS --max-time 5 "http://127.0.0.1:${1:-$HELLO_PORT}/__hroute/stats" |
+  curl "${CURL_TLS[@]}" -fsS --max-time 5 "$SCHEME://127.0.0.1:${1:-$HELLO_PORT}/__hroute/stats" |
     awk '{
       r = $0; a = $0
       if (!sub(/.*"requests":/, "", r) || !sub(/.*"allocations":/, "", a)) exit 1
@@ -382,7 +473,10 @@ ensure_deps() {
   local tools=(wrk curl taskset) t missing=()
   want_nginx && tools+=(nginx)
   want_hroute && ((BUILD)) && tools+=(cmake)
-  if ((BUILD)) && { want_peer h2o || want_peer floor || want_idle; }; then tools+=(cc); fi
+  if ((BUILD)) && { want_peer h2o || want_peer floor || want_idle || want_handshakes; }; then
+    tools+=(cc)
+  fi
+  ((TLS)) && tools+=(openssl)
   if [[ -x $ROOT/scripts/deps.sh ]] || [[ -f $ROOT/scripts/deps.sh ]]; then
     bash "$ROOT/scripts/deps.sh" --bench
   fi
@@ -414,20 +508,25 @@ ensure_packages() {
     die "cannot install ${missing[*]}: $(tail -n 5 "$TMP/apt.log")"
 }
 
-# Builds, with -O2, what the peers and the idle measurement need into
-# $PEER_DIR: floor, h2o_hello, idle_client (or, with --no-build, checks that
-# they are there).
+# Builds, with -O2, what the peers, the idle measurement and the handshake
+# runs need into $PEER_DIR: floor, h2o_hello, idle_client, tls_handshakes
+# (or, with --no-build, checks that they are there).
 build_peers() {
   local name src flags targets=()
   want_peer floor && targets+=(floor)
   want_peer h2o && targets+=(h2o_hello)
   want_idle && targets+=(idle_client)
+  want_handshakes && targets+=(tls_handshakes)
   ((${#targets[@]} > 0)) || return 0
   mkdir -p "$PEER_DIR"
   for name in "${targets[@]}"; do
     if ((BUILD)); then
       src=$BENCH_DIR/peers/$name.c flags=()
-      [[ $name == idle_client ]] && src=$BENCH_DIR/idle_client.c
+      if [[ $name == idle_client || $name == tls_handshakes ]]; then
+        src=$BENCH_DIR/$name.c
+        # shellcheck disable=SC2207 # word splitting wanted
+        flags=($(pkg-config --cflags --libs libssl libcrypto 2>/dev/null || echo -lssl -lcrypto))
+      fi
       if [[ $name == h2o_hello ]]; then
         # shellcheck disable=SC2207 # word splitting wanted
         flags=($(pkg-config --cflags --libs libh2o-evloop 2>/dev/null || echo -lh2o-evloop))
@@ -461,14 +560,34 @@ build_hello() {
   die "no hello executable under ${BUILD_DIR#"$ROOT"/} (drop --no-build to build it)"
 }
 
-# Starts hello, with the extra arguments $@ if any.
+# With --tls: hello's arguments for the certificate (prints nothing without).
+hello_tls_args() {
+  if ((TLS)); then echo --tls-cert "$TMP/tls/cert.pem" --tls-key "$TMP/tls/key.pem"; fi
+}
+
+# With --tls, makes the self-signed ECDSA P-256 certificate that hello and
+# nginx serve, $TMP/tls/cert.pem and key.pem (CN localhost, SAN localhost
+# and 127.0.0.1), and points curl at it.
+make_certificate() {
+  ((TLS)) || return 0
+  mkdir -p "$TMP/tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "$TMP/tls/key.pem" -out "$TMP/tls/cert.pem" -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 >"$TMP/tls/openssl.log" 2>&1 ||
+    die "openssl could not make the certificate: $(tail -n 5 "$TMP/tls/openssl.log")"
+  CURL_TLS=(--cacert "$TMP/tls/cert.pem")
+}
+
+# Starts hello, with the extra arguments $@ if any (and the certificate's
+# with --tls).
 start_hello() {
   next_port HELLO_PORT hello
+  # shellcheck disable=SC2046 # no arguments or four words without spaces
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$HELLO_PORT" \
-    --threads "$SERVER_THREADS" --stats "$@" 2>"$TMP/hello.log" &
+    --threads "$SERVER_THREADS" --stats $(hello_tls_args) "$@" 2>"$TMP/hello.log" &
   HELLO_PID=$!
-  wait_ready hello "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT$URL_PATH" "$TMP/hello.log"
-  check_response hroute "http://127.0.0.1:$HELLO_PORT$URL_PATH"
+  wait_ready hello "$HELLO_PID" "$SCHEME://127.0.0.1:$HELLO_PORT$URL_PATH" "$TMP/hello.log"
+  check_response hroute "$SCHEME://127.0.0.1:$HELLO_PORT$URL_PATH"
 }
 
 # Stops hello with SIGTERM as a user would and checks it shuts down cleanly.
@@ -487,12 +606,14 @@ stop_hello() {
 start_churn_hello() {
   local round=$1
   CHURN_PORT=$(pick_port $((LAST_PORT + 1)))
+  # shellcheck disable=SC2046 # no arguments or four words without spaces
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$CHURN_PORT" \
-    --threads "$SERVER_THREADS" --stats --churn "$CHURN" 2>"$TMP/hello-churn.$round.log" &
+    --threads "$SERVER_THREADS" --stats --churn "$CHURN" $(hello_tls_args) \
+    2>"$TMP/hello-churn.$round.log" &
   CHURN_PID=$!
-  wait_ready "hello --churn" "$CHURN_PID" "http://127.0.0.1:$CHURN_PORT$URL_PATH" \
+  wait_ready "hello --churn" "$CHURN_PID" "$SCHEME://127.0.0.1:$CHURN_PORT$URL_PATH" \
     "$TMP/hello-churn.$round.log"
-  check_response hroute+churn "http://127.0.0.1:$CHURN_PORT$URL_PATH"
+  check_response hroute+churn "$SCHEME://127.0.0.1:$CHURN_PORT$URL_PATH"
   run_wrk "$CHURN_PORT" "$WARMUP" keepalive "$TMP/warmup.churn.$round"
 }
 
@@ -522,11 +643,24 @@ measure_churn() {
 
 # Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
 write_nginx_conf() {
-  local dir=$TMP/nginx master=off listen='' temp='' m conns
+  local dir=$TMP/nginx master=off listen='' temp='' tls='' m conns
   mkdir -p "$dir"
   if ((SERVER_THREADS > 1)); then
     master=on
     listen=reuseport # one listening socket per worker, as hello's threads
+  fi
+  if ((TLS)); then
+    # hello's TLS defaults (src/server/tlsctx.c): TLS 1.2 and 1.3, ECDHE
+    # with AEAD ciphers (OpenSSL 3.0 has no "ECDHE+AEAD" alias: the list is
+    # spelt out), tickets on.  Session cache: nginx's default (none).
+    listen="ssl${listen:+ $listen}"
+    tls+="        ssl_certificate $TMP/tls/cert.pem;"$'\n'
+    tls+="        ssl_certificate_key $TMP/tls/key.pem;"$'\n'
+    tls+="        ssl_protocols TLSv1.2 TLSv1.3;"$'\n'
+    tls+="        ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    tls+="ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    tls+="ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305;"$'\n'
+    tls+="        ssl_session_tickets on;"$'\n'
   fi
   # Keep nginx's temp directories in the temp dir too (only for the modules
   # this nginx was built with: naming another one is a config error).
@@ -539,8 +673,9 @@ write_nginx_conf() {
   conns=$((IDLE_CONNS + CONNECTIONS + 100))
   ((conns >= 20000)) || conns=20000
   awk -v tmpdir="$dir" -v port="$NGINX_PORT" -v workers="$SERVER_THREADS" \
-    -v master="$master" -v listen="$listen" -v temp="$temp" -v conns="$conns" '
+    -v master="$master" -v listen="$listen" -v temp="$temp" -v conns="$conns" -v tls="$tls" '
     $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
+    $0 == "@TLS@" { printf "%s", tls; next }
     { gsub(/@TMPDIR@/, tmpdir); gsub(/@PORT@/, port); gsub(/@WORKERS@/, workers)
       gsub(/@WORKER_CONNECTIONS@/, conns)
       gsub(/@MASTER_PROCESS@/, master); gsub(/@LISTEN_OPTIONS@/, listen)
@@ -555,8 +690,8 @@ start_nginx() {
   taskset -c "$SERVER_CPUS" nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" \
     -c "$TMP/nginx/nginx.conf" 2>"$TMP/nginx/stderr.log" &
   NGINX_PID=$!
-  wait_ready nginx "$NGINX_PID" "http://127.0.0.1:$NGINX_PORT$URL_PATH" "$TMP/nginx/stderr.log"
-  check_response nginx "http://127.0.0.1:$NGINX_PORT$URL_PATH"
+  wait_ready nginx "$NGINX_PID" "$SCHEME://127.0.0.1:$NGINX_PORT$URL_PATH" "$TMP/nginx/stderr.log"
+  check_response nginx "$SCHEME://127.0.0.1:$NGINX_PORT$URL_PATH"
 }
 
 start_h2o() {
@@ -564,8 +699,8 @@ start_h2o() {
   taskset -c "$SERVER_CPUS" "$PEER_DIR/h2o_hello" "$H2O_PORT" "$SERVER_THREADS" \
     2>"$TMP/h2o.log" &
   H2O_PID=$!
-  wait_ready h2o "$H2O_PID" "http://127.0.0.1:$H2O_PORT$URL_PATH" "$TMP/h2o.log"
-  check_response h2o "http://127.0.0.1:$H2O_PORT$URL_PATH"
+  wait_ready h2o "$H2O_PID" "$SCHEME://127.0.0.1:$H2O_PORT$URL_PATH" "$TMP/h2o.log"
+  check_response h2o "$SCHEME://127.0.0.1:$H2O_PORT$URL_PATH"
 }
 
 # The floor's canned response has hello's body for --path /hello/NAME (any
@@ -577,8 +712,8 @@ start_floor() {
   taskset -c "$SERVER_CPUS" "$PEER_DIR/floor" "$FLOOR_PORT" "$body" "$SERVER_THREADS" \
     2>"$TMP/floor.log" &
   FLOOR_PID=$!
-  wait_ready floor "$FLOOR_PID" "http://127.0.0.1:$FLOOR_PORT$URL_PATH" "$TMP/floor.log"
-  check_response floor "http://127.0.0.1:$FLOOR_PORT$URL_PATH"
+  wait_ready floor "$FLOOR_PID" "$SCHEME://127.0.0.1:$FLOOR_PORT$URL_PATH" "$TMP/floor.log"
+  check_response floor "$SCHEME://127.0.0.1:$FLOOR_PORT$URL_PATH"
 }
 
 # Starts peer $1 (nginx, h2o or floor).
@@ -646,7 +781,9 @@ measure_idle() {
   before=$(rss_bytes "$pid")
   rm -f "$TMP/idle.in" "$TMP/idle.out"
   mkfifo "$TMP/idle.in" "$TMP/idle.out"
-  taskset -c "$CLIENT_CPUS" "$PEER_DIR/idle_client" "$port" "$IDLE_CONNS" /hello/x \
+  local tls_arg=()
+  ((TLS)) && tls_arg=(--tls)
+  taskset -c "$CLIENT_CPUS" "$PEER_DIR/idle_client" "${tls_arg[@]}" "$port" "$IDLE_CONNS" /hello/x \
     <"$TMP/idle.in" >"$TMP/idle.out" 2>"$TMP/idle.$server.log" &
   IDLE_PID=$!
   exec {to}>"$TMP/idle.in" {from}<"$TMP/idle.out"
@@ -674,7 +811,7 @@ measure_idle() {
 
   if ((ok == IDLE_CONNS && open == IDLE_CONNS)); then
     echo "$server $(((after - before) / IDLE_CONNS))" >>"$TMP/idle"
-    note "idle  $server: RSS $before -> $after bytes with $IDLE_CONNS idle connections:" \
+    note "$IDLE_NAME  $server: RSS $before -> $after bytes with $IDLE_CONNS idle connections:" \
       "$(((after - before) / IDLE_CONNS)) B each"
   else
     echo "$server error" >>"$TMP/idle"
@@ -718,9 +855,9 @@ run_wrk() {
   local port=$1 duration=$2 mode=$3 out=$4 status=0
   local args=(--latency -t "$WRK_THREADS" -c "$CONNECTIONS" -d "$duration")
   if [[ $mode == pipeline ]]; then
-    args+=(-s "$BENCH_DIR/pipeline.lua" "http://127.0.0.1:$port$URL_PATH" -- "$DEPTH" "$CONNECTIONS")
+    args+=(-s "$BENCH_DIR/pipeline.lua" "$SCHEME://127.0.0.1:$port$URL_PATH" -- "$DEPTH" "$CONNECTIONS")
   else
-    args+=("http://127.0.0.1:$port$URL_PATH")
+    args+=("$SCHEME://127.0.0.1:$port$URL_PATH")
   fi
   taskset -c "$CLIENT_CPUS" wrk "${args[@]}" >"$out" 2>&1 &
   WRK_PID=$!
@@ -799,6 +936,118 @@ measure() {
   note "round $round/$ROUNDS  $summary"
 }
 
+# ---- handshake runs (--tls) -------------------------------------------------
+
+# Prints DURATION (10s, 2m, 1h or 30) in seconds.
+duration_seconds() {
+  local n=${DURATION%[smh]}
+  case $DURATION in
+    *m) echo $((10#$n * 60)) ;;
+    *h) echo $((10#$n * 3600)) ;;
+    *) echo $((10#$n)) ;;
+  esac
+}
+
+# Measures the handshake rate of server $1 (process $2, port $3) in mode
+# $4 (1.3, 1.2, 1.3-resume, 1.2-resume) for round $5 with bench/tls_handshakes
+# and appends one line to $TMP/handshakes:
+#   server mode round hs/s cpu_us_per_hs server_cpu_% resumed completed failed
+#   unclean rss_growth_bytes
+measure_handshakes() {
+  local server=$1 pid=$2 port=$3 mode=$4 round=$5 out status=0 line
+  local cpu0 cpu1 rss0 rss1 ndone resumed failed unclean secs rate cpu_us util summary
+  out="$TMP/hs.$server.$mode.$round"
+  rss0=$(rss_bytes "$pid")
+  cpu0=$(cpu_ticks "$pid")
+  taskset -c "$CLIENT_CPUS" "$PEER_DIR/tls_handshakes" -n "$HS_CLIENTS" -c "$TMP/tls/cert.pem" \
+    "$port" "$mode" "$HS_SECONDS" >"$out" 2>"$out.err" &
+  HS_PID=$!
+  wait "$HS_PID" || status=$?
+  HS_PID=
+  cpu1=$(cpu_ticks "$pid")
+  rss1=$(rss_bytes "$pid")
+  kill -0 "$pid" 2>/dev/null || die "$server died during the TLS $mode handshake run"
+  line=$(cat "$out")
+  [[ $line =~ ^handshakes\ ([0-9]+)\ resumed\ ([0-9]+)\ failed\ ([0-9]+)\ unclean\ ([0-9]+)\ seconds\ ([0-9.]+)\ rate\ ([0-9]+)$ ]] ||
+    die "tls_handshakes failed (status $status): $(head -c 300 "$out.err") $line"
+  ndone=${BASH_REMATCH[1]} resumed=${BASH_REMATCH[2]} failed=${BASH_REMATCH[3]}
+  unclean=${BASH_REMATCH[4]} secs=${BASH_REMATCH[5]} rate=${BASH_REMATCH[6]}
+  read -r cpu_us util < <(awk -v t="$((cpu1 - cpu0))" -v hz="$CLK_TCK" -v n="$ndone" -v s="$secs" \
+    'BEGIN { printf "%s %.0f\n", (n > 0 ? sprintf("%.2f", t * 1000000 / hz / n) : "n/a"), t / hz / s * 100 }')
+  echo "$server $mode $round $rate $cpu_us $util $resumed $ndone $failed $unclean $((rss1 - rss0))" \
+    >>"$TMP/handshakes"
+  summary=$(printf '%-7s tls%-13s %7s hs/s  cpu %sus/hs  server cpu %s%%  resumed %s/%s  rss %+d kB' \
+    "$server" "$mode" "$rate" "$cpu_us" "$util" "$resumed" "$ndone" $(((rss1 - rss0) / 1024)))
+  if ((failed > 0)); then summary+="  FAILED $failed ($(head -c 200 "$out.err"))"; fi
+  if ((unclean > 0)); then summary+="  $unclean without close_notify"; fi
+  note "round $round/$ROUNDS  $summary"
+}
+
+# The handshake table: medians per server and mode, then hroute/nginx.
+report_handshakes() {
+  [[ -s $TMP/handshakes ]] || return 0
+  echo "handshakes: a new connection per request (TLS handshake, GET /hello/x, Connection: close);" \
+    "$HS_CLIENTS client process(es) on cpus $CLIENT_CPUS, $DURATION per run, medians"
+  awk -v modes="${HS_MODES[*]}" '
+    function median(list,   n, v, i, j, t) {
+      n = split(list, v, " ")
+      for (i = 2; i <= n; i++)
+        for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+          t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+        }
+      if (v[1] == "n/a") return "n/a"
+      return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    {
+      if (!($1 in seen)) { seen[$1] = 1; servers[++ns] = $1 }
+      k = $1 " " $2
+      rate[k] = rate[k] " " $4; cpu[k] = cpu[k] " " $5; util[k] = util[k] " " $6
+      res[k] += $7; done[k] += $8; fail[k] += $9; unclean[k] += $10; rss[k] = rss[k] " " $11
+    }
+    END {
+      nm = split(modes, mode, " ")
+      printf "%-8s %-15s %9s %10s %10s %9s %11s\n", "server", "mode", "hs/s", "cpu_us/hs",
+        "server_cpu", "resumed", "rss/run"
+      for (s = 1; s <= ns; s++)
+        for (m = 1; m <= nm; m++) {
+          k = servers[s] " " mode[m]
+          if (!(k in rate)) continue
+          mr[k] = median(rate[k]); mc[k] = median(cpu[k])
+          printf "%-8s %-15s %9.0f %10s %9.0f%% %8.1f%% %+8.0f kB\n", servers[s], "tls" mode[m], mr[k],
+            mc[k] == "n/a" ? "n/a" : sprintf("%.1f", mc[k]), median(util[k]),
+            (done[k] > 0 ? res[k] * 100 / done[k] : 0), median(rss[k]) / 1024
+        }
+      if (("nginx" in seen) && ("hroute" in seen)) {
+        hdr = ""; r1 = ""; r2 = ""
+        for (m = 1; m <= nm; m++) {
+          h = "hroute " mode[m]; n = "nginx " mode[m]
+          hdr = hdr sprintf(" %14s", "tls" mode[m])
+          q1 = "-"; q2 = "-"
+          if ((h in mr) && (n in mr) && mr[n] > 0) q1 = sprintf("%.2fx", mr[h] / mr[n])
+          if ((h in mc) && (n in mc) && mc[h] != "n/a" && mc[n] != "n/a" && mc[n] > 0)
+            q2 = sprintf("%.2fx", mc[h] / mc[n])
+          r1 = r1 sprintf(" %14s", q1); r2 = r2 sprintf(" %14s", q2)
+        }
+        printf "%-24s%s\n%-24s%s\n%-24s%s\n", "ratio hroute/nginx", hdr, "hs/s", r1, "cpu_us/hs", r2
+      }
+      for (k in fail)
+        if (fail[k] > 0)
+          printf "warning: %s: %d failed connections over all rounds\n", k, fail[k]
+      for (k in unclean)
+        if (unclean[k] > 0)
+          printf "warning: %s: %d responses ended without close_notify\n", k, unclean[k]
+      for (k in res) {
+        split(k, w, " ")
+        if (w[2] ~ /resume/ && done[k] > 0 && res[k] < done[k] * 0.99)
+          printf "warning: %s: only %d of %d handshakes resumed a session\n", k, res[k], done[k]
+        if (w[2] !~ /resume/ && res[k] > 0)
+          printf "warning: %s: %d full handshakes resumed a session\n", k, res[k]
+      }
+    }' "$TMP/handshakes"
+  echo "(server_cpu: % of one CPU during the run; well below 100 the clients were the bottleneck" \
+    "and cpu_us/hs is the figure to compare)"
+}
+
 # ---- report ---------------------------------------------------------------
 
 header_line() {
@@ -815,6 +1064,9 @@ header_line() {
     peer_note+="${peer_note:+, }$p${v:+ ($v)}"
   done
   [[ -z $peer_note ]] || peer_note="; peers: $peer_note"
+  if ((TLS)); then
+    peer_note+="; HTTPS: self-signed ECDSA P-256, wrk over TLS ($(openssl version 2>/dev/null | awk '{ print $1, $2 }'))"
+  fi
   if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
     git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
   else
@@ -913,11 +1165,14 @@ report() {
         if (err[key] > 0)
           printf "warning: %s: %d socket errors or non-2xx responses over all rounds\n", key, err[key]
     }' "$TMP/results"
+  report_handshakes
   if [[ -s $TMP/idle ]]; then
-    awk -v n="$IDLE_CONNS" '
+    local what=
+    if ((TLS)); then what="TLS "; fi
+    awk -v n="$IDLE_CONNS" -v name="$IDLE_NAME" -v what="$what" '
       { line = line (line == "" ? "" : ", ") $1 " " ($2 == "error" ? "ERROR" : $2 " B") }
-      END { printf "idle: server RSS per idle keep-alive connection (%d connections, one request" \
-              " each): %s\n", n, line }' "$TMP/idle"
+      END { printf "%s: server RSS per idle %skeep-alive connection (%d connections, one request" \
+              " each): %s\n", name, what, n, line }' "$TMP/idle"
   fi
 }
 
@@ -941,6 +1196,8 @@ main() {
   trap 'exit 143' TERM
 
   ensure_deps
+  make_certificate
+  HS_SECONDS=$(duration_seconds)
   CLK_TCK=$(getconf CLK_TCK)
   ulimit -n "$(ulimit -Hn)" 2>/dev/null || true # room for many connections
   if want_idle && (($(ulimit -n) < IDLE_CONNS + CONNECTIONS + 200)); then
@@ -973,6 +1230,15 @@ main() {
         measure "$peer" "$pid" "$port" "$mode" "$round"
       done
     done
+    if want_handshakes; then
+      for mode in "${HS_MODES[@]}"; do
+        if want_hroute; then measure_handshakes hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
+        for peer in $(peers); do
+          read -r pid port < <(peer_pid_port "$peer")
+          measure_handshakes "$peer" "$pid" "$port" "$mode" "$round"
+        done
+      done
+    fi
   done
 
   if want_hroute; then stop_hello; fi
