@@ -9,7 +9,6 @@
  */
 #include <string.h>
 
-#include "hroute/error.h"
 #include "server/transport.h"
 
 typedef struct hr__sink_s {
@@ -90,28 +89,10 @@ static int sink_addr(const hr__transport_t *t, struct sockaddr *addr, int *len) 
   return UV_ENOTCONN;
 }
 
-static int sink_tls_info(const hr__transport_t *t, hr_tls_info_t *info) {
-  (void)t;
-  (void)info;
-  return HR_ENOTFOUND;
-}
-
-static int sink_tls_client(const hr__transport_t *t, int der,
-                           void *(*alloc)(void *, size_t), void *ctx,
-                           hr_span_t *subject, hr_span_t *cert) {
-  (void)t;
-  (void)der;
-  (void)alloc;
-  (void)ctx;
-  (void)subject;
-  (void)cert;
-  return HR_ENOTFOUND;
-}
-
 static const hr__transport_ops_t sink_ops = {
     sink_read_start, sink_read_stop, sink_try_write, sink_write,    sink_shutdown,
-    sink_close,      sink_addr,      sink_addr,      sink_tls_info,
-    sink_tls_client,
+    sink_close,      sink_addr,      sink_addr,      hr__no_tls_info,
+    hr__no_tls_client,
 };
 
 void hr__sink_init(hr__transport_t *t, uv_loop_t *loop, hr__sink_cb sink,

@@ -15,7 +15,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "hroute/error.h"
 #include "server/transport.h"
 
 typedef struct hr__tcp_s {
@@ -83,21 +82,6 @@ static ssize_t tcp_try_write(hr__transport_t *t, const uv_buf_t *bufs,
   return total;
 }
 
-/* Advances req past `n` written bytes; returns 1 when it is all written. */
-static int advance(hr__wreq_t *req, size_t n) {
-  while (req->nbufs > 0 && n >= req->bufs[0].len) {
-    n -= req->bufs[0].len;
-    req->bufs++;
-    req->nbufs--;
-  }
-  if (req->nbufs > 0) {
-    req->bufs[0].base += n;
-    req->bufs[0].len -= n;
-  }
-  while (req->nbufs > 0 && req->bufs[0].len == 0) req->bufs++, req->nbufs--;
-  return req->nbufs == 0;
-}
-
 static int tcp_write(hr__transport_t *t, hr__wreq_t *req) {
   hr__tcp_t *s = tcp_of(t);
   if (s->wreq != NULL) return UV_EBUSY;
@@ -116,7 +100,7 @@ static void on_writable(hr__tcp_t *s) {
     s->base.ev->write_done(s->base.owner, (int)r);
     return;
   }
-  if (!advance(req, (size_t)r)) {
+  if (!hr__wreq_advance(req, (size_t)r)) {
     if (r > 0) s->base.ev->write_progress(s->base.owner);
     return;
   }
@@ -226,28 +210,10 @@ static int tcp_local(const hr__transport_t *t, struct sockaddr *addr, int *len) 
   return sock_addr(t, addr, len, getsockname);
 }
 
-static int tcp_tls_info(const hr__transport_t *t, hr_tls_info_t *info) {
-  (void)t;
-  (void)info;
-  return HR_ENOTFOUND;
-}
-
-static int tcp_tls_client(const hr__transport_t *t, int der,
-                           void *(*alloc)(void *, size_t), void *ctx,
-                           hr_span_t *subject, hr_span_t *cert) {
-  (void)t;
-  (void)der;
-  (void)alloc;
-  (void)ctx;
-  (void)subject;
-  (void)cert;
-  return HR_ENOTFOUND;
-}
-
 static const hr__transport_ops_t tcp_ops = {
     tcp_read_start, tcp_read_stop, tcp_try_write, tcp_write,    tcp_shutdown,
-    tcp_close,      tcp_peer,      tcp_local,     tcp_tls_info,
-    tcp_tls_client,
+    tcp_close,      tcp_peer,      tcp_local,     hr__no_tls_info,
+    hr__no_tls_client,
 };
 
 int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,

@@ -248,19 +248,6 @@ static ssize_t tls_try_write(hr__transport_t *tr, const uv_buf_t *bufs,
   return encrypt_some(t, (uv_buf_t *)bufs, n);
 }
 
-/* Advances `req` past `n` bytes. */
-static void advance(hr__wreq_t *req, size_t n) {
-  while (req->nbufs > 0 && n >= req->bufs[0].len) {
-    n -= req->bufs[0].len;
-    req->bufs++;
-    req->nbufs--;
-  }
-  if (req->nbufs > 0) {
-    req->bufs[0].base += n;
-    req->bufs[0].len -= n;
-  }
-}
-
 /* Goes on with the owner's write; reports its end. */
 static void continue_write(hr__tls_t *t) {
   hr__wreq_t *req = t->wreq;
@@ -272,9 +259,7 @@ static void continue_write(hr__tls_t *t) {
     t->base.ev->write_done(owner_of(t), (int)r);
     return;
   }
-  advance(req, (size_t)r);
-  while (req->nbufs > 0 && req->bufs[0].len == 0) req->bufs++, req->nbufs--;
-  if (req->nbufs == 0 && !t->inner_writing) {
+  if (hr__wreq_advance(req, (size_t)r) && !t->inner_writing) {
     t->wreq = NULL;
     t->base.ev->write_done(owner_of(t), 0);
   } else if (r > 0) {

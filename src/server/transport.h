@@ -85,6 +85,15 @@ struct hr__transport_s {
   void *owner;
 };
 
+/* Advances `req` past `n` written bytes (and empty buffers); returns 1
+ * when all of it is written. */
+int hr__wreq_advance(hr__wreq_t *req, size_t n);
+/* tls_info and tls_client of a transport that is not TLS: HR_ENOTFOUND. */
+int hr__no_tls_info(const hr__transport_t *t, hr_tls_info_t *info);
+int hr__no_tls_client(const hr__transport_t *t, int der,
+                      void *(*alloc)(void *ctx, size_t n), void *ctx,
+                      hr_span_t *subject, hr_span_t *cert);
+
 /* The TCP transport's size, for allocating it behind a connection record. */
 size_t hr__tcp_size(void);
 /* Makes a TCP transport at `t` (hr__tcp_size() bytes) over the connected,
