@@ -149,8 +149,9 @@ void hr__conn_shutdown(hr__conn_t *c) {
 static void on_alloc(void *owner, uv_buf_t *buf) {
   hr__conn_t *c = owner;
   size_t cap = c->w->server->rbuf_size;
-  if (c->state == HR__C_SHUT) {
-    /* Lingering: the bytes are dropped. */
+  if (c->state != HR__C_OPEN) {
+    /* Draining or lingering: no further request is read; the bytes are
+     * dropped. */
     *buf = uv_buf_init(c->w->drain_buf, sizeof(c->w->drain_buf));
     return;
   }
@@ -169,7 +170,7 @@ static void on_read(void *owner, ssize_t nread) {
   hr__conn_t *c = owner;
   if (c->state == HR__C_CLOSED) return;
   if (nread > 0) {
-    if (c->state == HR__C_SHUT) return; /* lingering: dropped */
+    if (c->state != HR__C_OPEN) return; /* draining or lingering: dropped */
     c->rlen += (uint32_t)nread;
     if (c->ex != NULL) c->ex->last_activity = uv_now(c->w->loop);
     conn_process(c);
@@ -219,10 +220,12 @@ static const hr__transport_events_t conn_events = {
 static void update_reading(hr__conn_t *c) {
   int want;
   if (c->state == HR__C_CLOSED) return;
-  if (c->peer_eof || c->state == HR__C_DRAINING)
+  if (c->peer_eof)
     want = 0;
-  else if (c->state == HR__C_SHUT)
-    want = 1; /* drain only once our FIN is out */
+  else if (c->state != HR__C_OPEN)
+    /* Draining, then lingering: reading on (and dropping what comes) keeps
+     * the socket's poll as it is and notices a peer that leaves. */
+    want = 1;
   else if (c->ex != NULL && c->ex->phase == HR__PH_DONE)
     /* Waiting for the response: pipelined bytes wait in the buffer, and
      * reading goes on while there is room so that a peer that goes away is

@@ -123,10 +123,39 @@ static int append(hr__tls_t *t, char **buf, size_t *len, const char *p, size_t n
   return 0;
 }
 
+/* Writes `n` bytes to the socket now; what it does not take goes to
+ * `pend` behind an inner write.  Returns 0 or a negative error. */
+static int send_now(hr__tls_t *t, const char *p, size_t n) {
+  uv_buf_t buf = uv_buf_init((char *)p, (unsigned)n);
+  ssize_t w = t->inner->ops->try_write(t->inner, &buf, 1);
+  if (w < 0) return (int)w;
+  if ((size_t)w == n) return 0;
+  if (append(t, &t->pend, &t->pend_len, p + w, n - (size_t)w) != 0) return HR_ENOMEM;
+  return start_inner_write(t);
+}
+
+/* Sends what `t` staged in the loop's buffer.  Every entry point that
+ * makes OpenSSL write ends with it.  Returns 0 or a negative error (also
+ * kept in t->werr). */
+static int send_staged(hr__tls_t *t) {
+  hr__tlsloop_t *lp = t->lp;
+  size_t n = lp->out_len;
+  int err;
+  if (lp->out_owner != t || n == 0) return t->werr;
+  lp->out_len = 0;
+  lp->out_owner = NULL;
+  if (t->werr != 0) return t->werr;
+  if (t->inner_writing)
+    err = append(t, &t->more, &t->more_len, lp->out, n);
+  else
+    err = send_now(t, lp->out, n);
+  if (err != 0) t->werr = err;
+  return err;
+}
+
 static int bio_write(BIO *b, const char *p, int n) {
   hr__tls_t *t = BIO_get_data(b);
-  uv_buf_t buf;
-  ssize_t w;
+  hr__tlsloop_t *lp = t->lp;
   BIO_clear_retry_flags(b);
   if (n <= 0) return 0;
   if (t->werr != 0) return -1;
@@ -135,15 +164,19 @@ static int bio_write(BIO *b, const char *p, int n) {
     if (append(t, &t->more, &t->more_len, p, (size_t)n) != 0) goto broken;
     return n;
   }
-  buf = uv_buf_init((char *)p, (unsigned)n);
-  w = t->inner->ops->try_write(t->inner, &buf, 1);
-  if (w < 0) {
-    t->werr = (int)w;
-    return -1;
+  if (lp->out_owner != NULL && lp->out_owner != t) send_staged(lp->out_owner);
+  if (lp->out_len + (size_t)n > sizeof(lp->out) && send_staged(t) != 0) return -1;
+  if (t->inner_writing) {
+    if (append(t, &t->more, &t->more_len, p, (size_t)n) != 0) goto broken;
+    return n;
   }
-  if (w == n) return n;
-  if (append(t, &t->pend, &t->pend_len, p + w, (size_t)(n - w)) != 0) goto broken;
-  if ((t->werr = start_inner_write(t)) != 0) return -1;
+  if ((size_t)n > sizeof(lp->out)) {
+    if ((t->werr = send_now(t, p, (size_t)n)) != 0) return -1;
+    return n;
+  }
+  memcpy(lp->out + lp->out_len, p, (size_t)n);
+  lp->out_len += (size_t)n;
+  lp->out_owner = t;
   return n;
 broken:
   t->werr = HR_ENOMEM;
@@ -233,7 +266,7 @@ static ssize_t encrypt_some(hr__tls_t *t, uv_buf_t *bufs, unsigned n) {
     while (off < bufs[i].len && !t->inner_writing) {
       size_t take = bufs[i].len - off < HR__TLS_PIECE ? bufs[i].len - off : HR__TLS_PIECE;
       int r = SSL_write(t->ssl, bufs[i].base + off, (int)take);
-      if (r <= 0) return ssl_failed(t);
+      if (r <= 0 || send_staged(t) != 0) return ssl_failed(t);
       off += (size_t)r;
       total += r;
     }
@@ -287,6 +320,8 @@ static void deliver(hr__tls_t *t) {
     }
     n = SSL_read(t->ssl, b.base, (int)b.len);
     if (n > 0) {
+      /* What OpenSSL wrote so far (tickets) stays staged: the owner's
+       * answer is staged behind it and both leave in one write. */
       t->base.ev->read(owner_of(t), n);
       continue;
     }
@@ -308,8 +343,16 @@ static void deliver(hr__tls_t *t) {
   }
 }
 
-/* Drives the handshake, then delivers plaintext and pending writes. */
+static void pump_once(hr__tls_t *t);
+
+/* Drives the handshake, then delivers plaintext and pending writes; what
+ * OpenSSL wrote meanwhile leaves in one go. */
 static void pump(hr__tls_t *t) {
+  pump_once(t);
+  if (!t->closing && send_staged(t) != 0) fail(t, t->werr);
+}
+
+static void pump_once(hr__tls_t *t) {
   if (t->closing || t->failed) return;
   if (!t->handshaken) {
     int r = SSL_do_handshake(t->ssl), e;
@@ -450,7 +493,7 @@ static int tls_shutdown(hr__transport_t *tr) {
   if (t->handshaken && !t->failed) {
     SSL_shutdown(t->ssl); /* close_notify; the peer's is not awaited */
     ERR_clear_error();
-    if ((err = t->werr) != 0) return err;
+    if ((err = send_staged(t)) != 0) return err;
     if (t->inner_writing) return UV_EBUSY;
   }
   return t->inner->ops->shutdown(t->inner);
@@ -460,6 +503,11 @@ static void tls_close(hr__transport_t *tr, int abort) {
   hr__tls_t *t = (hr__tls_t *)tr;
   if (t->closing) return;
   if (t->on_pump) unschedule(t);
+  if (t->lp->out_owner == t) {
+    if (!abort) send_staged(t); /* a last alert or close_notify */
+    t->lp->out_len = 0;
+    t->lp->out_owner = NULL;
+  }
   /* A connection that ends cleanly keeps its session resumable: OpenSSL
    * drops the session of an SSL freed without a shutdown from the cache. */
   if (!abort && t->handshaken && !t->failed)
@@ -578,4 +626,6 @@ void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem) {
   lp->idle.data = lp;
   lp->pump_head = NULL;
   lp->mem = mem;
+  lp->out_len = 0;
+  lp->out_owner = NULL;
 }

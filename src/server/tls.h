@@ -22,7 +22,12 @@ typedef struct hr__tlsloop_s {
   hr__tls_t *pump_head;
   hr__mem_t *mem;
   char in[16384 + 512];  /* one record with its header and tag */
-  char out[16384 + 512];
+  /* Ciphertext OpenSSL wrote during one call, written to the socket in one
+   * go when the call returns (a handshake flight, tickets and a response
+   * leave in one sendmsg instead of one each). */
+  char out[2 * (16384 + 512)];
+  size_t out_len;
+  hr__tls_t *out_owner;  /* whose bytes `out` holds, or NULL */
 } hr__tlsloop_t;
 
 void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem);
