@@ -447,6 +447,41 @@ static void test_mutual_tls_optional(void **state) {
   assert_int_equal(try_client(fx->port, &client_other, body, sizeof body), -1);
 }
 
+/* Client certificates asked for one server name only. */
+static void test_mutual_tls_per_name(void **state) {
+  fx_t *fx = *state;
+  hr_tls_options_t o;
+  tf_conn_t c;
+  start_tls(fx, &cert_a);
+  fx_route(fx, "GET", "/client", h_client, NULL);
+  hr_tls_options_init(&o);
+  o.cert_pem = cert_b.cert_pem;
+  o.cert_pem_len = cert_b.cert_len;
+  o.key_pem = cert_b.key_pem;
+  o.key_pem_len = cert_b.key_len;
+  o.client_certs = HR_TLS_CLIENT_REQUIRED;
+  o.client_ca_pem = client_ca.cert_pem;
+  o.client_ca_pem_len = client_ca.cert_len;
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "secure.test", &o), 0);
+  /* The default name asks for none. */
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, &cert_b, 0, NULL, 0, "open.test"), 0);
+  get(&c, "/client", "none");
+  tf_close(&c);
+  /* The named one requires one: refused without, served with. */
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, &cert_b, 0, NULL, 0, "secure.test"), 0);
+  assert_int_equal(tf_write(&c, "GET /client HTTP/1.1\r\nHost: x\r\n\r\n", 35), 0);
+  {
+    char buf[512];
+    assert_true(tf_read_response(&c, buf, sizeof buf) < 0);
+  }
+  tf_close(&c);
+  tf_client_cert = &client_ok;
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, &cert_b, 0, NULL, 0, "secure.test"), 0);
+  tf_client_cert = NULL;
+  get(&c, "/client", "CN=client.test|-----BEGIN CERTIFICATE-----");
+  tf_close(&c);
+}
+
 static int group_setup(void **state) {
   (void)state;
   if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
@@ -480,6 +515,7 @@ int main(void) {
       T(test_sni_selection),
       T(test_mutual_tls_required),
       T(test_mutual_tls_optional),
+      T(test_mutual_tls_per_name),
       T(test_resumption),
       T(test_listen_tls_errors),
       T(test_replacement_under_handshakes),

@@ -114,7 +114,13 @@ static int on_servername(SSL *ssl, int *alert, void *arg) {
       hit = strcmp(low, e) == 0;
     }
     if (hit) {
-      SSL_set_SSL_CTX(ssl, names->e[i].ctx); /* takes its own reference */
+      SSL_CTX *nctx = names->e[i].ctx;
+      SSL_set_SSL_CTX(ssl, nctx); /* takes its own reference */
+      /* SSL_set_SSL_CTX keeps the verify settings SSL_new copied from the
+       * default context: take the named one's (mutual TLS per name). */
+      SSL_set_verify(ssl, SSL_CTX_get_verify_mode(nctx), NULL);
+      if (SSL_CTX_get_client_CA_list(nctx) != NULL)
+        SSL_set_client_CA_list(ssl, SSL_dup_CA_list(SSL_CTX_get_client_CA_list(nctx)));
       break;
     }
   }
