@@ -469,7 +469,10 @@ static void test_mutual_tls_per_name(void **state) {
   tf_close(&c);
   /* The named one requires one: refused without, served with. */
   assert_int_equal(tf_connect(&c, fx->port, &cert_a, &cert_b, 0, NULL, 0, "secure.test"), 0);
-  assert_int_equal(tf_write(&c, "GET /client HTTP/1.1\r\nHost: x\r\n\r\n", 35), 0);
+  {
+    static const char req[] = "GET /client HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(tf_write(&c, req, sizeof req - 1), 0);
+  }
   {
     char buf[512];
     assert_true(tf_read_response(&c, buf, sizeof buf) < 0);
