@@ -148,6 +148,23 @@ static void test_stopped_mid_handshake(void **state) {
   assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
 }
 
+/* A keep-alive timeout ends a TLS connection with close_notify, so the
+ * client can tell it from a cut (RFC 8446 §6.1). */
+static void test_idle_close_says_close_notify(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  char b;
+  int n;
+  fx->opts.keepalive_timeout_ms = 150;
+  start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  get(&c, "/hello/x", "hello");
+  n = SSL_read(c.ssl, &b, 1);
+  assert_int_equal(n, 0);
+  assert_int_equal(SSL_get_error(c.ssl, n), SSL_ERROR_ZERO_RETURN);
+  tf_close(&c);
+}
+
 static void test_certificate_replaced_while_serving(void **state) {
   fx_t *fx = *state;
   tf_conn_t old, c;
@@ -514,6 +531,7 @@ int main(void) {
       T(test_pipelined_one_record_per_byte),
       T(test_plain_http_to_tls_port),
       T(test_stopped_mid_handshake),
+      T(test_idle_close_says_close_notify),
       T(test_certificate_replaced_while_serving),
       T(test_sni_selection),
       T(test_mutual_tls_required),

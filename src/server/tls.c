@@ -164,7 +164,11 @@ static int bio_write(BIO *b, const char *p, int n) {
     if (append(t, &t->more, &t->more_len, p, (size_t)n) != 0) goto broken;
     return n;
   }
-  if (lp->out_owner != NULL && lp->out_owner != t) send_staged(lp->out_owner);
+  if (lp->out_owner != NULL && lp->out_owner != t) {
+    hr__tls_t *other = lp->out_owner;
+    /* Its failure is its own: its next turn on the pump list reports it. */
+    if (send_staged(other) != 0) schedule(other);
+  }
   if (lp->out_len + (size_t)n > sizeof(lp->out) && send_staged(t) != 0) return -1;
   if (t->inner_writing) {
     if (append(t, &t->more, &t->more_len, p, (size_t)n) != 0) goto broken;
@@ -354,6 +358,10 @@ static void pump(hr__tls_t *t) {
 
 static void pump_once(hr__tls_t *t) {
   if (t->closing || t->failed) return;
+  if (t->werr != 0) {
+    fail(t, t->werr);
+    return;
+  }
   if (!t->handshaken) {
     int r = SSL_do_handshake(t->ssl), e;
     if (r != 1) {
@@ -482,8 +490,9 @@ static int tls_read_start(hr__transport_t *tr) {
 static void tls_read_stop(hr__transport_t *tr) {
   hr__tls_t *t = (hr__tls_t *)tr;
   t->reading = 0;
-  /* The handshake goes on whatever the owner wants. */
-  if (t->handshaken) t->inner->ops->read_stop(t->inner);
+  /* Also during the handshake: it waits for read_start, so nothing piles
+   * up unread (the header timeout still runs). */
+  t->inner->ops->read_stop(t->inner);
 }
 
 static int tls_shutdown(hr__transport_t *tr) {
@@ -503,15 +512,20 @@ static void tls_close(hr__transport_t *tr, int abort) {
   hr__tls_t *t = (hr__tls_t *)tr;
   if (t->closing) return;
   if (t->on_pump) unschedule(t);
+  /* A connection that ends cleanly says so (close_notify, RFC 8446 §6.1:
+   * a keep-alive timeout, an answer to the peer's own close_notify), which
+   * also keeps its session resumable (OpenSSL drops the session of an SSL
+   * freed without a shutdown from the cache). */
+  if (!abort && t->handshaken && !t->failed && !t->inner_writing &&
+      !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
+    SSL_shutdown(t->ssl);
+    ERR_clear_error();
+  }
   if (t->lp->out_owner == t) {
     if (!abort) send_staged(t); /* a last alert or close_notify */
     t->lp->out_len = 0;
     t->lp->out_owner = NULL;
   }
-  /* A connection that ends cleanly keeps its session resumable: OpenSSL
-   * drops the session of an SSL freed without a shutdown from the cache. */
-  if (!abort && t->handshaken && !t->failed)
-    SSL_set_shutdown(t->ssl, SSL_get_shutdown(t->ssl) | SSL_SENT_SHUTDOWN);
   t->closing = 1;
   t->reading = 0;
   t->wreq = NULL;
