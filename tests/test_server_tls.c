@@ -148,6 +148,85 @@ static void test_stopped_mid_handshake(void **state) {
   assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
 }
 
+/* A large streamed response to a TLS client that reads slowly: it all
+ * arrives, in order, while the server holds no more than its usual queue
+ * (the chunks are only written as the socket takes them). */
+static struct {
+  hr_response_t *res;
+  size_t sent, total;
+  _Atomic size_t max_queued_blocks; /* written on the loop, read here */
+  hr_server_t *server;
+} big;
+
+static void big_pump(void) {
+  static char piece[16384];
+  hr_server_stats_t st;
+  while (big.sent < big.total) {
+    size_t n = big.total - big.sent < sizeof piece ? big.total - big.sent : sizeof piece;
+    int rc;
+    memset(piece, 'a' + (int)((big.sent / sizeof piece) % 26), n);
+    rc = hr_response_write(big.res, piece, n);
+    if (rc == HR_EAGAIN) break;
+    if (rc != 0) return;
+    big.sent += n;
+  }
+  hr_server_stats(big.server, &st);
+  if (st.output_blocks_in_use > atomic_load(&big.max_queued_blocks))
+    atomic_store(&big.max_queued_blocks, st.output_blocks_in_use);
+  if (big.sent == big.total) hr_response_end(big.res);
+}
+
+static void big_drain(hr_response_t *res, int status, void *udata) {
+  (void)res;
+  (void)udata;
+  if (status == 0) big_pump();
+}
+
+static void h_big(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  big.res = res;
+  hr_response_on_drain(res, big_drain, NULL);
+  hr_response_start(res, 200, (int64_t)big.total);
+  big_pump();
+}
+
+static void test_slow_reader_large_response(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  static const char req[] = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+  char buf[16384];
+  size_t got = 0, body = 0, head = 0, i;
+  int bad = 0;
+  memset(&big, 0, sizeof big);
+  big.total = (size_t)6 << 20;
+  fx_route(fx, "GET", "/big", h_big, NULL);
+  start_tls(fx, &cert_a);
+  big.server = fx->server;
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  assert_int_equal(tf_write(&c, req, sizeof req - 1), 0);
+  while (body < big.total) {
+    int n = SSL_read(c.ssl, buf, sizeof buf);
+    if (n <= 0) break;
+    i = 0;
+    if (head == 0) {
+      char *e = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+      assert_non_null(e);
+      head = (size_t)(e + 4 - buf);
+      i = head;
+    }
+    for (; i < (size_t)n; i++, body++)
+      if (buf[i] != 'a' + (int)((body / 16384) % 26)) bad++;
+    got += (size_t)n;
+    if ((got / 16384) % 16 == 0) sleep_ms(1); /* a slow reader */
+  }
+  assert_int_equal(body, big.total);
+  assert_int_equal(bad, 0);
+  /* The queue stayed near the high-water mark: 64 KiB is 16 blocks. */
+  assert_true(atomic_load(&big.max_queued_blocks) <= 40);
+  tf_close(&c);
+}
+
 /* A keep-alive timeout ends a TLS connection with close_notify, so the
  * client can tell it from a cut (RFC 8446 §6.1). */
 static void test_idle_close_says_close_notify(void **state) {
@@ -532,6 +611,7 @@ int main(void) {
       T(test_plain_http_to_tls_port),
       T(test_stopped_mid_handshake),
       T(test_idle_close_says_close_notify),
+      T(test_slow_reader_large_response),
       T(test_certificate_replaced_while_serving),
       T(test_sni_selection),
       T(test_mutual_tls_required),
