@@ -84,6 +84,26 @@ static int load_key(SSL_CTX *ctx, const hr_tls_options_t *o) {
   return ok ? 0 : HR_ETLS;
 }
 
+/* A host name as the router keeps them, into out[256]: lowercase, no
+ * trailing dot, only letters, digits, '-' and '.', optionally "*." first.
+ * Returns 0 or -1 (not such a name). */
+static int name_norm(char *out, const char *name) {
+  size_t n = strlen(name), i, start = 0;
+  if (n > 0 && name[n - 1] == '.') n--;
+  if (n >= 2 && name[0] == '*' && name[1] == '.') start = 2;
+  if (n == start || n > 253) return -1;
+  for (i = start; i < n; i++) {
+    char ch = name[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
+      return -1;
+  }
+  for (i = 0; i < n; i++)
+    out[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+  out[n] = '\0';
+  return 0;
+}
+
 /* The server-name callback: the context of the name the client asked for,
  * if the listener has one; else the handshake goes on with the default.
  * Runs in the handshake, on the loop thread. */
@@ -92,15 +112,10 @@ static int on_servername(SSL *ssl, int *alert, void *arg) {
   const char *sn = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   const hr__tlsnames_t *names;
   char low[256];
-  size_t i, n;
+  size_t i;
   (void)alert;
-  if (sn == NULL) return SSL_TLSEXT_ERR_NOACK;
-  n = strlen(sn);
-  if (n == 0 || n >= sizeof low) return SSL_TLSEXT_ERR_NOACK;
-  for (i = 0; i < n; i++)
-    low[i] = (char)(sn[i] >= 'A' && sn[i] <= 'Z' ? sn[i] + 32 : sn[i]);
-  if (low[n - 1] == '.') n--;
-  low[n] = '\0';
+  /* A name no table can hold (not a host name) matches none. */
+  if (sn == NULL || name_norm(low, sn) != 0) return SSL_TLSEXT_ERR_NOACK;
   hr__rcu_read_lock();
   /* Acquire: pairs with the release in hr__tlsconf_set_name. */
   names = atomic_load_explicit(&conf->names, memory_order_acquire);
@@ -365,13 +380,12 @@ void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx) {
   atomic_store_explicit(&conf->ctx, ctx, memory_order_release);
 }
 
-/* What a replacement retires: a context, or a names table (with the
- * references it held, but for the entry `keep`, which the new one has). */
+/* What a replacement retires: a context, or a names table with the
+ * references it holds (a new table takes references of its own). */
 typedef struct retired_s {
   struct rcu_head rcu;
   SSL_CTX *ctx;
   hr__tlsnames_t *names;
-  size_t keep; /* names entry whose context moved on; (size_t)-1: none */
   hr__mem_t *mem;
 } retired_t;
 
@@ -379,10 +393,7 @@ static void free_retired(retired_t *r) {
   size_t i;
   SSL_CTX_free(r->ctx);
   if (r->names != NULL) {
-    for (i = 0; i < r->names->n; i++) {
-      hr__mem_free(r->mem, r->names->e[i].name);
-      if (i != r->keep) SSL_CTX_free(r->names->e[i].ctx);
-    }
+    for (i = 0; i < r->names->n; i++) SSL_CTX_free(r->names->e[i].ctx);
     hr__mem_free(r->mem, r->names);
   }
 }
@@ -416,7 +427,6 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
 void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx) {
   retired_t r;
   memset(&r, 0, sizeof(r));
-  r.keep = (size_t)-1;
   uv_mutex_lock(&conf->lock);
   /* Release: pairs with the acquire load in hr__tlsconf_new_ssl, so a
    * reader sees the context complete. */
@@ -425,35 +435,12 @@ void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx) {
   uv_mutex_unlock(&conf->lock);
 }
 
-/* A host name as the router keeps them: lowercase, no trailing dot, only
- * letters, digits, '-' and '.', optionally "*." first.  Returns a copy or
- * NULL. */
-static char *name_copy(hr__mem_t *mem, const char *name) {
-  size_t n = strlen(name), i, start = 0;
-  char *c;
-  if (n > 0 && name[n - 1] == '.') n--;
-  if (n >= 2 && name[0] == '*' && name[1] == '.') start = 2;
-  if (n == start || n > 253) return NULL;
-  for (i = start; i < n; i++) {
-    char ch = name[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-          (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
-      return NULL;
-  }
-  c = hr__mem_alloc(mem, n + 1);
-  if (c == NULL) return NULL;
-  for (i = 0; i < n; i++)
-    c[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
-  c[n] = '\0';
-  return c;
-}
-
 int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx) {
   hr__tlsnames_t *old, *nt;
   retired_t r;
+  char key[256];
   size_t i, n, at;
-  char *key = name_copy(conf->mem, name);
-  if (key == NULL) {
+  if (name_norm(key, name) != 0) {
     SSL_CTX_free(ctx);
     return HR_EINVAL;
   }
@@ -465,41 +452,25 @@ int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx) {
   nt = hr__mem_alloc(conf->mem, sizeof(*nt) + (n + (at == n)) * sizeof(nt->e[0]));
   if (nt == NULL) {
     uv_mutex_unlock(&conf->lock);
-    hr__mem_free(conf->mem, key);
     SSL_CTX_free(ctx);
     return HR_ENOMEM;
   }
-  /* A complete new table, then one release store (pairs with the acquire
-   * load in on_servername); the old table is reclaimed after a grace
-   * period, with the context it had for `name`. */
+  /* A complete new table with references of its own, then one release
+   * store (pairs with the acquire load in on_servername); the old table
+   * and its references go after a grace period. */
   nt->n = n + (at == n);
   for (i = 0; i < n; i++) {
-    nt->e[i].name = name_copy(conf->mem, old->e[i].name);
-    nt->e[i].ctx = old->e[i].ctx;
+    nt->e[i] = old->e[i];
     if (i != at) SSL_CTX_up_ref(old->e[i].ctx);
   }
+  memcpy(nt->e[at].name, key, sizeof key);
   nt->e[at].ctx = ctx;
-  if (at < n) {
-    hr__mem_free(conf->mem, nt->e[at].name);
-  }
-  nt->e[at].name = key;
-  for (i = 0; i < nt->n; i++)
-    if (nt->e[i].name == NULL) { /* out of memory copying a name */
-      size_t k;
-      for (k = 0; k < nt->n; k++) {
-        hr__mem_free(conf->mem, nt->e[k].name);
-        if (k != at && k < n) SSL_CTX_free(nt->e[k].ctx);
-      }
-      hr__mem_free(conf->mem, nt);
-      uv_mutex_unlock(&conf->lock);
-      SSL_CTX_free(ctx);
-      return HR_ENOMEM;
-    }
   atomic_store_explicit(&conf->names, nt, memory_order_release);
-  memset(&r, 0, sizeof(r));
-  r.names = old;
-  r.keep = (size_t)-1; /* every old reference goes: the new table took its own */
-  if (old != NULL) retire(conf, &r);
+  if (old != NULL) {
+    memset(&r, 0, sizeof(r));
+    r.names = old;
+    retire(conf, &r);
+  }
   uv_mutex_unlock(&conf->lock);
   return 0;
 }
@@ -524,7 +495,6 @@ void hr__tlsconf_free(hr__tlsconf_t *conf) {
   memset(&r, 0, sizeof(r));
   r.ctx = atomic_load_explicit(&conf->ctx, memory_order_relaxed);
   r.names = atomic_load_explicit(&conf->names, memory_order_relaxed);
-  r.keep = (size_t)-1;
   r.mem = conf->mem;
   free_retired(&r);
   uv_mutex_destroy(&conf->lock);

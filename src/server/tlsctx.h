@@ -26,8 +26,8 @@
 /* The certificates a listener has by server name (SNI, RFC 6066 §3):
  * an immutable snapshot, published like the default context. */
 typedef struct hr__tlsname_s {
-  char *name;   /* lowercase, no trailing dot; "*.example.com" for a wildcard */
-  SSL_CTX *ctx; /* one reference */
+  char name[256]; /* lowercase, no trailing dot; "*.example.com" for a wildcard */
+  SSL_CTX *ctx;   /* one reference */
 } hr__tlsname_t;
 
 typedef struct hr__tlsnames_s {
