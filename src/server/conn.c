@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "server/internal.h"
-#include "server/tls.h"
 #include "util/rcu.h"
 
 /* How long a closing connection drains the peer's bytes after our FIN. */
@@ -472,23 +471,7 @@ void hr__vconn_eof(hr__conn_t *c) {
 
 int hr__vconn_closed(const hr__conn_t *c) { return c->state == HR__C_CLOSED; }
 
-typedef struct vtls_arg_s {
-  hr__worker_t *w;
-  int fd;
-  void *ssl;
-} vtls_arg_t;
-
-static int init_vtls(hr__transport_t *t, void *arg,
-                     const hr__transport_events_t *ev, void *owner) {
-  vtls_arg_t *a = arg;
-  return hr__tls_init(t, a->w->loop, a->fd, a->ssl, a->w->tls, ev, owner);
-}
-
 hr__conn_t *hr__vconn_new_tls(hr__worker_t *w, int fd, void *ssl) {
-  vtls_arg_t a;
   if (hr__worker_tls_loop(w) != 0) return NULL;
-  a.w = w;
-  a.fd = fd;
-  a.ssl = ssl;
-  return hr__conn_new(w, hr__tls_size(), init_vtls, &a);
+  return hr__conn_from_socket(w, fd, ssl);
 }

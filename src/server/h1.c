@@ -26,38 +26,28 @@
 
 /* An error answer that ends the connection, straight into the output. */
 static int queue_error(hr__conn_t *c, int status) {
-  const char *reason = hr_status_reason(status);
-  size_t rlen = strlen(reason);
+  char body[64];
+  size_t n = strlen(hr_status_reason(status));
   hr__head_t h;
-  char *p;
-  int err;
+  if (n > sizeof body - 1) n = sizeof body - 1;
   memset(&h, 0, sizeof(h));
   h.status = status;
   h.date.ptr = c->w->date;
   h.date.len = c->w->date_len;
   h.fields = HR_SPAN_LIT("Content-Type: text/plain\r\n");
-  h.length = (int64_t)rlen + 1;
+  h.length = (int64_t)n + 1;
   h.close = 1;
-  p = hr__out_reserve(c, hr__head_max(&h) + rlen + 1);
-  if (p == NULL) return HR_ENOMEM;
-  {
-    size_t n = hr__head_render(&h, p);
-    memcpy(p + n, reason, rlen);
-    p[n + rlen] = '\n';
-    err = hr__out_commit(c, n + rlen + 1);
-  }
-  return err;
+  memcpy(body, hr_status_reason(status), n);
+  body[n] = '\n';
+  return hr__out_head(c, &h, (hr_span_t){body, n + 1});
 }
 
 int hr__h1_continue(hr__conn_t *c) {
   hr__head_t h;
-  char *p;
   memset(&h, 0, sizeof(h));
   h.status = 100;
   h.length = -1;
-  p = hr__out_reserve(c, hr__head_max(&h));
-  if (p == NULL) return HR_ENOMEM;
-  return hr__out_commit(c, hr__head_render(&h, p));
+  return hr__out_head(c, &h, (hr_span_t){NULL, 0});
 }
 
 void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {

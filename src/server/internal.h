@@ -401,6 +401,11 @@ struct hr_server_s {
 };
 
 /* listener.c */
+/* A connection over the connected, non-blocking socket `fd`: TCP, or TLS
+ * with `ssl` (an SSL *; the loop must have its TLS state).  fd and ssl
+ * become the connection's; NULL when out of memory (the caller still owns
+ * them then). */
+hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl);
 /* Takes the listening socket `fd` (it is the listener's on success). */
 int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd);
 int hr__listener_start(hr__listener_t *l); /* accepting from now on */

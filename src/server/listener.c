@@ -48,12 +48,23 @@ static int init_tls(hr__transport_t *t, void *arg,
   return hr__tls_init(t, a->loop, a->fd, a->ssl, a->tls, ev, owner);
 }
 
+hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl) {
+  tcp_arg_t a;
+  a.loop = w->loop;
+  a.fd = fd;
+  a.ssl = ssl;
+  a.tls = w->tls;
+  if (ssl != NULL)
+    return w->tls != NULL ? hr__conn_new(w, hr__tls_size(), init_tls, &a) : NULL;
+  return hr__conn_new(w, hr__tcp_size(), init_tcp, &a);
+}
+
 /* Serves the accepted socket `fd`, or closes it. */
 static void serve(hr__worker_t *w, hr__listener_t *l, int fd) {
   hr_server_t *s = w->server;
   unsigned n = atomic_fetch_add_explicit(&s->active_conns, 1, memory_order_relaxed);
   int one = 1;
-  tcp_arg_t a;
+  SSL *ssl;
   hr__conn_t *c;
   if (s->opts.max_connections && n >= s->opts.max_connections) {
     atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
@@ -62,18 +73,10 @@ static void serve(hr__worker_t *w, hr__listener_t *l, int fd) {
     return;
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  a.loop = w->loop;
-  a.fd = fd;
-  a.ssl = NULL;
-  a.tls = w->tls;
-  if (l->tls != NULL) {
-    a.ssl = hr__tlsconf_new_ssl(l->tls);
-    c = a.ssl != NULL ? hr__conn_new(w, hr__tls_size(), init_tls, &a) : NULL;
-  } else {
-    c = hr__conn_new(w, hr__tcp_size(), init_tcp, &a);
-  }
+  ssl = l->tls != NULL ? hr__tlsconf_new_ssl(l->tls) : NULL;
+  c = l->tls == NULL || ssl != NULL ? hr__conn_from_socket(w, fd, ssl) : NULL;
   if (c == NULL) {
-    SSL_free(a.ssl);
+    SSL_free(ssl);
     atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
     close(fd);
     return;

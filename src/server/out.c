@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "http/head.h"
 #include "server/internal.h"
 
 /* Largest segment: uv_buf_t lengths are unsigned ints elsewhere, and a
@@ -148,6 +149,15 @@ int hr__out_append(hr__conn_t *c, const void *p, size_t n) {
   if (dst == NULL) return HR_ENOMEM;
   memcpy(dst, p, n);
   return hr__out_commit(c, n);
+}
+
+int hr__out_head(hr__conn_t *c, const hr__head_t *h, hr_span_t tail) {
+  char *p = hr__out_reserve(c, hr__head_max(h) + tail.len);
+  size_t n;
+  if (p == NULL) return HR_ENOMEM;
+  n = hr__head_render(h, p);
+  if (tail.len) memcpy(p + n, tail.ptr, tail.len);
+  return hr__out_commit(c, n + tail.len);
 }
 
 int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,

@@ -53,7 +53,11 @@ typedef struct hr__out_s {
   unsigned writing : 1;
 } hr__out_t;
 
+struct hr__head_s;
 int hr__out_append(hr__conn_t *c, const void *p, size_t n);
+/* Renders the response head `h` (src/http/head.h) into the queue, with
+ * `tail` (a short body, may be empty) right behind it.  0 or HR_ENOMEM. */
+int hr__out_head(hr__conn_t *c, const struct hr__head_s *h, hr_span_t tail);
 /* Room for `n` bytes at the end of the queue; then hr__out_commit. */
 char *hr__out_reserve(hr__conn_t *c, size_t n);
 int hr__out_commit(hr__conn_t *c, size_t n); /* 0 or HR_ENOMEM */

@@ -94,7 +94,6 @@ int hr__res_render_head(hr__exchange_t *ex, int status, int64_t length,
   hr_response_t *res = &ex->res;
   const hr_route_t *rt = req->route;
   hr__head_t h;
-  char *p;
   /* Answered without asking for a body the client holds back until it sees
    * 100 Continue: it will not come, so the connection cannot go on. */
   if (req->continue_pending && !ex->msg_complete) ex->close_after = 1;
@@ -110,9 +109,7 @@ int hr__res_render_head(hr__exchange_t *ex, int status, int64_t length,
   h.chunked = (unsigned)(chunked != 0);
   h.close = (unsigned)(!req->keep_alive || ex->close_after || c->w->stopping);
   h.keep_alive = (unsigned)(!h.close && req->version == 10);
-  p = hr__out_reserve(c, hr__head_max(&h));
-  if (p == NULL) return HR_ENOMEM;
-  return hr__out_commit(c, hr__head_render(&h, p));
+  return hr__out_head(c, &h, (hr_span_t){NULL, 0});
 }
 
 static int check_send(hr_response_t *res, int status, size_t len) {

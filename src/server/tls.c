@@ -635,11 +635,13 @@ int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
   return 0;
 }
 
-void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem) {
+void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem,
+                      void *owner) {
   uv_idle_init(loop, &lp->idle);
   lp->idle.data = lp;
   lp->pump_head = NULL;
   lp->mem = mem;
+  lp->owner = owner;
   lp->out_len = 0;
   lp->out_owner = NULL;
 }

@@ -21,6 +21,7 @@ typedef struct hr__tlsloop_s {
   uv_idle_t idle;
   hr__tls_t *pump_head;
   hr__mem_t *mem;
+  void *owner;           /* the worker, for its close callback */
   char in[16384 + 512];  /* one record with its header and tag */
   /* Ciphertext OpenSSL wrote during one call, written to the socket in one
    * go when the call returns (a handshake flight, tickets and a response
@@ -30,7 +31,8 @@ typedef struct hr__tlsloop_s {
   hr__tls_t *out_owner;  /* whose bytes `out` holds, or NULL */
 } hr__tlsloop_t;
 
-void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem);
+void hr__tlsloop_init(hr__tlsloop_t *lp, uv_loop_t *loop, hr__mem_t *mem,
+                      void *owner);
 void hr__tlsloop_run(uv_idle_t *h);
 
 /* The TLS transport's size, its TCP transport included. */

@@ -115,7 +115,7 @@ int hr__worker_tls_loop(hr__worker_t *w) {
   if (w->tls != NULL) return 0;
   w->tls = hr__mem_alloc(&w->mem, sizeof(*w->tls));
   if (w->tls == NULL) return HR_ENOMEM;
-  hr__tlsloop_init(w->tls, w->loop, &w->mem);
+  hr__tlsloop_init(w->tls, w->loop, &w->mem, w);
   w->handles_open++;
   return 0;
 }
@@ -195,7 +195,7 @@ static void on_worker_handle_close(uv_handle_t *h) {
 
 static void on_tlsloop_close(uv_handle_t *h) {
   hr__tlsloop_t *lp = h->data;
-  hr__worker_t *w = (hr__worker_t *)((char *)lp->mem - offsetof(hr__worker_t, mem));
+  hr__worker_t *w = lp->owner;
   hr__mem_free(&w->mem, lp);
   w->tls = NULL;
   hr__worker_handle_closed(w);
