@@ -3,13 +3,15 @@
  * HTTPS: handshakes with TLS 1.3 and 1.2 and what handlers see of them,
  * ALPN (http/1.1 chosen, an h2-only client refused), pipelined requests
  * split into one record per byte, a plain HTTP request to the TLS port
- * (a readable 400), garbage and a client that stops mid-handshake (closed,
+ * (a readable 400), garbage, forged, cut and oversized records, alerts,
+ * renegotiation and a client that stops mid-handshake (closed,
  * the server keeps serving), and the certificate replaced while serving
  * (new handshakes see the new one, established connections keep working,
  * bad material changes nothing).  Certificates are made at test time.
  *
  * ctest-labels: tsan
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -17,6 +19,8 @@
 
 #include "fixture.h"
 #include "tlsfx.h"
+
+#include <openssl/err.h>
 
 static tf_cert_t cert_a, cert_b, client_ca, client_ok, client_other;
 
@@ -146,6 +150,77 @@ static void test_stopped_mid_handshake(void **state) {
   assert_int_equal(rc_send(c, "\x16\x03\x01\x02\x00\x01", 6), 0);
   assert_true(rc_drain_until_closed(c, NULL) == 1);
   assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+}
+
+/* Reads the raw socket until the server closes it: 1 when it did (EOF or
+ * reset), 0 when it was still open after RC_TIMEOUT_MS (SO_RCVTIMEO). */
+static int raw_until_closed(tf_conn_t *c) {
+  char b[4096];
+  for (;;) {
+    ssize_t n = read(c->fd, b, sizeof b);
+    if (n == 0) return 1;
+    if (n < 0) return errno == ECONNRESET ? 1 : 0;
+  }
+}
+
+/* Sends raw bytes on an established TLS connection after one request, and
+ * expects the server to close it and keep serving others. */
+static void expect_record_refused(fx_t *fx, int max_version, const void *raw, size_t n,
+                                  int then_eof) {
+  tf_conn_t c, d;
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, max_version, NULL, 0, NULL), 0);
+  get(&c, "/hello/x", "hello");
+  assert_int_equal(write(c.fd, raw, n), (ssize_t)n);
+  if (then_eof) shutdown(c.fd, SHUT_WR);
+  assert_int_equal(raw_until_closed(&c), 1);
+  SSL_set_quiet_shutdown(c.ssl, 1); /* the server is gone: nothing to say */
+  tf_close(&c);
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+  assert_int_equal(tf_connect(&d, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  get(&d, "/hello/y", "hello");
+  tf_close(&d);
+}
+
+/* Records that cannot be opened, records cut short, and alerts end the
+ * connection (RFC 8446 §5.2, §6); the server keeps serving the others. */
+static void test_bad_records_close(void **state) {
+  static const char forged[] = "\x17\x03\x03\x00\x20"
+                               "0123456789abcdef0123456789abcdef"; /* bad tag */
+  static const char cut[] = "\x17\x03\x03\x01\x00" "0123456789"; /* 256 announced */
+  static const char oversized[] = "\x17\x03\x03\x48\x01" "0123"; /* > 2^14 + 256 */
+  static const char alert[] = "\x15\x03\x03\x00\x02\x02\x28"; /* plaintext fatal */
+  fx_t *fx = *state;
+  start_tls(fx, &cert_a);
+  expect_record_refused(fx, 0, forged, sizeof forged - 1, 0);
+  expect_record_refused(fx, TLS1_2_VERSION, forged, sizeof forged - 1, 0);
+  expect_record_refused(fx, 0, cut, sizeof cut - 1, 1);
+  expect_record_refused(fx, 0, oversized, sizeof oversized - 1, 0);
+  expect_record_refused(fx, 0, alert, sizeof alert - 1, 0);
+  expect_record_refused(fx, TLS1_2_VERSION, alert, sizeof alert - 1, 0);
+}
+
+/* A TLS 1.2 client asking to renegotiate is refused with a no_renegotiation
+ * alert (RFC 5746 §4.2; the intermediate profile turns renegotiation off),
+ * the client gives up the connection, and the server keeps serving. */
+static void test_renegotiation_refused(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  long n;
+  start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, TLS1_2_VERSION, NULL, 0, NULL), 0);
+  get(&c, "/hello/x", "hello");
+  ERR_clear_error();
+  assert_int_equal(SSL_renegotiate(c.ssl), 1);
+  n = SSL_do_handshake(c.ssl);
+  assert_int_equal(n, -1);
+  assert_int_equal(SSL_get_error(c.ssl, (int)n), SSL_ERROR_SSL);
+  assert_int_equal(ERR_GET_REASON(ERR_peek_error()), SSL_R_NO_RENEGOTIATION);
+  SSL_set_quiet_shutdown(c.ssl, 1);
+  tf_close(&c);
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, NULL, 0, NULL), 0);
+  get(&c, "/hello/y", "hello");
+  tf_close(&c);
 }
 
 /* A large streamed response to a TLS client that reads slowly: it all
@@ -610,6 +685,8 @@ int main(void) {
       T(test_pipelined_one_record_per_byte),
       T(test_plain_http_to_tls_port),
       T(test_stopped_mid_handshake),
+      T(test_bad_records_close),
+      T(test_renegotiation_refused),
       T(test_idle_close_says_close_notify),
       T(test_slow_reader_large_response),
       T(test_certificate_replaced_while_serving),
