@@ -282,7 +282,7 @@ static void test_case_insensitive_and_colon(void **state) {
   assert_span(m.params[0].value, "MiXed"); /* values keep their case */
   expect_route(r, "GET", "/static/x", 1);
   expect_route(r, "GET", "/a:b", 2);
-  expect_status(r, "get", "/static/x", 405); /* methods stay case-sensitive */
+  expect_status(r, "get", "/static/x", 501); /* methods stay case-sensitive: "get" is no route's */
   rt_forget(r);
 
   r = rt_new_router();
@@ -310,16 +310,14 @@ static void test_error_details(void **state) {
 
   rt_add(r, "GET", "/u/:id", 1);
   memset(&err, 0, sizeof err);
-  assert_int_equal(hr_router_add(r, "POST", "/u/:name", rt_noop, NULL, &o),
-                   HR_ECONFLICT);
-  assert_int_equal(err.code, HR_ECONFLICT);
-  assert_string_equal(err.conflict, "GET /u/:id");
-  assert_int_equal(err.conflict_len, strlen("GET /u/:id"));
+  /* Another name at the same position is another route's own business. */
+  assert_int_equal(hr_router_add(r, "POST", "/u/:name", rt_noop, NULL, &o), 0);
   memset(&err, 0, sizeof err);
-  assert_int_equal(hr_router_add(r, "GET", "/u/:id", rt_noop, NULL, &o),
+  assert_int_equal(hr_router_add(r, "GET", "/u/:other", rt_noop, NULL, &o),
                    HR_EEXIST);
   assert_int_equal(err.code, HR_EEXIST);
   assert_string_equal(err.conflict, "GET /u/:id");
+  assert_int_equal(err.conflict_len, strlen("GET /u/:id"));
   rt_forget(r);
 }
 

@@ -75,7 +75,8 @@ static const bad_case_t cases[] = {
     {"control character in target", L("GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n")},
     {"space in target", L("GET /a b HTTP/1.1\r\nHost: a\r\n\r\n")},
     {"fragment in target", L("GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n")},
-    {"non-ASCII byte in target", L("GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"DEL byte in target", L("GET /caf\x7f HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"non-ASCII byte in the Host", L("GET /a HTTP/1.1\r\nHost: caf\xc3\xa9\r\n\r\n")},
     /* path bytes that are no pchar (the router's check) */
     {"backslash in path", L("GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n")},
     {"brace in path", L("GET /a{b} HTTP/1.1\r\nHost: a\r\n\r\n")},

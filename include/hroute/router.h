@@ -372,6 +372,10 @@ typedef struct hr_match_s {
    * (after '?', not decoded). */
   hr_span_t path;
   hr_span_t query;
+  /* Bytes of `buf` that suffice for this target with the current route
+   * table: set whatever the result, so that a caller that got HR_ENOSPC
+   * (with a NULL or short buffer) can retry with that much. */
+  size_t need;
 } hr_match_t;
 
 /*

@@ -95,9 +95,13 @@ int hr__path_decode(hr_span_t in, char *out, size_t *outlen) {
     if (v <= 0) return -1; /* malformed, or %00 */
     if (v == '/' || v == '?' || v == '#' || v == '%') {
       /* Opaque: stays inside its segment; and "%25" stays encoded so that
-       * the parameter decoding after the match decodes it exactly once. */
-      memcpy(w, pct, 3);
-      w += 3;
+       * the parameter decoding after the match decodes it exactly once.
+       * Its hex digits in upper case (RFC 3986 §6.2.2.1), as patterns
+       * store them: "%2f" and "%2F" match alike. */
+      static const char hex[] = "0123456789ABCDEF";
+      *w++ = '%';
+      *w++ = hex[v >> 4];
+      *w++ = hex[v & 15];
     } else {
       *w++ = (char)v;
     }

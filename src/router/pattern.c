@@ -220,10 +220,85 @@ static int render_head(hr__mem_t *m, hr__core_t *rt,
   return 0;
 }
 
+/* A parameter name after ':' or '*': [A-Za-z0-9_]+.  Inside braces,
+ * OpenAPI's names ("{user-id}", "{file.name}") also hold '-' and '.'. */
+static int is_brace_name_char(unsigned char c) {
+  return is_name_char(c) || c == '-' || c == '.';
+}
+
+/* Whether segment [seg, e) is a parameter or catch-all, and where its name
+ * is: ":name", "*name", "{name}" or "{*name}".  "::" starts a literal. */
+static int param_segment(const char *seg, const char *e, int *catch_all,
+                         const char **name, const char **name_end) {
+  if (e - seg >= 2 && seg[0] == '{' && e[-1] == '}') {
+    *catch_all = seg[1] == '*';
+    *name = seg + 1 + *catch_all;
+    *name_end = e - 1;
+    return 1;
+  }
+  if (e > seg && (seg[0] == '*' || (seg[0] == ':' && !(e - seg >= 2 && seg[1] == ':')))) {
+    *catch_all = seg[0] == '*';
+    *name = seg + 1;
+    *name_end = e;
+    return 1;
+  }
+  return 0;
+}
+
+/* Copies literal segment [seg, e) to *w: "::" is ':', "%XX" the byte it
+ * encodes, except the escapes a request path keeps opaque (%2F %3F %23
+ * %25, see hr__path_decode), which stay escapes in upper case so that they
+ * match the same escapes in a request. */
+static int copy_literal(const char *p, const char *seg, const char *e, int ci,
+                        char **wp, hr_route_error_t *err) {
+  const char *c;
+  char *w = *wp;
+  for (c = seg; c < e; c++) {
+    unsigned char ch = (unsigned char)*c;
+    if (ch == ':') {
+      if (c + 1 < e && c[1] == ':') {
+        *w++ = ':';
+        c++;
+        continue;
+      }
+      return fail(err, HR_EPATTERN,
+                  "a parameter must be a whole segment (write \"::\" for a literal ':')",
+                  (size_t)(c - p));
+    }
+    if (ch == '*')
+      return fail(err, HR_EPATTERN, "a catch-all must be a whole segment",
+                  (size_t)(c - p));
+    if (ch == '%') {
+      int h = e - c >= 3 ? hr__hex_value((unsigned char)c[1]) : -1;
+      int l = h >= 0 ? hr__hex_value((unsigned char)c[2]) : -1;
+      int v = h * 16 + l;
+      if (h < 0 || l < 0 || v == 0)
+        return fail(err, HR_EPATTERN,
+                    "'%' in a pattern starts an escape (\"%25\" for '%'); %00 is refused",
+                    (size_t)(c - p));
+      if (v == '/' || v == '?' || v == '#' || v == '%') {
+        static const char hex[] = "0123456789ABCDEF";
+        *w++ = '%';
+        *w++ = hex[v >> 4];
+        *w++ = hex[v & 15];
+      } else {
+        *w++ = (char)(ci && v >= 'A' && v <= 'Z' ? v | 0x20 : v);
+      }
+      c += 2;
+      continue;
+    }
+    if (ch < 0x21 || ch == 0x7f || ch == '?' || ch == '#')
+      return fail(err, HR_EPATTERN, "invalid byte in the pattern", (size_t)(c - p));
+    *w++ = (char)(ci && ch >= 'A' && ch <= 'Z' ? ch | 0x20 : ch);
+  }
+  *wp = w;
+  return 0;
+}
+
 /*
  * Splits the pattern into tokens.  Literal bytes, '/' included, are copied
- * (with "::" unescaped and, for case-insensitive routers, lower-cased) into
- * `lit`, which has room for the whole pattern.
+ * (unescaped, and for case-insensitive routers lower-cased) into `lit`,
+ * which has room for the whole pattern (an escape never grows).
  */
 static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
                            hr_route_error_t *err) {
@@ -243,8 +318,9 @@ static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
   rt->toks = toks;
   s = p;
   while (s < end) {
-    const char *seg = s + 1, *e;
+    const char *seg = s + 1, *e, *name, *name_end;
     size_t off = (size_t)(seg - p);
+    int catch_all, rc;
     /* s points at '/' */
     e = memchr(seg, '/', (size_t)(end - seg));
     if (e == NULL) e = end;
@@ -254,20 +330,22 @@ static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
     if ((e - seg == 1 && seg[0] == '.') ||
         (e - seg == 2 && seg[0] == '.' && seg[1] == '.'))
       return fail(err, HR_EPATTERN, "dot segment in the pattern", off);
-    if (e > seg && (seg[0] == '*' || (seg[0] == ':' && !(e - seg >= 2 && seg[1] == ':')))) {
+    if (param_segment(seg, e, &catch_all, &name, &name_end)) {
       hr__tok_t *t;
       const char *n;
-      int catch_all = seg[0] == '*';
-      for (n = seg + 1; n < e; n++)
-        if (!is_name_char((unsigned char)*n)) {
-          if (*n == ':' || *n == '*')
+      int braced = seg[0] == '{';
+      for (n = name; n < name_end; n++)
+        if (!(braced ? is_brace_name_char((unsigned char)*n)
+                     : is_name_char((unsigned char)*n))) {
+          if (*n == ':' || *n == '*' || *n == '{')
             return fail(err, HR_EPATTERN, "two parameters in one segment",
                         (size_t)(n - p));
           return fail(err, HR_EPATTERN,
-                      "a parameter name is [A-Za-z0-9_]+ and fills its segment",
+                      braced ? "a parameter name in braces is [A-Za-z0-9_.-]+"
+                             : "a parameter name is [A-Za-z0-9_]+ and fills its segment",
                       (size_t)(n - p));
         }
-      if (e == seg + 1)
+      if (name == name_end)
         return fail(err, HR_EPATTERN, "empty parameter name", off);
       if (catch_all && e != end)
         return fail(err, HR_EPATTERN, "a catch-all must be the last segment", off);
@@ -281,37 +359,13 @@ static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
       ntok++;
       t = &toks[ntok++];
       t->kind = catch_all ? HR__TOK_CATCH : HR__TOK_PARAM;
-      t->text.ptr = seg + 1;
-      t->text.len = (size_t)(e - seg - 1);
+      t->text.ptr = name;
+      t->text.len = (size_t)(name_end - name);
       t->offset = off;
-      rt->nparams++;
+      rt->pnames[rt->nparams++] = t->text;
       lit_start = w;
-    } else {
-      const char *c;
-      for (c = seg; c < e; c++) {
-        unsigned char ch = (unsigned char)*c;
-        if (ch == ':') {
-          if (c + 1 < e && c[1] == ':') {
-            *w++ = ':';
-            c++;
-            continue;
-          }
-          return fail(err, HR_EPATTERN,
-                      "a parameter must be a whole segment (write \"::\" for a literal ':')",
-                      (size_t)(c - p));
-        }
-        if (ch == '*')
-          return fail(err, HR_EPATTERN, "a catch-all must be a whole segment",
-                      (size_t)(c - p));
-        if (ch == '%')
-          return fail(err, HR_EPATTERN,
-                      "'%' in a pattern (write the decoded character)",
-                      (size_t)(c - p));
-        if (ch < 0x21 || ch == 0x7f || ch == '?' || ch == '#')
-          return fail(err, HR_EPATTERN, "invalid byte in the pattern",
-                      (size_t)(c - p));
-        *w++ = (char)(ci && ch >= 'A' && ch <= 'Z' ? ch | 0x20 : ch);
-      }
+    } else if ((rc = copy_literal(p, seg, e, ci, &w, err)) != 0) {
+      return rc;
     }
     s = e;
   }

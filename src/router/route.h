@@ -82,6 +82,9 @@ typedef struct hr__core_s {
   hr__tok_t *toks;
   size_t ntoks;
   size_t nparams;
+  hr_span_t pnames[HR_MAX_PARAMS]; /* parameter names, in order (a request's
+                                      parameters carry the names of the route
+                                      that matched) */
   hr_span_t head;          /* pre-rendered constant fields, "N: V\r\n"... */
   uint64_t max_body_bytes; /* 0: server default */
   hr_body_mode_t body_mode;
@@ -186,29 +189,41 @@ struct hr__mwlist_s {
 
 /* ---- frozen route table ---------------------------------------------------- */
 
+/* Routes ending at one place in a tree. */
 typedef struct hr__leaf_s {
+  uint16_t accept;         /* bit i: standard method id i is answered here
+                              (HEAD by a GET route, any by a "*" route) */
+  uint16_t named;          /* bit i: standard method i in `allow` */
+  uint64_t ext_named;      /* bit j: the table's extension method j in `allow` */
   const hr_route_t *std[HR__M_STD];
   const hr_route_t *any;
   const hr_route_t **ext;  /* extension-method routes ... */
   size_t n_ext;            /* ... matched by their ext_methods */
-  hr_span_t allow;
+  hr_span_t allow;         /* the Allow value of this leaf alone */
+  /* The parameter names of std[i] and of any, copied next to the leaf so
+   * that naming a match's parameters reads no route. */
+  const hr_span_t *std_names[HR__M_STD];
+  const hr_span_t *any_names;
 } hr__leaf_t;
 
 typedef struct hr__node_s hr__node_t;
 #define HR__INDEX_MIN 6 /* static children from which a node gets an index */
-/* A frozen node.  Its static children are found by their first byte (in
- * `first`, or through the index) and then read from `statics`, inline, so
- * that a step down the tree is one load. */
+/* A frozen node, 64 bytes before its children.  What a step of the walk
+ * reads comes first: the prefix's first eight bytes inline (so a short
+ * prefix is compared without a second load), the first byte of each static
+ * child (or an index), then the alternatives.  The static children follow
+ * inline, so that a step down is one load. */
 struct hr__node_s {
-  const char *prefix;
+  uint64_t head;              /* prefix[0..8), zero-padded */
   uint32_t plen;
   uint32_t nstatic;
-  unsigned char first[HR__INDEX_MIN]; /* first byte of each static child */
+  unsigned char first[8];     /* first byte of each static child (when
+                                 fewer than HR__INDEX_MIN) */
+  const char *prefix;         /* the whole prefix (read when plen > 8) */
   const unsigned char *index; /* nstatic >= HR__INDEX_MIN: byte -> child + 1 */
   const hr__node_t *param;    /* one segment */
   const hr__node_t *catchall; /* the rest; a leaf */
   const hr__leaf_t *leaf;     /* routes ending here */
-  hr_span_t name;             /* for param and catch-all nodes (cold) */
   const hr__node_t *statics[]; /* nstatic static children */
 };
 
@@ -220,6 +235,12 @@ typedef struct hr__host_s {
 
 /* An immutable snapshot, in one block; it holds a reference on each of its
  * invokers until it is reclaimed after a grace period. */
+/* Most distinct extension methods (not one of the HR__M_STD) one router
+ * may register, all hosts together. */
+#define HR__MAX_EXT_METHODS 64
+
+/* An immutable snapshot, in one block; it holds a reference on each of its
+ * invokers until it is reclaimed after a grace period. */
 typedef struct hr__table_s {
   struct rcu_head rcu;  /* for call_rcu */
   hr__mem_t *mem;
@@ -228,6 +249,14 @@ typedef struct hr__table_s {
   size_t nhosts;
   size_t nodes;
   size_t bytes;
+  /* Every method some route of some host registers: standard ones by id,
+   * extension ones sorted (a leaf's ext_named indexes them); any_method:
+   * some "*" route.  A method outside them is answered 501. */
+  uint16_t std_methods;
+  int any_method;
+  const hr_span_t *ext_methods;
+  size_t n_ext_methods;
+  size_t allow_max;     /* the longest Allow value a match can give */
   hr_route_t **invokers;
   size_t ninvokers;
   struct hr__table_s *retired_next; /* writer side: waiting for reclamation */
@@ -243,16 +272,47 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
 /* Drops the table's references and frees it (after its grace period). */
 void hr__table_free(hr__table_t *t);
 
-/* Finds the leaf for `path` in `root`; fills params (names and raw spans).
- * Returns the leaf or NULL. */
-const hr__leaf_t *hr__tree_find(const hr__node_t *root, const char *path,
-                                size_t len, int case_insensitive,
-                                hr_param_t *params, size_t *nparams);
+/* One lookup in a tree.  In: the path, the request method (`method_id`
+ * from hr__method_id, -1 for an extension method), and `params` (room for
+ * HR_MAX_PARAMS values).  Out: the values of the parameters along the way
+ * (names are the matched route's), and the leaves whose path matched but
+ * that have no route for the method: `first_miss` and `misses` (for 405
+ * and OPTIONS answers). */
+typedef struct hr__walk_s {
+  const char *path;
+  size_t len;
+  int method_id;
+  hr_span_t method;
+  hr_param_t *params;
+  const hr__leaf_t *first_miss;
+  size_t misses;
+  /* When not NULL, every leaf that misses is passed here (hr__tree_allow). */
+  void (*on_miss)(struct hr__walk_s *w, const hr__leaf_t *leaf);
+  void *ctx;
+} hr__walk_t;
+
+/* Finds the most specific leaf whose path matches and that answers the
+ * method (see router.h for the order).  Returns it, with *nparams values
+ * in w->params, or NULL. */
+const hr__leaf_t *hr__tree_find(const hr__node_t *root, hr__walk_t *w,
+                                int case_insensitive, size_t *nparams);
+
+/* Whether `leaf` answers `method` (`id` from hr__method_id). */
+int hr__leaf_accepts(const hr__leaf_t *leaf, hr_span_t method, int id);
+
+/* The parameter names of `route`, one of leaf's routes. */
+const hr_span_t *hr__leaf_names(const hr__leaf_t *leaf, const hr_route_t *route);
 
 /* Picks the route of `leaf` for `method` (HEAD falls back to GET, "*"
  * routes answer any method).  Returns NULL when none. */
 const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
                                  int method_id);
+
+/* The Allow value for a path that several leaves match, none with the
+ * method: the union of their methods, written to buf (at most
+ * t->allow_max bytes).  Walks the tree again.  Returns the length. */
+size_t hr__tree_allow(const hr__table_t *t, const hr__node_t *root, hr__walk_t *w,
+                      int case_insensitive, char *buf);
 
 int hr__tree_dump(const hr__table_t *t,
                   void (*write)(void *ctx, const char *p, size_t n), void *ctx);

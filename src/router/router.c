@@ -542,14 +542,34 @@ static int redirect_status(int method_id) {
   return method_id == HR__M_GET || method_id == HR__M_HEAD ? 301 : 308;
 }
 
-/* Location = path + ("?" query); `path` may already be in buf at `at`. */
+/* Location = path + ("?" query); `path` may already be in buf at `at`.
+ * Bytes from 0x80 (raw UTF-8 a client sent) are percent-encoded: a
+ * Location is a URI reference, ASCII only (RFC 9110 §10.2.2). */
 static int put_location(hr_match_t *out, char *buf, size_t buflen, size_t at,
                         size_t path_len, hr_span_t query) {
-  size_t need = path_len + (query.len || query.ptr ? 1 + query.len : 0);
+  static const char hex[] = "0123456789ABCDEF";
+  size_t plain = path_len + (query.len || query.ptr ? 1 + query.len : 0), high = 0, i;
+  size_t need;
+  char *w, *r;
+  for (i = 0; i < path_len; i++) high += (unsigned char)buf[at + i] >= 0x80;
+  for (i = 0; i < query.len; i++) high += (unsigned char)query.ptr[i] >= 0x80;
+  need = plain + 2 * high;
   if (at + need > buflen) return HR_ENOSPC;
   if (query.ptr != NULL) {
     buf[at + path_len] = '?';
-    memcpy(buf + at + path_len + 1, query.ptr, query.len);
+    memmove(buf + at + path_len + 1, query.ptr, query.len);
+  }
+  /* Encode from the end, in place: the writer never passes the reader. */
+  for (r = buf + at + plain, w = buf + at + need; high > 0 && r > buf + at;) {
+    unsigned char c = (unsigned char)*--r;
+    if (c >= 0x80) {
+      *--w = hex[c & 15];
+      *--w = hex[c >> 4];
+      *--w = '%';
+      high--;
+    } else {
+      *--w = (char)c;
+    }
   }
   out->location.ptr = buf + at;
   out->location.len = need;
@@ -566,11 +586,12 @@ static int put_location(hr_match_t *out, char *buf, size_t buflen, size_t at,
 #define SCAN_BAD 4u     /* the path has a byte that is not a path character */
 
 #if defined(__SSE2__)
-/* Lanes of v that hr__is_path_char() refuses: controls, space, DEL, bytes
- * from 0x80 (negative as signed bytes), and " # < > [ \ ] ^ ` { | }.  '?' is
- * left to the caller (it ends the path). */
+/* Lanes of v that hr__is_path_byte() refuses: controls, space, DEL and
+ * " # < > [ \ ] ^ ` { | } (bytes from 0x80, raw UTF-8, pass).  '?' is left
+ * to the caller (it ends the path). */
 static inline __m128i path_bad(__m128i v) {
-  __m128i bad = _mm_cmplt_epi8(v, _mm_set1_epi8(0x21));
+  const __m128i space = _mm_set1_epi8(0x20);
+  __m128i bad = _mm_cmpeq_epi8(_mm_max_epu8(v, space), space); /* v <= 0x20 */
   bad = _mm_or_si128(bad, _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(0x21)),
                                         _mm_cmplt_epi8(v, _mm_set1_epi8(0x24))));
   bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('<')));
@@ -585,6 +606,48 @@ static inline __m128i path_bad(__m128i v) {
 }
 #endif
 
+#if defined(__SSE2__)
+/* Whether the 16 bytes from s may be loaded although fewer belong to the
+ * target: they do not cross into the next page, so the load cannot fault
+ * (the bytes past the end are masked off).  Not under AddressSanitizer,
+ * which would rightly report the over-read. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SCAN_OVERREAD_OK(s) 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SCAN_OVERREAD_OK(s) 0
+#endif
+#endif
+#ifndef SCAN_OVERREAD_OK
+#define SCAN_OVERREAD_OK(s) (((uintptr_t)(s) & 4095u) <= 4096u - 16u)
+#endif
+
+/* The last block of a scan: v holds target bytes s[base .. base + 16), of
+ * which the lanes in `live` are still to do (lane lo is the first of them;
+ * prev_slash: the byte before lane lo is a '/').  Returns the path length. */
+static inline size_t scan_last(__m128i v, unsigned live, unsigned lo, int prev_slash,
+                               size_t base, size_t n, unsigned f, unsigned *flags) {
+  const __m128i sl = _mm_set1_epi8('/'), pc = _mm_set1_epi8('%'),
+                dt = _mm_set1_epi8('.'), qm = _mm_set1_epi8('?');
+  unsigned ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl)) & live;
+  unsigned mp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, pc)) & live;
+  unsigned md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dt)) & live;
+  unsigned mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, qm)) & live;
+  unsigned mb = (unsigned)_mm_movemask_epi8(path_bad(v));
+  unsigned follow;
+  if (mq) live &= (1u << __builtin_ctz(mq)) - 1;
+  ms &= live;
+  mp &= live;
+  md &= live;
+  follow = ms | mp | md;
+  if (mp) f |= SCAN_PCT;
+  if (mb & live) f |= SCAN_BAD;
+  if ((ms & (follow >> 1)) || (prev_slash && ((follow >> lo) & 1))) f |= SCAN_UNCLEAN;
+  *flags = f;
+  return mq ? base + (size_t)__builtin_ctz(mq) : n;
+}
+#endif
+
 /* One pass over an origin-form target: returns the length of the path (up
  * to '?') and sets *flags. */
 static inline size_t scan(const char *s, size_t n, unsigned *flags) {
@@ -592,7 +655,13 @@ static inline size_t scan(const char *s, size_t n, unsigned *flags) {
   unsigned f = 0;
   int prev_slash = 0;
 #if defined(__SSE2__)
-  if (n < 16) goto scalar; /* a padded copy would stall on store forwarding */
+  if (n < 16) {
+    /* A short target in one load when that cannot fault; else bytewise (a
+     * padded copy would stall on store forwarding). */
+    if (!SCAN_OVERREAD_OK(s)) goto scalar;
+    return scan_last(_mm_loadu_si128((const __m128i *)(const void *)s),
+                     (1u << n) - 1, 0, 0, 0, n, 0, flags);
+  }
   const __m128i sl = _mm_set1_epi8('/'), pc = _mm_set1_epi8('%'),
                 dt = _mm_set1_epi8('.'), qm = _mm_set1_epi8('?');
   for (; i + 16 <= n; i += 16) {
@@ -618,28 +687,11 @@ static inline size_t scan(const char *s, size_t n, unsigned *flags) {
     prev_slash = (ms >> 15) & 1;
   }
   if (i < n) {
-    unsigned lo, live, ms, mp, md, mq, mb, follow;
-    __m128i v;
     /* The tail: the last 16 bytes (n >= 16 here), overlapping what is
      * done. */
-    v = _mm_loadu_si128((const __m128i *)(const void *)(s + n - 16));
-    lo = (unsigned)(i - (n - 16));
-    live = 0xFFFFu & ~((1u << lo) - 1);
-    ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl)) & live;
-    mp = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, pc)) & live;
-    md = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dt)) & live;
-    mq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, qm)) & live;
-    mb = (unsigned)_mm_movemask_epi8(path_bad(v));
-    if (mq) live &= (1u << __builtin_ctz(mq)) - 1;
-    ms &= live;
-    mp &= live;
-    md &= live;
-    follow = ms | mp | md;
-    if (mp) f |= SCAN_PCT;
-    if (mb & live) f |= SCAN_BAD;
-    if ((ms & (follow >> 1)) || (prev_slash && ((follow >> lo) & 1))) f |= SCAN_UNCLEAN;
-    *flags = f;
-    return mq ? n - 16 + (size_t)__builtin_ctz(mq) : n;
+    unsigned lo = (unsigned)(i - (n - 16));
+    return scan_last(_mm_loadu_si128((const __m128i *)(const void *)(s + n - 16)),
+                     0xFFFFu & ~((1u << lo) - 1), lo, prev_slash, n - 16, n, f, flags);
   }
   *flags = f;
   return n;
@@ -648,7 +700,7 @@ scalar:
   for (; i < n; i++) {
     char c = s[i];
     if (c == '?') break;
-    if (!hr__is_path_char((unsigned char)c)) f |= SCAN_BAD;
+    if (!hr__is_path_byte((unsigned char)c)) f |= SCAN_BAD;
     if (prev_slash && (c == '/' || c == '.' || c == '%')) f |= SCAN_UNCLEAN;
     if (c == '%') f |= SCAN_PCT;
     prev_slash = c == '/';
@@ -672,15 +724,118 @@ static int has_dot_dot_segment(const char *p, size_t n) {
 }
 
 /* Whether a query holds only bytes a request target may (RFC 9112 §3.2):
- * visible ASCII, no '#' (a fragment is not sent).  Characters outside the
- * URI grammar such as '{' and '|' are let through, as the server does. */
+ * no controls, space or DEL, no '#' (a fragment is not sent).  Characters
+ * outside the URI grammar such as '{' and '|' are let through, as the
+ * server does, and so are bytes from 0x80 (raw UTF-8, as in the path). */
 static int query_ok(hr_span_t q) {
   size_t i;
   for (i = 0; i < q.len; i++) {
     unsigned char c = (unsigned char)q.ptr[i];
-    if (c <= 0x20 || c >= 0x7f || c == '#') return 0;
+    if (c <= 0x20 || c == 0x7f || c == '#') return 0;
   }
   return 1;
+}
+
+/* Whether some route of the table (any host) registers `method`, or it is
+ * GET, HEAD or OPTIONS: otherwise 501 (RFC 9110 §9.1, §15.6.2), whatever
+ * the path.  Methods are case-sensitive: "get" is an
+ * extension method. */
+static int method_known_slow(const hr__table_t *t, hr_span_t method, int mid) {
+  size_t lo, hi;
+  if (t->any_method) return 1;
+  /* GET and HEAD are never "not implemented" (RFC 9110 §9.1: every
+   * general-purpose server supports them): without a route, 404 or 405. */
+  if (mid >= 0)
+    return mid <= HR__M_HEAD || mid == HR__M_OPTIONS || ((t->std_methods >> mid) & 1);
+  lo = 0;
+  hi = t->n_ext_methods;
+  while (lo < hi) { /* the list is sorted by bytes, then length */
+    size_t mid2 = (lo + hi) / 2, n;
+    hr_span_t e = t->ext_methods[mid2];
+    int c;
+    n = e.len < method.len ? e.len : method.len;
+    c = memcmp(e.ptr, method.ptr, n);
+    if (c == 0) c = (e.len > method.len) - (e.len < method.len);
+    if (c == 0) return 1;
+    if (c < 0)
+      lo = mid2 + 1;
+    else
+      hi = mid2;
+  }
+  return 0;
+}
+
+static inline int method_known(const hr__table_t *t, hr_span_t method, int mid) {
+  return mid == HR__M_GET || method_known_slow(t, method, mid);
+}
+
+/* The path matched, but no route of any specificity answers the method:
+ * 405 with Allow listing the methods of every route whose path matches,
+ * or for OPTIONS the router's 200 with that Allow (RFC 9110 §9.3.7). */
+static int no_method(const hr__table_t *t, const hr__host_t *h, hr__walk_t *w, int ci,
+                     char *buf, size_t buflen, size_t used, hr_match_t *out) {
+  out->status = w->method_id == HR__M_OPTIONS ? 200 : 405;
+  if (w->misses == 1) {
+    out->allow = w->first_miss->allow;
+    return 0;
+  }
+  if (buflen - used < t->allow_max) return HR_ENOSPC;
+  out->allow.ptr = buf + used;
+  out->allow.len = hr__tree_allow(t, h->root, w, ci, buf + used);
+  return 0;
+}
+
+/* No path matched: with HR_SLASH_REDIRECT, a redirect when the path with
+ * its trailing slash added or removed has a route. */
+static int slash_redirect(const hr__host_t *h, const hr__walk_t *w0, int ci,
+                          hr_span_t path, hr_span_t mpath, hr_span_t query, char *buf,
+                          size_t buflen, size_t used, hr_match_t *out) {
+  /* Is the other variant routed?  Built after the decoded path. */
+  int has_slash = mpath.ptr[mpath.len - 1] == '/';
+  size_t alen = has_slash ? mpath.len - 1 : mpath.len + 1, np;
+  hr_param_t scratch[HR_MAX_PARAMS];
+  hr__walk_t w = *w0;
+  if (has_slash && mpath.len == 1) return 0; /* "/" has no other variant */
+  if (used + alen > buflen) return HR_ENOSPC;
+  memcpy(buf + used, mpath.ptr, has_slash ? alen : mpath.len);
+  if (!has_slash) buf[used + mpath.len] = '/';
+  w.path = buf + used;
+  w.len = alen;
+  w.params = scratch;
+  w.misses = 0;
+  /* A route of any method there: the redirect is for the path. */
+  if (hr__tree_find(h->root, &w, ci, &np) != NULL || w.misses > 0) {
+    /* Location from the path as sent (still encoded). */
+    size_t plen = has_slash ? path.len - 1 : path.len + 1;
+    if (used + plen > buflen) return HR_ENOSPC;
+    memmove(buf + used, path.ptr, has_slash ? plen : path.len);
+    if (!has_slash) buf[used + path.len] = '/';
+    if (put_location(out, buf, buflen, used, plen, query) != 0) return HR_ENOSPC;
+    out->status = redirect_status(w.method_id);
+  }
+  return 0;
+}
+
+/* Parameter values still hold the opaque escapes: decoded now, into buf
+ * after `used`.  A decoded value with a ".." segment is a 400. */
+static int decode_params(hr_match_t *out, char *buf, size_t buflen, size_t used) {
+  size_t i;
+  for (i = 0; i < out->nparams; i++) {
+    hr_span_t v = out->params[i].value;
+    size_t n;
+    if (memchr(v.ptr, '%', v.len) == NULL) continue;
+    if (used + v.len > buflen) return HR_ENOSPC;
+    if (hr__param_decode(v, buf + used, &n) != 0 || has_dot_dot_segment(buf + used, n)) {
+      out->status = 400;
+      out->route = NULL;
+      out->nparams = 0;
+      return 0;
+    }
+    out->params[i].value.ptr = buf + used;
+    out->params[i].value.len = n;
+    used += n;
+  }
+  return 0;
 }
 
 static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
@@ -689,6 +844,8 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   const hr__table_t *t;
   const hr__host_t *h;
   const hr__leaf_t *leaf;
+  hr__walk_t w;
+  const hr_span_t *names;
   hr_span_t path, query, mpath, authority;
   size_t used = 0, i, nparams = 0;
   int mid, has_pct, ci, maybe_unclean;
@@ -725,7 +882,7 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
     query = q2;
     authority = a2;
     for (n = 0; n < path.len; n++)
-      if (!hr__is_path_char((unsigned char)path.ptr[n])) return 0;
+      if (!hr__is_path_byte((unsigned char)path.ptr[n])) return 0;
     if (!query_ok(query) || memchr(target.ptr, '#', target.len) != NULL) return 0;
     /* RFC 9112 §3.2.2: an absolute-form target's authority wins over Host. */
     if (authority.len) host = authority;
@@ -744,6 +901,7 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   ci = r->opts.case_insensitive;
   /* Pairs with the release store in publish(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
+  out->need = 3 * target.len + 16 + t->allow_max;
   h = pick_host(t, host);
   if (path.len == 1 && path.ptr[0] == '*') {
     /* asterisk-form is for OPTIONS only (RFC 9112 §3.2.4): the whole host. */
@@ -763,6 +921,10 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
      * cannot turn into "//\\evil.example", a redirect off the site. */
     if (buflen < path.len + 1) return HR_ENOSPC;
     if (hr__path_clean(path, buf, &n) != 0) return 0; /* above the root */
+    if (!method_known(t, method, mid)) { /* no use redirecting it */
+      out->status = 501;
+      return 0;
+    }
     if (put_location(out, buf, buflen, 0, n, query) != 0) return HR_ENOSPC;
     out->status = redirect_status(mid);
     return 0;
@@ -777,61 +939,39 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
     used = n;
     out->path = mpath;
   }
-  leaf = hr__tree_find(h->root, mpath.ptr, mpath.len, ci, out->params, &nparams);
-  if (leaf == NULL) {
-    out->status = 404;
-    if (r->opts.trailing_slash == HR_SLASH_REDIRECT) {
-      /* Is the other variant routed?  Built after the decoded path. */
-      int has_slash = mpath.ptr[mpath.len - 1] == '/';
-      size_t alen = has_slash ? mpath.len - 1 : mpath.len + 1;
-      hr_param_t scratch[HR_MAX_PARAMS];
-      size_t np;
-      if (has_slash && mpath.len == 1) return 0; /* "/" has no other variant */
-      if (used + alen > buflen) return HR_ENOSPC;
-      memcpy(buf + used, mpath.ptr, has_slash ? alen : mpath.len);
-      if (!has_slash) buf[used + mpath.len] = '/';
-      if (hr__tree_find(h->root, buf + used, alen, ci, scratch, &np) != NULL) {
-        /* Location from the path as sent (still encoded). */
-        size_t plen = has_slash ? path.len - 1 : path.len + 1;
-        if (used + plen > buflen) return HR_ENOSPC;
-        memmove(buf + used, path.ptr, has_slash ? plen : path.len);
-        if (!has_slash) buf[used + path.len] = '/';
-        if (put_location(out, buf, buflen, used, plen, query) != 0) return HR_ENOSPC;
-        out->status = redirect_status(mid);
-      }
-    }
+  if (!method_known(t, method, mid)) {
+    out->status = 501;
     return 0;
   }
-  /* The usual case inline: a standard method with its own route. */
-  out->route = mid >= 0 && leaf->std[mid] != NULL ? leaf->std[mid]
-                                                  : hr__leaf_route(leaf, method, mid);
-  if (out->route == NULL) {
-    out->allow = leaf->allow;
-    /* OPTIONS without its own route: the router answers (RFC 9110 §9.3.7). */
-    out->status = mid == HR__M_OPTIONS ? 200 : 405;
+  w.path = mpath.ptr;
+  w.len = mpath.len;
+  w.method_id = mid;
+  w.method = method;
+  w.params = out->params;
+  w.first_miss = NULL;
+  w.misses = 0;
+  w.on_miss = NULL;
+  leaf = hr__tree_find(h->root, &w, ci, &nparams);
+  if (leaf == NULL) {
+    if (w.misses > 0) return no_method(t, h, &w, ci, buf, buflen, used, out);
+    out->status = 404;
+    if (r->opts.trailing_slash == HR_SLASH_REDIRECT)
+      return slash_redirect(h, &w, ci, path, mpath, query, buf, buflen, used, out);
     return 0;
+  }
+  /* The usual case inline: a standard method with its own route.  The
+   * values are the walk's; the names are the route's own. */
+  if (mid >= 0 && leaf->std[mid] != NULL) {
+    out->route = leaf->std[mid];
+    names = leaf->std_names[mid];
+  } else {
+    out->route = hr__leaf_route(leaf, method, mid);
+    names = hr__leaf_names(leaf, out->route);
   }
   out->status = 200;
   out->nparams = nparams;
-  if (has_pct) {
-    /* Parameter values still hold the opaque escapes: decode them now. */
-    for (i = 0; i < nparams; i++) {
-      hr_span_t v = out->params[i].value;
-      size_t n;
-      if (memchr(v.ptr, '%', v.len) == NULL) continue;
-      if (used + v.len > buflen) return HR_ENOSPC;
-      if (hr__param_decode(v, buf + used, &n) != 0 ||
-          has_dot_dot_segment(buf + used, n)) {
-        out->status = 400;
-        out->route = NULL;
-        out->nparams = 0;
-        return 0;
-      }
-      out->params[i].value.ptr = buf + used;
-      out->params[i].value.len = n;
-      used += n;
-    }
-  }
+  for (i = 0; i < nparams; i++) out->params[i].name = names[i];
+  if (has_pct) return decode_params(out, buf, buflen, used);
   return 0;
 }
 

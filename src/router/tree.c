@@ -28,8 +28,6 @@ struct bnode_s {
   bnode_t **kids;
   size_t nkids, kcap;
   bnode_t *param, *catchall;
-  hr_span_t name;
-  const hr_route_t *owner;   /* the route that created this parameter */
   const hr_route_t **routes; /* routes ending here */
   size_t nroutes, rcap;
 };
@@ -152,11 +150,12 @@ static int conflict(hr_route_error_t *err, int code, const char *reason,
   return code;
 }
 
+/* Adds a route.  Parameters hang off their node whatever their names:
+ * each route keeps its own names (core->pnames). */
 static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
                         hr_route_error_t *err) {
   bnode_t *n = root;
-  const bnode_t *renamed = NULL; /* first parameter bound to another name */
-  size_t i, renamed_at = 0;
+  size_t i;
   int rc;
   for (i = 0; i < rt->core->ntoks; i++) {
     const hr__tok_t *t = &rt->core->toks[i];
@@ -170,13 +169,6 @@ static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
       hr_span_t none = {NULL, 0};
       *slot = bnode_new(b, none);
       if (*slot == NULL) return HR_ENOMEM;
-      (*slot)->name = t->text;
-      (*slot)->owner = rt;
-    } else if (!hr_span_eq((*slot)->name, t->text) && renamed == NULL) {
-      /* Keep walking: the same method on the same path is reported as the
-       * duplicate it is; otherwise this is a naming conflict. */
-      renamed = *slot;
-      renamed_at = t->offset;
     }
     n = *slot;
   }
@@ -185,10 +177,6 @@ static int insert_route(build_t *b, bnode_t *root, const hr_route_t *rt,
       return conflict(err, HR_EEXIST,
                       "a route with this method and pattern exists",
                       n->routes[i], 0);
-  if (renamed != NULL)
-    return conflict(err, HR_ECONFLICT,
-                    "this position is bound to another parameter name",
-                    renamed->owner, renamed_at);
   if (n->nroutes == n->rcap) {
     size_t cap = n->rcap ? n->rcap * 2 : 2;
     const hr_route_t **r = hr__mem_realloc(b->m, n->routes, cap * sizeof(*r));
@@ -210,49 +198,77 @@ static int span_cmp(const void *a, const void *b) {
   return (x->len > y->len) - (x->len < y->len);
 }
 
-/* Collects the methods of `routes` (plus HEAD with GET, and OPTIONS, which
- * the router answers) into `ms` (room for HR__M_STD + all extension methods),
- * sorted and without duplicates.  Returns the count. */
-static size_t collect_methods(const hr_route_t *const *routes, size_t n,
-                              hr_span_t *ms) {
-  size_t k = 0, i, j, out = 0;
-  uint16_t std = 1u << HR__M_OPTIONS;
-  for (i = 0; i < n; i++) {
-    std |= routes[i]->core->std_methods;
-    for (j = 0; j < routes[i]->core->n_ext; j++)
-      ms[k++] = routes[i]->core->ext_methods[j];
-  }
-  if (std & (1u << HR__M_GET)) std |= 1u << HR__M_HEAD;
-  for (i = 0; i < HR__M_STD; i++)
-    if (std & (1u << i)) ms[k++] = hr__method_name((int)i);
-  qsort(ms, k, sizeof(*ms), span_cmp);
-  for (i = 0; i < k; i++)
-    if (out == 0 || !hr_span_eq(ms[i], ms[out - 1])) ms[out++] = ms[i];
-  return out;
-}
+/* The standard methods in byte order of their names. */
+static const int std_sorted[HR__M_STD] = {
+    HR__M_CONNECT, HR__M_DELETE, HR__M_GET,  HR__M_HEAD, HR__M_OPTIONS,
+    HR__M_PATCH,   HR__M_POST,   HR__M_PUT,  HR__M_TRACE,
+};
 
-static size_t allow_len(const hr_span_t *ms, size_t n) {
-  size_t i, len = 0;
-  for (i = 0; i < n; i++) len += ms[i].len + (i ? 2 : 0);
+/* Writes the Allow value (RFC 9110 §10.2.1) for the standard methods in
+ * `std` and the extension methods ext[j] with bit j of `ext_bits`: sorted,
+ * ", " between them.  With w NULL only measures.  Returns the length. */
+static size_t allow_render(uint16_t std, uint64_t ext_bits, const hr_span_t *ext,
+                           char *w) {
+  size_t len = 0, i = 0, j = 0;
+  for (;;) {
+    hr_span_t next;
+    while (i < HR__M_STD && !(std & (1u << std_sorted[i]))) i++;
+    while (j < HR__MAX_EXT_METHODS && !(ext_bits >> j & 1)) j++;
+    if (i == HR__M_STD && j == HR__MAX_EXT_METHODS) break;
+    if (j == HR__MAX_EXT_METHODS ||
+        (i < HR__M_STD && span_cmp(&(hr_span_t){hr__method_name(std_sorted[i]).ptr,
+                                                 hr__method_name(std_sorted[i]).len},
+                                   &ext[j]) < 0))
+      next = hr__method_name(std_sorted[i++]);
+    else
+      next = ext[j++];
+    if (len) {
+      if (w) memcpy(w + len, ", ", 2);
+      len += 2;
+    }
+    if (w) memcpy(w + len, next.ptr, next.len);
+    len += next.len;
+  }
   return len;
 }
 
-static void allow_write(const hr_span_t *ms, size_t n, char *w) {
-  size_t i;
+/* What a set of routes names in Allow: their standard methods, HEAD with
+ * GET, and OPTIONS (the router answers it); their extension methods as
+ * bits of the table's list. */
+static void named_methods(const hr_route_t *const *routes, size_t n, const hr_span_t *ext,
+                          size_t n_ext, uint16_t *std, uint64_t *ext_bits) {
+  size_t i, k, j;
+  *std = 1u << HR__M_OPTIONS;
+  *ext_bits = 0;
   for (i = 0; i < n; i++) {
-    if (i) {
-      *w++ = ',';
-      *w++ = ' ';
+    const hr__core_t *c = routes[i]->core;
+    *std |= c->std_methods;
+    for (k = 0; k < c->n_ext; k++) {
+      const hr_span_t *hit = bsearch(&c->ext_methods[k], ext, n_ext, sizeof(*ext), span_cmp);
+      if (hit != NULL) *ext_bits |= (uint64_t)1 << (hit - ext);
     }
-    memcpy(w, ms[i].ptr, ms[i].len);
-    w += ms[i].len;
   }
+  (void)j;
+  if (*std & (1u << HR__M_GET)) *std |= 1u << HR__M_HEAD;
 }
 
-static size_t count_ext(const hr_route_t *const *routes, size_t n) {
-  size_t i, k = 0;
-  for (i = 0; i < n; i++) k += routes[i]->core->n_ext;
-  return k;
+/* The distinct extension methods of `routes`, sorted, into ext (room for
+ * HR__MAX_EXT_METHODS).  Returns the count, or HR__MAX_EXT_METHODS + 1
+ * when there are more. */
+static size_t collect_ext(const hr_route_t *const *routes, size_t n, hr_span_t *ext) {
+  size_t i, k, j, count = 0;
+  for (i = 0; i < n; i++) {
+    const hr__core_t *c = routes[i]->core;
+    for (k = 0; k < c->n_ext; k++) {
+      for (j = 0; j < count; j++)
+        if (hr_span_eq(ext[j], c->ext_methods[k])) break;
+      if (j < count) continue;
+      if (count == HR__MAX_EXT_METHODS) return count + 1;
+      ext[count++] = c->ext_methods[k];
+    }
+  }
+  qsort(ext, count, sizeof(*ext), span_cmp);
+  return count;
 }
 
 /* ---- freezing -------------------------------------------------------------- */
@@ -263,7 +279,6 @@ static size_t count_ext(const hr_route_t *const *routes, size_t n) {
 typedef struct bump_s {
   char *p;
   char *end;
-  hr__mem_t *m; /* for scratch arrays */
 } bump_t;
 
 static void *bump(bump_t *b, size_t n) {
@@ -272,78 +287,89 @@ static void *bump(bump_t *b, size_t n) {
   return r;
 }
 
+/* What freezing needs besides the block: the table's extension methods. */
+typedef struct freeze_s {
+  bump_t nodes, leaves;
+  const hr_span_t *ext;
+  size_t n_ext;
+  size_t allow_max;
+} freeze_t;
+
+static size_t leaf_allow_len(const bnode_t *n, const hr_span_t *ext, size_t n_ext) {
+  uint16_t std;
+  uint64_t bits;
+  named_methods(n->routes, n->nroutes, ext, n_ext, &std, &bits);
+  return allow_render(std, bits, ext, NULL);
+}
+
 /* Bytes of the frozen nodes of a subtree; the bytes of its leaves are added
  * to *leaf_bytes: leaves live apart, after every node, so that the nodes a
  * walk reads stay dense in the cache. */
-static size_t node_size(const bnode_t *n, size_t *leaf_bytes) {
+static size_t node_size(const bnode_t *n, const hr_span_t *ext, size_t n_ext,
+                        size_t *leaf_bytes) {
   size_t s = ALIGN8(sizeof(hr__node_t) + n->nkids * sizeof(hr__node_t *)) +
-             ALIGN8(n->prefix.len) +
-             (n->nkids >= HR__INDEX_MIN ? 256 : 0);
-  size_t i, l = 0;
+             ALIGN8(n->prefix.len) + (n->nkids >= HR__INDEX_MIN ? 256 : 0);
+  size_t i;
   if (n->nroutes) {
-    size_t next = count_ext(n->routes, n->nroutes);
-    l += ALIGN8(sizeof(hr__leaf_t)) + ALIGN8(n->nroutes * sizeof(hr_route_t *)) +
-         ALIGN8((HR__M_STD + next) * 12); /* Allow text, bounded below */
-    /* Allow: each method ≤ its length + 2; extension methods measured. */
-    for (i = 0; i < n->nroutes; i++) {
-      size_t j;
-      for (j = 0; j < n->routes[i]->core->n_ext; j++)
-        l += ALIGN8(n->routes[i]->core->ext_methods[j].len + 2);
-    }
+    *leaf_bytes += ALIGN8(sizeof(hr__leaf_t)) + ALIGN8(n->nroutes * sizeof(hr_route_t *)) +
+                   ALIGN8(leaf_allow_len(n, ext, n_ext) + 1);
+    for (i = 0; i < n->nroutes; i++)
+      *leaf_bytes += ALIGN8(n->routes[i]->core->nparams * sizeof(hr_span_t));
   }
-  *leaf_bytes += l;
-  for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i], leaf_bytes);
-  if (n->param) s += node_size(n->param, leaf_bytes);
-  if (n->catchall) s += node_size(n->catchall, leaf_bytes);
+  for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i], ext, n_ext, leaf_bytes);
+  if (n->param) s += node_size(n->param, ext, n_ext, leaf_bytes);
+  if (n->catchall) s += node_size(n->catchall, ext, n_ext, leaf_bytes);
   return s;
 }
 
-static const hr__leaf_t *freeze_leaf(bump_t *bp, const bnode_t *n, int *rc) {
-  hr__leaf_t *leaf = bump(bp, sizeof(*leaf));
-  size_t i, next = count_ext(n->routes, n->nroutes), k;
-  hr_span_t small[HR__M_STD + 16], *ms = small;
+static const hr__leaf_t *freeze_leaf(freeze_t *fz, const bnode_t *n) {
+  hr__leaf_t *leaf = bump(&fz->leaves, sizeof(*leaf));
+  size_t i;
   char *text;
-  memset(leaf, 0, sizeof(*leaf));
-  leaf->ext = bump(bp, n->nroutes * sizeof(hr_route_t *));
+  leaf->ext = bump(&fz->leaves, n->nroutes * sizeof(hr_route_t *));
   for (i = 0; i < n->nroutes; i++) {
     const hr_route_t *r = n->routes[i];
+    hr_span_t *names = bump(&fz->leaves, r->core->nparams * sizeof(hr_span_t));
     int id;
-    if (r->core->any_method) leaf->any = r;
+    if (r->core->nparams) memcpy(names, r->core->pnames, r->core->nparams * sizeof(hr_span_t));
+    if (r->core->any_method) {
+      leaf->any = r;
+      leaf->any_names = names;
+      leaf->accept = 0xFFFFu;
+    }
     for (id = 0; id < HR__M_STD; id++)
-      if (r->core->std_methods & (1u << id)) leaf->std[id] = r;
+      if (r->core->std_methods & (1u << id)) {
+        leaf->std[id] = r;
+        leaf->std_names[id] = names;
+      }
+    leaf->accept |= r->core->std_methods;
     if (r->core->n_ext) leaf->ext[leaf->n_ext++] = r;
   }
-  if (HR__M_STD + next > sizeof(small) / sizeof(small[0])) {
-    ms = hr__mem_alloc(bp->m, (HR__M_STD + next) * sizeof(*ms));
-    if (ms == NULL) {
-      *rc = HR_ENOMEM;
-      return leaf;
-    }
-  }
-  k = collect_methods(n->routes, n->nroutes, ms);
-  text = bump(bp, allow_len(ms, k) + 1);
-  allow_write(ms, k, text);
+  if (leaf->accept & (1u << HR__M_GET)) leaf->accept |= 1u << HR__M_HEAD;
+  named_methods(n->routes, n->nroutes, fz->ext, fz->n_ext, &leaf->named, &leaf->ext_named);
+  leaf->allow.len = allow_render(leaf->named, leaf->ext_named, fz->ext, NULL);
+  text = bump(&fz->leaves, leaf->allow.len + 1);
+  allow_render(leaf->named, leaf->ext_named, fz->ext, text);
   leaf->allow.ptr = text;
-  leaf->allow.len = allow_len(ms, k);
-  if (ms != small) hr__mem_free(bp->m, ms);
   return leaf;
 }
 
-/* Freezes a subtree: its nodes go to `bp`, depth-first, its leaves to `lp`. */
-static hr__node_t *freeze(bump_t *bp, bump_t *lp, const bnode_t *n, int *rc) {
-  hr__node_t *f = bump(bp, sizeof(*f) + n->nkids * sizeof(hr__node_t *));
+/* Freezes a subtree: its nodes go to fz->nodes, depth-first, its leaves to
+ * fz->leaves. */
+static hr__node_t *freeze(freeze_t *fz, const bnode_t *n) {
+  hr__node_t *f = bump(&fz->nodes, sizeof(*f) + n->nkids * sizeof(hr__node_t *));
   size_t i;
-  char *prefix = bump(bp, n->prefix.len);
+  char *prefix = bump(&fz->nodes, n->prefix.len);
   /* The block is zeroed, so the prefix's padding is zero. */
   if (n->prefix.len) memcpy(prefix, n->prefix.ptr, n->prefix.len);
+  memcpy(&f->head, prefix, n->prefix.len < 8 ? n->prefix.len : 8);
   f->prefix = prefix;
   f->plen = (uint32_t)n->prefix.len;
-  f->name = n->name;
   f->nstatic = (uint32_t)n->nkids;
   /* The child index sits right after the node, before its subtrees. */
   if (n->nkids >= HR__INDEX_MIN) {
     /* child + 1, or with 256 children (one per byte) the child itself */
-    unsigned char *ix = bump(bp, 256);
+    unsigned char *ix = bump(&fz->nodes, 256);
     for (i = 0; i < n->nkids; i++)
       ix[(unsigned char)n->kids[i]->prefix.ptr[0]] =
           (unsigned char)(n->nkids == 256 ? i : i + 1);
@@ -352,10 +378,10 @@ static hr__node_t *freeze(bump_t *bp, bump_t *lp, const bnode_t *n, int *rc) {
     for (i = 0; i < n->nkids; i++)
       f->first[i] = (unsigned char)n->kids[i]->prefix.ptr[0];
   }
-  if (n->nroutes) f->leaf = freeze_leaf(lp, n, rc);
-  for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(bp, lp, n->kids[i], rc);
-  if (n->param) f->param = freeze(bp, lp, n->param, rc);
-  if (n->catchall) f->catchall = freeze(bp, lp, n->catchall, rc);
+  if (n->nroutes) f->leaf = freeze_leaf(fz, n);
+  for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(fz, n->kids[i]);
+  if (n->param) f->param = freeze(fz, n->param);
+  if (n->catchall) f->catchall = freeze(fz, n->catchall);
   return f;
 }
 
@@ -375,22 +401,11 @@ typedef struct host_build_s {
   size_t nroutes;
 } host_build_t;
 
-int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
-                    int ci, hr__table_t **out, hr_route_error_t *err) {
-  build_t b = {m, 0, 0, 0};
-  host_build_t *hb = NULL;
-  size_t nh = 0, i, j, size = 0;
-  hr__table_t *t = NULL;
-  bump_t bp, lp;
-  size_t leaf_bytes = 0;
+/* Groups the routes by host and inserts them into one build tree each. */
+static int build_hosts(build_t *b, hr_route_t *const *routes, size_t n, host_build_t *hb,
+                       size_t *nh_out, hr_route_error_t *err) {
+  size_t nh = 1, i, j; /* hb[0]: the default host; the others in order */
   int rc = 0;
-  *out = NULL;
-  (void)ci;
-  hb = hr__mem_alloc(m, (n + 1) * sizeof(*hb));
-  if (hb == NULL) return HR_ENOMEM;
-  memset(hb, 0, (n + 1) * sizeof(*hb));
-  /* hb[0] is the default host; the others in order of appearance. */
-  nh = 1;
   for (i = 0; i < n && rc == 0; i++) {
     host_build_t *h = NULL;
     for (j = 0; j < nh; j++)
@@ -404,22 +419,47 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     }
     if (h->root == NULL) {
       hr_span_t none = {NULL, 0};
-      h->root = bnode_new(&b, none);
-      h->routes = hr__mem_alloc(m, n * sizeof(*h->routes));
+      h->root = bnode_new(b, none);
+      h->routes = hr__mem_alloc(b->m, n * sizeof(*h->routes));
       if (h->root == NULL || h->routes == NULL) {
         rc = HR_ENOMEM;
         break;
       }
     }
-    rc = insert_route(&b, h->root, routes[i], err);
+    rc = insert_route(b, h->root, routes[i], err);
     if (rc == 0) h->routes[h->nroutes++] = routes[i];
   }
+  *nh_out = nh;
+  return rc;
+}
+
+int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
+                    int ci, hr__table_t **out, hr_route_error_t *err) {
+  build_t b = {m, 0, 0, 0};
+  host_build_t *hb = NULL;
+  size_t nh = 0, i, size = 0, n_ext = 0, leaf_bytes = 0;
+  hr_span_t ext[HR__MAX_EXT_METHODS + 1];
+  hr__table_t *t = NULL;
+  freeze_t fz;
+  int rc = 0;
+  *out = NULL;
+  (void)ci;
+  n_ext = collect_ext((const hr_route_t *const *)routes, n, ext);
+  if (n_ext > HR__MAX_EXT_METHODS)
+    return conflict(err, HR_ETOOLARGE,
+                    "more than 64 extension methods (not GET, POST...) in one router",
+                    routes[n - 1], 0);
+  hb = hr__mem_alloc(m, (n + 1) * sizeof(*hb));
+  if (hb == NULL) return HR_ENOMEM;
+  memset(hb, 0, (n + 1) * sizeof(*hb));
+  rc = build_hosts(&b, routes, n, hb, &nh, err);
   if (rc == 0) {
     size = ALIGN8(sizeof(hr__table_t)) + ALIGN8((nh - 1) * sizeof(hr__host_t)) +
-           ALIGN8(n * sizeof(hr_route_t *));
+           ALIGN8(n * sizeof(hr_route_t *)) + ALIGN8(n_ext * sizeof(hr_span_t));
     for (i = 0; i < nh; i++) {
-      size_t next = count_ext(hb[i].routes, hb[i].nroutes), k;
       bnode_t *top = hb[i].root;
+      uint16_t std;
+      uint64_t bits;
       /* The build root (empty prefix) has one child, "/", and nothing else:
        * the frozen tree starts there, one step less for every lookup. */
       if (top != NULL && top->prefix.len == 0 && top->nkids == 1 &&
@@ -428,14 +468,10 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
         b.nodes--;
       }
       hb[i].top = top;
-      if (top) size += node_size(top, &leaf_bytes);
+      if (top) size += node_size(top, ext, n_ext, &leaf_bytes);
       size += ALIGN8(hb[i].name.len + 1);
-      size += ALIGN8((HR__M_STD + next) * 12);
-      for (k = 0; k < hb[i].nroutes; k++) {
-        size_t e;
-        for (e = 0; e < hb[i].routes[k]->core->n_ext; e++)
-          size += ALIGN8(hb[i].routes[k]->core->ext_methods[e].len + 2);
-      }
+      named_methods(hb[i].routes, hb[i].nroutes, ext, n_ext, &std, &bits);
+      size += ALIGN8(allow_render(std, bits, ext, NULL) + 1);
     }
     size += leaf_bytes;
     t = hr__mem_alloc(m, size);
@@ -443,52 +479,52 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
   }
   if (rc == 0) {
     hr__host_t *hosts;
+    hr_span_t *text_ext;
     memset(t, 0, size);
-    bp.p = (char *)t;
-    bp.end = (char *)t + size - leaf_bytes;
-    lp.p = bp.end;
-    lp.end = (char *)t + size;
-    lp.m = m;
-    bp.m = m;
-    bump(&bp, sizeof(*t));
-    hosts = bump(&bp, (nh - 1) * sizeof(hr__host_t));
+    fz.nodes.p = (char *)t;
+    fz.nodes.end = (char *)t + size - leaf_bytes;
+    fz.leaves.p = fz.nodes.end;
+    fz.leaves.end = (char *)t + size;
+    bump(&fz.nodes, sizeof(*t));
+    hosts = bump(&fz.nodes, (nh - 1) * sizeof(hr__host_t));
     t->mem = m;
-    t->invokers = bump(&bp, n * sizeof(hr_route_t *));
-    for (i = 0; i < nh && rc == 0; i++) {
+    t->invokers = bump(&fz.nodes, n * sizeof(hr_route_t *));
+    text_ext = bump(&fz.nodes, n_ext * sizeof(hr_span_t));
+    if (n_ext) memcpy(text_ext, ext, n_ext * sizeof(*ext));
+    fz.ext = text_ext;
+    fz.n_ext = n_ext;
+    t->ext_methods = text_ext;
+    t->n_ext_methods = n_ext;
+    for (i = 0; i < n; i++) {
+      t->std_methods |= routes[i]->core->std_methods;
+      t->any_method |= routes[i]->core->any_method;
+    }
+    for (i = 0; i < nh; i++) {
       hr__host_t *h = i == 0 ? &t->def : &hosts[i - 1];
-      hr_span_t *ms = hr__mem_alloc(
-          m, (HR__M_STD + count_ext(hb[i].routes, hb[i].nroutes)) * sizeof(*ms));
-      size_t k;
-      char *name = bump(&bp, hb[i].name.len + 1), *text;
-      if (ms == NULL) {
-        rc = HR_ENOMEM;
-        break;
-      }
+      char *name = bump(&fz.nodes, hb[i].name.len + 1), *text;
+      uint16_t std;
+      uint64_t bits;
       if (hb[i].name.len) memcpy(name, hb[i].name.ptr, hb[i].name.len);
       h->name.ptr = name;
       h->name.len = hb[i].name.len;
-      h->root = hb[i].top ? freeze(&bp, &lp, hb[i].top, &rc) : NULL;
-      k = collect_methods(hb[i].routes, hb[i].nroutes, ms);
-      text = bump(&bp, allow_len(ms, k) + 1);
-      allow_write(ms, k, text);
+      h->root = hb[i].top ? freeze(&fz, hb[i].top) : NULL;
+      named_methods(hb[i].routes, hb[i].nroutes, ext, n_ext, &std, &bits);
+      h->allow_all.len = allow_render(std, bits, text_ext, NULL);
+      text = bump(&fz.nodes, h->allow_all.len + 1);
+      allow_render(std, bits, text_ext, text);
       h->allow_all.ptr = text;
-      h->allow_all.len = allow_len(ms, k);
-      hr__mem_free(m, ms);
+      /* Any union of leaves' methods is within the host's. */
+      if (h->allow_all.len > t->allow_max) t->allow_max = h->allow_all.len;
     }
     t->hosts = hosts;
     t->nhosts = nh - 1;
     t->nodes = b.nodes;
     t->bytes = size;
-    if (rc != 0) {
-      hr__mem_free(m, t);
-      t = NULL;
-    } else {
-      for (i = 0; i < n; i++) {
-        hr__invoker_ref(routes[i]);
-        t->invokers[i] = routes[i];
-      }
-      t->ninvokers = n;
+    for (i = 0; i < n; i++) {
+      hr__invoker_ref(routes[i]);
+      t->invokers[i] = routes[i];
     }
+    t->ninvokers = n;
   }
   for (i = 0; i < nh; i++) {
     bnode_free(m, hb[i].root);
@@ -501,37 +537,54 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
 
 /* ---- lookup ---------------------------------------------------------------- */
 
-/* Compares n bytes; the caller has matched byte 0 already (child dispatch
- * by first byte), so it starts at 1.  `avail` bytes are readable at p.
- * Prefixes are stored padded to 8 bytes, so one masked 8-byte compare does
- * a short prefix without a loop (and without a branch per byte). */
-static inline int prefix_eq(const char *p, const char *prefix, size_t n,
-                            size_t avail, int ci) {
-  size_t i = 1;
-  if (!ci && n <= 8 && avail >= 8) {
-    uint64_t a, b, mask = n == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * n)) - 1);
-    memcpy(&a, p, 8);
-    memcpy(&b, prefix, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    mask = n == 8 ? ~(uint64_t)0 : ~((~(uint64_t)0) >> (8 * n));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HR__LE 1
+#else
+#define HR__LE 0
 #endif
-    return ((a ^ b) & mask) == 0;
-  }
-  if (!ci) {
-    for (; i + 8 <= n; i += 8) {
-      uint64_t a, b;
+
+/* Whether the path at pos starts with n's prefix; the caller has checked
+ * that the path has plen bytes left, and matched byte 0 already (child
+ * dispatch by first byte).  Little-endian, case-sensitive: a prefix of up
+ * to eight bytes is one masked compare with the node's inline head, loaded
+ * from pos, or ending at pos + plen when fewer than eight bytes are left
+ * (the bytes before pos are the path's too); a longer one compares eight
+ * bytes at a time, the last eight overlapping. */
+static inline int prefix_eq(const hr__node_t *n, const char *path, size_t pos,
+                            size_t len, int ci) {
+  const char *p = path + pos;
+  size_t plen = n->plen, i;
+  if (!ci && HR__LE) {
+    uint64_t a, b;
+    if (plen <= 8) {
+      if (len - pos >= 8) {
+        memcpy(&a, p, 8);
+        return ((a ^ n->head) & (plen == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * plen)) - 1)) == 0;
+      }
+      if (pos + plen >= 8) {
+        memcpy(&a, p + plen - 8, 8);
+        return (a >> (64 - 8 * plen)) == n->head;
+      }
+      for (i = 1; i < plen; i++)
+        if (p[i] != n->prefix[i]) return 0;
+      return 1;
+    }
+    memcpy(&a, p, 8);
+    if (a != n->head) return 0;
+    for (i = 8; i + 8 < plen; i += 8) {
       memcpy(&a, p + i, 8);
-      memcpy(&b, prefix + i, 8);
+      memcpy(&b, n->prefix + i, 8);
       if (a != b) return 0;
     }
-    for (; i < n; i++)
-      if (p[i] != prefix[i]) return 0;
-    return 1;
+    memcpy(&a, p + plen - 8, 8);
+    memcpy(&b, n->prefix + plen - 8, 8);
+    return a == b;
   }
-  for (; i < n; i++) {
+  if (!ci) return memcmp(p, n->prefix, plen) == 0;
+  for (i = 1; i < plen; i++) {
     unsigned char c = (unsigned char)p[i];
     if (c >= 'A' && c <= 'Z') c |= 0x20;
-    if (c != (unsigned char)prefix[i]) return 0;
+    if (c != (unsigned char)n->prefix[i]) return 0;
   }
   return 1;
 }
@@ -577,39 +630,63 @@ static inline const hr__node_t *static_child(const hr__node_t *n, unsigned char 
   return NULL;
 }
 
-/* The walk, written once and compiled twice (ci constant 0 or 1) so that
- * the usual case-sensitive lookup carries no case-folding test. */
-static inline __attribute__((always_inline)) const hr__leaf_t *
-walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
-          hr_param_t *params, size_t np, size_t *np_out);
-
-static const hr__leaf_t *walk_cs(const hr__node_t *n, const char *p, size_t len,
-                                 size_t pos, hr_param_t *params, size_t np,
-                                 size_t *np_out) {
-  return walk_impl(n, p, len, pos, 0, params, np, np_out);
+int hr__leaf_accepts(const hr__leaf_t *leaf, hr_span_t method, int id) {
+  size_t i, j;
+  if (id >= 0) return (leaf->accept >> id) & 1;
+  if (leaf->any != NULL) return 1;
+  for (i = 0; i < leaf->n_ext; i++)
+    for (j = 0; j < leaf->ext[i]->core->n_ext; j++)
+      if (hr_span_eq(leaf->ext[i]->core->ext_methods[j], method)) return 1;
+  return 0;
 }
 
-static const hr__leaf_t *walk_ci(const hr__node_t *n, const char *p, size_t len,
-                                 size_t pos, hr_param_t *params, size_t np,
-                                 size_t *np_out) {
-  return walk_impl(n, p, len, pos, 1, params, np, np_out);
+static inline int accepts(const hr__leaf_t *leaf, int mid, const hr__walk_t *w) {
+  return mid >= 0 ? (leaf->accept >> mid) & 1 : hr__leaf_accepts(leaf, w->method, -1);
+}
+
+static void missed(hr__walk_t *w, const hr__leaf_t *leaf) {
+  if (w->misses++ == 0) w->first_miss = leaf;
+  if (w->on_miss != NULL) w->on_miss(w, leaf);
 }
 
 static inline __attribute__((always_inline)) const hr__leaf_t *
-walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
-          hr_param_t *params, size_t np, size_t *np_out) {
+walk_impl(const hr__node_t *n, hr__walk_t *w, size_t pos, uint32_t np, int ci,
+          size_t *np_out);
+
+static const hr__leaf_t *walk_cs(const hr__node_t *n, hr__walk_t *w, size_t pos,
+                                 uint32_t np, size_t *np_out) {
+  return walk_impl(n, w, pos, np, 0, np_out);
+}
+
+static const hr__leaf_t *walk_ci(const hr__node_t *n, hr__walk_t *w, size_t pos,
+                                 uint32_t np, size_t *np_out) {
+  return walk_impl(n, w, pos, np, 1, np_out);
+}
+
+static inline __attribute__((always_inline)) const hr__leaf_t *
+walk_impl(const hr__node_t *n, hr__walk_t *w, size_t pos, uint32_t np, int ci,
+          size_t *np_out) {
+  const char *p = w->path;
+  size_t len = w->len, end;
+  hr_param_t *params = w->params;
+  const int mid = w->method_id;
   for (;;) {
     const hr__node_t *k = NULL;
-    size_t end;
+    const hr__leaf_t *leaf;
     if (n->plen) {
-      if (len - pos < n->plen ||
-          !prefix_eq(p + pos, n->prefix, n->plen, len - pos, ci))
-        return NULL;
+      if (len - pos < n->plen || !prefix_eq(n, p, pos, len, ci)) return NULL;
       pos += n->plen;
     }
     if (pos == len) {
-      if (n->leaf != NULL) *np_out = np;
-      return n->leaf;
+      leaf = n->leaf;
+      if (leaf != NULL) {
+        if (accepts(leaf, mid, w)) {
+          *np_out = np;
+          return leaf;
+        }
+        missed(w, leaf);
+      }
+      return NULL;
     }
     if (n->nstatic) {
       unsigned char c = (unsigned char)p[pos];
@@ -618,19 +695,17 @@ walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
     }
     if (n->param == NULL && n->catchall == NULL) {
       if (k == NULL) return NULL;
-      n = k; /* no alternative: no backtracking point */
+      n = k;
       continue;
     }
     if (k != NULL) {
-      const hr__leaf_t *l = ci ? walk_ci(k, p, len, pos, params, np, np_out)
-                               : walk_cs(k, p, len, pos, params, np, np_out);
-      if (l != NULL) return l;
+      leaf = ci ? walk_ci(k, w, pos, np, np_out) : walk_cs(k, w, pos, np, np_out);
+      if (leaf != NULL) return leaf;
     }
     if (np >= HR_MAX_PARAMS) return NULL;
     if (n->param != NULL) {
       end = segment_end(p, pos, len);
       if (end > pos) {
-        params[np].name = n->param->name;
         params[np].value.ptr = p + pos;
         params[np].value.len = end - pos;
         if (n->catchall == NULL) {
@@ -638,27 +713,26 @@ walk_impl(const hr__node_t *n, const char *p, size_t len, size_t pos, int ci,
           pos = end;
           np++;
           continue;
-        } else {
-          const hr__leaf_t *l =
-              ci ? walk_ci(n->param, p, len, end, params, np + 1, np_out)
-                 : walk_cs(n->param, p, len, end, params, np + 1, np_out);
-          if (l != NULL) return l;
         }
+        leaf = ci ? walk_ci(n->param, w, end, np + 1, np_out)
+                  : walk_cs(n->param, w, end, np + 1, np_out);
+        if (leaf != NULL) return leaf;
       }
     }
-    if (n->catchall != NULL) {
-      params[np].name = n->catchall->name;
+    if (n->catchall != NULL && (leaf = n->catchall->leaf) != NULL) {
       params[np].value.ptr = p + pos;
       params[np].value.len = len - pos;
-      *np_out = np + 1;
-      return n->catchall->leaf;
+      if (accepts(leaf, mid, w)) {
+        *np_out = np + 1;
+        return leaf;
+      }
+      missed(w, leaf);
     }
     return NULL;
   }
 }
 
-const hr__leaf_t *hr__tree_find(const hr__node_t *root, const char *path,
-                                size_t len, int ci, hr_param_t *params,
+const hr__leaf_t *hr__tree_find(const hr__node_t *root, hr__walk_t *w, int ci,
                                 size_t *nparams) {
   *nparams = 0;
   if (root == NULL) return NULL;
@@ -666,13 +740,20 @@ const hr__leaf_t *hr__tree_find(const hr__node_t *root, const char *path,
    * the parent's child dispatch); for the root, that is done here. */
   if (root->plen != 0) {
     unsigned char c;
-    if (len == 0) return NULL;
-    c = (unsigned char)path[0];
+    if (w->len == 0) return NULL;
+    c = (unsigned char)w->path[0];
     if (ci && c >= 'A' && c <= 'Z') c |= 0x20;
     if (c != (unsigned char)root->prefix[0]) return NULL;
   }
-  return ci ? walk_ci(root, path, len, 0, params, 0, nparams)
-            : walk_cs(root, path, len, 0, params, 0, nparams);
+  return ci ? walk_ci(root, w, 0, 0, nparams) : walk_cs(root, w, 0, 0, nparams);
+}
+
+const hr_span_t *hr__leaf_names(const hr__leaf_t *leaf, const hr_route_t *route) {
+  int id;
+  if (route == leaf->any) return leaf->any_names;
+  for (id = 0; id < HR__M_STD; id++)
+    if (leaf->std[id] == route) return leaf->std_names[id];
+  return route->core->pnames; /* an extension-method route */
 }
 
 const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
@@ -691,6 +772,34 @@ const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
   return NULL;
 }
 
+/* The union of what the missed leaves name. */
+typedef struct allow_union_s {
+  uint16_t std;
+  uint64_t ext;
+} allow_union_t;
+
+static void add_to_union(hr__walk_t *w, const hr__leaf_t *leaf) {
+  allow_union_t *u = w->ctx;
+  u->std |= leaf->named;
+  u->ext |= leaf->ext_named;
+}
+
+size_t hr__tree_allow(const hr__table_t *t, const hr__node_t *root, hr__walk_t *w,
+                      int ci, char *buf) {
+  allow_union_t u = {0, 0};
+  hr__walk_t again = *w;
+  hr_param_t scratch[HR_MAX_PARAMS];
+  size_t np;
+  /* The same walk finds the same leaves, none of which answers the method;
+   * this time each is added to the union. */
+  again.params = scratch;
+  again.misses = 0;
+  again.on_miss = add_to_union;
+  again.ctx = &u;
+  (void)hr__tree_find(root, &again, ci, &np);
+  return allow_render(u.std, u.ext, t->ext_methods, buf);
+}
+
 /* ---- dump ------------------------------------------------------------------ */
 
 typedef struct dump_s {
@@ -705,7 +814,6 @@ static void dump_node(dump_t *d, const hr__node_t *n, int depth, const char *kin
   for (i = 0; i < (size_t)depth; i++) dump_str(d, "  ", 2);
   if (kind[0] != '\0') {
     dump_str(d, kind, 1);
-    dump_str(d, n->name.ptr, n->name.len);
   } else {
     dump_str(d, "\"", 1);
     dump_str(d, n->prefix, n->plen);

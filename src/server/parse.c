@@ -29,12 +29,14 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
   hr__exchange_t *c = ex_of(p);
   size_t i;
   /* llhttp 8.1's lenient URL parser lets through bytes a URI cannot hold
-   * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse them.  The path's
-   * stricter alphabet (pchar) is the router's check, made on the path alone
-   * (an absolute-form authority may hold "[::1]"). */
+   * (RFC 3986 §2) and fragments (RFC 9112 §3.2): refuse controls, space,
+   * DEL and '#'.  Bytes from 0x80 (raw UTF-8) pass: the router matches them
+   * as their percent-encoded form and refuses them in an authority.  The
+   * path's stricter alphabet (pchar) is the router's check, made on the
+   * path alone (an absolute-form authority may hold "[::1]"). */
   for (i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)at[i];
-    if (ch <= 0x20 || ch >= 0x7f || ch == '#') c->req.target_bad = 1;
+    if (ch <= 0x20 || ch == 0x7f || ch == '#') c->req.target_bad = 1;
   }
   span_extend(&c->req.target, at, len);
   return 0;

@@ -58,6 +58,13 @@ static inline int hr__is_path_char(unsigned char c) {
   return 0;
 }
 
+/* Bytes a request path may hold as they are: the path characters above,
+ * and bytes from 0x80, which clients send unencoded for UTF-8 (nginx, h2o
+ * and Node accept them); they match as their percent-encoded form does. */
+static inline int hr__is_path_byte(unsigned char c) {
+  return c >= 0x80 || hr__is_path_char(c);
+}
+
 /* Whether `a` is host [ ":" port ] (RFC 3986 §3.2.2, RFC 9110 §7.2): a
  * non-empty reg-name (unreserved, sub-delims but '*', escapes) or IPv4
  * address, or a bracketed IP literal, then optional digits.  No userinfo.
