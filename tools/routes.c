@@ -349,7 +349,7 @@ static int cmd_match(loader_t *ld) {
   int status = ld->rejected ? EXIT_REJECTED : 0;
   while (getline(&line, &cap, stdin) != -1) {
     const char *host;
-    size_t n, need;
+    size_t n;
     hr_match_t m;
     int rc;
     lineno++;
@@ -361,21 +361,22 @@ static int cmd_match(loader_t *ld) {
       continue;
     }
     host = n == 3 ? fields[2] : "";
-    /* 2 * target + 16 bytes always suffice (hr_router_match). */
-    need = 2 * strlen(fields[1]) + 16;
-    if (need > bufcap) {
-      char *nb = realloc(buf, need);
+    /* As the server: with what there is, then with m.need (hr_router_match;
+     * the table does not change here). */
+    rc = hr_router_match(ld->router, hr_span_cstr(fields[0]), hr_span_cstr(host),
+                         hr_span_cstr(fields[1]), buf, bufcap, &m);
+    if (rc == HR_ENOSPC) {
+      char *nb = realloc(buf, m.need);
       if (nb == NULL) {
         fprintf(stderr, "hroute-routes: out of memory\n");
         status = EXIT_USAGE;
         break;
       }
       buf = nb;
-      bufcap = need;
+      bufcap = m.need;
+      rc = hr_router_match(ld->router, hr_span_cstr(fields[0]), hr_span_cstr(host),
+                           hr_span_cstr(fields[1]), buf, bufcap, &m);
     }
-    rc = hr_router_match(ld->router, hr_span_cstr(fields[0]),
-                         hr_span_cstr(host), hr_span_cstr(fields[1]), buf,
-                         need, &m);
     if (rc != 0) {
       fputs("{\"method\":", stdout);
       json_str(stdout, fields[0], strlen(fields[0]));

@@ -75,6 +75,12 @@ HR_EXTERN size_t hr_request_param_count(const hr_request_t *req);
  * when out of range. */
 HR_EXTERN hr_span_t hr_request_param(const hr_request_t *req, size_t index);
 
+/* The name of parameter `index`, as the matched route's pattern spells it
+ * (routes sharing a position may name it differently: each request carries
+ * the names of its own route); an empty span when out of range.  Valid
+ * while the request is. */
+HR_EXTERN hr_span_t hr_request_param_name(const hr_request_t *req, size_t index);
+
 /* The converted value of typed parameter `index` (see hr_param_type_t).
  * Returns 0, or HR_EINVAL when the parameter is not typed. */
 HR_EXTERN int hr_request_param_value(const hr_request_t *req, size_t index,

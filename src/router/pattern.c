@@ -247,8 +247,9 @@ static int param_segment(const char *seg, const char *e, int *catch_all,
 
 /* Copies literal segment [seg, e) to *w: "::" is ':', "%XX" the byte it
  * encodes, except the escapes a request path keeps opaque (%2F %3F %23
- * %25, see hr__path_decode), which stay escapes in upper case so that they
- * match the same escapes in a request. */
+ * %25, see hr__path_decode), which stay escapes with their hex digits in
+ * upper case (lower case on a case-insensitive router, like its other
+ * literals) so that they match the same escapes in a request. */
 static int copy_literal(const char *p, const char *seg, const char *e, int ci,
                         char **wp, hr_route_error_t *err) {
   const char *c;
@@ -277,7 +278,9 @@ static int copy_literal(const char *p, const char *seg, const char *e, int ci,
                     "'%' in a pattern starts an escape (\"%25\" for '%'); %00 is refused",
                     (size_t)(c - p));
       if (v == '/' || v == '?' || v == '#' || v == '%') {
-        static const char hex[] = "0123456789ABCDEF";
+        /* Upper case, or lower case like every literal of a
+         * case-insensitive router (its walk folds the request's bytes). */
+        const char *hex = ci ? "0123456789abcdef" : "0123456789ABCDEF";
         *w++ = '%';
         *w++ = hex[v >> 4];
         *w++ = hex[v & 15];

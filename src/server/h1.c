@@ -122,14 +122,16 @@ void hr__h1_answer_status(hr__exchange_t *ex, int status) {
 static int route_request(hr__exchange_t *ex, hr_match_t *m) {
   hr_request_t *r = &ex->req;
   hr_router_t *router = ex->w->server->router;
-  int rc = hr_router_match(router, r->method, r->host, r->target, NULL, 0, m);
-  if (rc == HR_ENOSPC) {
-    size_t n = 2 * r->target.len + 16;
+  int rc = hr_router_match(router, r->method, r->host, r->target, NULL, 0, m), tries;
+  /* m->need suffices for the table the match saw; a table published in
+   * between may need more, hence the (bounded) retry. */
+  for (tries = 0; rc == HR_ENOSPC && tries < 3; tries++) {
+    size_t n = m->need;
     char *buf = hr__arena_alloc(&ex->arena, n);
     if (buf == NULL) return HR_ENOMEM;
     rc = hr_router_match(router, r->method, r->host, r->target, buf, n, m);
   }
-  return rc;
+  return rc == HR_ENOSPC ? HR_ENOMEM : rc;
 }
 
 /* Request-line and field checks that need the whole section.  Returns NULL

@@ -46,6 +46,11 @@ hr_span_t hr_request_param(const hr_request_t *req, size_t index) {
   return index < req->nparams ? req->params[index].value : none;
 }
 
+hr_span_t hr_request_param_name(const hr_request_t *req, size_t index) {
+  hr_span_t none = {NULL, 0};
+  return index < req->nparams ? req->params[index].name : none;
+}
+
 int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
                              hr_span_t *value) {
   size_t i;

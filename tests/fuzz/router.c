@@ -13,20 +13,24 @@
  *   requests part the remaining lines: "METHOD target [host]" (a line
  *                 without a space is a GET of the whole line)
  *
- * Registration may fail (fine).  Every match gets a heap buffer of exactly
- * 2 * target.len + 16 bytes (the documented sufficient size), and the
- * target is copied to an exact-size heap block, so ASan reports any write or
- * read outside them.  Checked: the call returns 0 (never HR_ENOSPC), the
- * status is one the router documents, every parameter value, the query and
+ * Registration may fail (fine).  Every match is first made without a buffer
+ * and, on HR_ENOSPC, again with a heap buffer of exactly the m.need bytes
+ * it asked for (which must then suffice), and the target is copied to an
+ * exact-size heap block, so ASan reports any write or read outside them.
+ * Checked: the status is one the router documents, every parameter value, the query and
  * the Location lie inside the target or the buffer (the path too, or it is
  * a static "/"), a 200
  * names a route or carries Allow, a redirect has a Location starting with
  * '/', and following a redirect never redirects to the same Location again.
  * A redirect never leads to a 400.  A reference matcher (below) checks
- * priorities and backtracking: a 404 only when no accepted pattern of the
- * selected host table matches the path, and a 200 with the route whose
- * segment kinds come first.  And for a 200, the pattern with the parameter
- * values put back must be the path decoded exactly once.
+ * the rules of router.h: 501 exactly for a method no accepted route
+ * registers (GET, HEAD, OPTIONS aside); a 404 only when no accepted pattern
+ * of the selected host table matches the path; a 200 with the route whose
+ * segment kinds come first among those that answer the method; otherwise a
+ * 405 (or the router's OPTIONS) whose Allow is the union of the methods of
+ * every pattern that matches the path.  Parameter names are the route's
+ * own.  And for a 200, the pattern with the parameter values put back must
+ * be the path decoded exactly once.
  * The router is freed after each input (LeakSanitizer checks the rest).
  */
 #include <stdint.h>
@@ -92,6 +96,7 @@ static char *cstr(const char *s, size_t n) {
 typedef struct ref_s {
   char *host; /* lower-cased; "" for the default table */
   char *pattern;
+  char *methods; /* as registered: "GET,POST" or "*" */
 } ref_t;
 
 typedef struct refs_s {
@@ -100,7 +105,8 @@ typedef struct refs_s {
   int ci;
 } refs_t;
 
-static void refs_add(refs_t *rs, const char *host, const char *pattern) {
+static void refs_add(refs_t *rs, const char *host, const char *pattern,
+                     const char *methods) {
   size_t i, hl = strlen(host);
   if (rs->n == rs->cap) {
     rs->cap = rs->cap ? 2 * rs->cap : 16;
@@ -109,7 +115,9 @@ static void refs_add(refs_t *rs, const char *host, const char *pattern) {
   }
   rs->v[rs->n].host = malloc(hl + 1);
   rs->v[rs->n].pattern = strdup(pattern);
-  if (rs->v[rs->n].host == NULL || rs->v[rs->n].pattern == NULL) abort();
+  rs->v[rs->n].methods = strdup(methods);
+  if (rs->v[rs->n].host == NULL || rs->v[rs->n].pattern == NULL || rs->v[rs->n].methods == NULL)
+    abort();
   for (i = 0; i <= hl; i++) {
     char c = host[i];
     rs->v[rs->n].host[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
@@ -122,6 +130,7 @@ static void refs_free(refs_t *rs) {
   for (i = 0; i < rs->n; i++) {
     free(rs->v[i].host);
     free(rs->v[i].pattern);
+    free(rs->v[i].methods);
   }
   free(rs->v);
 }
@@ -168,21 +177,79 @@ static const char *ref_host(const refs_t *rs, hr_span_t host, hr_span_t target) 
   return "";
 }
 
+static int hexv(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* A pattern literal segment as the router stores it: "::" is ':', %XX the
+ * byte, except %2F %3F %23 %25, which stay escapes in upper case (as a
+ * matched path keeps them).  Returns the length written to out. */
+static size_t lit_norm(const char *a, size_t an, char *out) {
+  size_t i, n = 0;
+  for (i = 0; i < an; i++) {
+    if (a[i] == ':' && i + 1 < an && a[i + 1] == ':') {
+      out[n++] = ':';
+      i++;
+    } else if (a[i] == '%' && i + 2 < an && hexv((unsigned char)a[i + 1]) >= 0 &&
+               hexv((unsigned char)a[i + 2]) >= 0) {
+      int v = hexv((unsigned char)a[i + 1]) * 16 + hexv((unsigned char)a[i + 2]);
+      if (v == '/' || v == '?' || v == '#' || v == '%') {
+        static const char hex[] = "0123456789ABCDEF";
+        out[n++] = '%';
+        out[n++] = hex[v >> 4];
+        out[n++] = hex[v & 15];
+      } else {
+        out[n++] = (char)v;
+      }
+      i += 2;
+    } else {
+      out[n++] = a[i];
+    }
+  }
+  return n;
+}
+
 static int lit_eq(const char *a, size_t an, const char *b, size_t bn, int ci) {
-  size_t i = 0, j = 0;
-  /* a: pattern literal with "::" for ':'; b: path segment */
-  while (i < an && j < bn) {
-    unsigned char x = (unsigned char)a[i], y = (unsigned char)b[j];
-    if (x == ':' && i + 1 < an && a[i + 1] == ':') i++;
+  char norm[1024];
+  size_t i, nn;
+  /* a: pattern literal; b: path segment (as matched) */
+  if (an > sizeof norm) abort();
+  nn = lit_norm(a, an, norm);
+  if (nn != bn) return 0;
+  for (i = 0; i < nn; i++) {
+    unsigned char x = (unsigned char)norm[i], y = (unsigned char)b[i];
     if (ci) {
       if (x >= 'A' && x <= 'Z') x |= 0x20;
       if (y >= 'A' && y <= 'Z') y |= 0x20;
     }
     if (x != y) return 0;
-    i++;
-    j++;
   }
-  return i == an && j == bn;
+  return 1;
+}
+
+/* The kind of pattern segment [ps, ps + pl): 0 literal, 1 parameter
+ * (":name", "{name}"), 2 catch-all ("*name", "{*name}"). */
+static int seg_kind(const char *ps, size_t pl) {
+  if (pl >= 2 && ps[0] == '{' && ps[pl - 1] == '}') return ps[1] == '*' ? 2 : 1;
+  if (pl > 0 && ps[0] == '*') return 2;
+  if (pl > 0 && ps[0] == ':' && !(pl >= 2 && ps[1] == ':')) return 1;
+  return 0;
+}
+
+/* The name of a parameter segment. */
+static hr_span_t seg_name(const char *ps, size_t pl) {
+  hr_span_t n;
+  if (ps[0] == '{') {
+    n.ptr = ps + 1 + (ps[1] == '*');
+    n.len = pl - 2 - (ps[1] == '*');
+  } else {
+    n.ptr = ps + 1;
+    n.len = pl - 1;
+  }
+  return n;
 }
 
 /* Matches `pattern` against `path` (starts with '/'); fills the kinds
@@ -202,13 +269,13 @@ static int ref_match(const char *pattern, hr_span_t path, int ci,
     if (s > se) return 0; /* the path has no segment left */
     sseg_end = memchr(s, '/', (size_t)(se - s));
     if (sseg_end == NULL) sseg_end = se;
-    if (pl > 0 && ps[0] == '*') {
+    if (seg_kind(ps, pl) == 2) {
       if (se - s <= 0) return 0;
       kinds[k++] = 2;
       *nk = k;
       return 1;
     }
-    if (pl > 0 && ps[0] == ':' && !(pl >= 2 && ps[1] == ':')) {
+    if (seg_kind(ps, pl) == 1) {
       if (sseg_end == s) return 0;
       kinds[k++] = 1;
     } else {
@@ -232,38 +299,150 @@ static int kinds_cmp(const unsigned char *a, size_t an, const unsigned char *b,
   return (an > bn) - (an < bn);
 }
 
+/* Whether a route registered for `methods` answers `method`: "*" does,
+ * and so does one listing it, or GET for HEAD. */
+static int ref_accepts(const char *methods, hr_span_t method) {
+  const char *s = methods;
+  int get = 0;
+  if (strcmp(methods, "*") == 0) return 1;
+  while (*s) {
+    const char *e = strchr(s, ',');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n == method.len && memcmp(s, method.ptr, n) == 0) return 1;
+    if (n == 3 && memcmp(s, "GET", 3) == 0) get = 1;
+    s += n + (e != NULL);
+  }
+  return get && hr_span_eq(method, HR_SPAN_LIT("HEAD"));
+}
+
+/* Whether the router must not answer 501: some accepted route (any host)
+ * answers the method by name or with "*", or it is GET, HEAD or OPTIONS. */
+static int ref_known(const refs_t *rs, hr_span_t method) {
+  size_t i;
+  if (hr_span_eq(method, HR_SPAN_LIT("GET")) || hr_span_eq(method, HR_SPAN_LIT("HEAD")) ||
+      hr_span_eq(method, HR_SPAN_LIT("OPTIONS")))
+    return 1;
+  for (i = 0; i < rs->n; i++)
+    if (ref_accepts(rs->v[i].methods, method)) return 1;
+  return 0;
+}
+
+/* The methods a route names in Allow (its list, HEAD with GET, OPTIONS),
+ * added to the set `names` (n of them, room for 256). */
+static void ref_names(const char *methods, hr_span_t *names, size_t *n) {
+  const char *s = methods;
+  hr_span_t add[3] = {HR_SPAN_LIT("OPTIONS"), {NULL, 0}, {NULL, 0}};
+  size_t i, k;
+  if (strcmp(methods, "*") == 0) s = "";
+  for (;;) {
+    const char *e = *s ? strchr(s, ',') : NULL;
+    size_t len = *s ? (e ? (size_t)(e - s) : strlen(s)) : 0;
+    if (len) {
+      add[1].ptr = s;
+      add[1].len = len;
+      add[2].len = 0;
+      if (len == 3 && memcmp(s, "GET", 3) == 0) add[2] = HR_SPAN_LIT("HEAD");
+    }
+    for (k = 0; k < 3; k++) {
+      if (add[k].len == 0) continue;
+      for (i = 0; i < *n; i++)
+        if (hr_span_eq(names[i], add[k])) break;
+      if (i == *n && *n < 256) names[(*n)++] = add[k];
+    }
+    add[0].len = 0;
+    add[1].len = 0;
+    add[2].len = 0;
+    if (!*s || e == NULL) break;
+    s = e + 1;
+  }
+}
+
+static int span_order(const void *a, const void *b) {
+  const hr_span_t *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int c = memcmp(x->ptr, y->ptr, n);
+  return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Checks that parameter i of m is named as in the route's pattern. */
+static void ref_check_names(const hr_match_t *m) {
+  hr_span_t pat = hr_route_pattern(m->route);
+  const char *ps = pat.ptr + 1, *pe = pat.ptr + pat.len;
+  size_t k = 0;
+  while (ps <= pe) {
+    const char *e = memchr(ps, '/', (size_t)(pe - ps));
+    size_t pl;
+    if (e == NULL) e = pe;
+    pl = (size_t)(e - ps);
+    if (seg_kind(ps, pl) != 0) {
+      if (k >= m->nparams || !hr_span_eq(m->params[k].name, seg_name(ps, pl))) abort();
+      k++;
+    }
+    ps = e + 1;
+  }
+  if (k != m->nparams) abort();
+}
+
 /* Checks a 200/404/405 answer for `path` (as matched) against the
  * reference. */
-static void ref_check(const refs_t *rs, hr_span_t host, hr_span_t target,
+static void ref_check(const refs_t *rs, hr_span_t host, hr_span_t target, hr_span_t method,
                       hr_span_t path, const hr_match_t *m) {
   const char *h = ref_host(rs, host, target);
   unsigned char best[HR_MAX_SEGMENTS + 2], kinds[HR_MAX_SEGMENTS + 2];
-  size_t nbest = 0, nk, i;
-  int found = 0;
+  size_t nbest = 0, nk, i, nnames = 0, at = 0;
+  hr_span_t names[256];
+  char allow[4096];
+  int found = 0, answered = 0;
   for (i = 0; i < rs->n; i++) {
     if (strcmp(rs->v[i].host, h) != 0) continue;
     if (!ref_match(rs->v[i].pattern, path, rs->ci, kinds, &nk)) continue;
-    if (!found || kinds_cmp(kinds, nk, best, nbest) < 0) {
+    found = 1;
+    ref_names(rs->v[i].methods, names, &nnames);
+    if (!ref_accepts(rs->v[i].methods, method)) continue;
+    if (!answered || kinds_cmp(kinds, nk, best, nbest) < 0) {
       memcpy(best, kinds, nk);
       nbest = nk;
     }
-    found = 1;
+    answered = 1;
   }
   if (m->status == 404) {
     if (found) abort(); /* a registered pattern matches: not 404 */
     return;
   }
   if (!found) abort(); /* 200 or 405 for a path no pattern matches */
-  if (m->route != NULL) {
-    hr_span_t pat = hr_route_pattern(m->route);
-    char *pc = cstr(pat.ptr, pat.len);
+  if (answered) {
+    hr_span_t pat;
+    char *pc, *mc;
     size_t nparams = 0;
+    if (m->status != 200 || m->route == NULL) abort(); /* a route answers */
+    pat = hr_route_pattern(m->route);
+    pc = cstr(pat.ptr, pat.len);
+    mc = cstr(hr_route_methods(m->route).ptr, hr_route_methods(m->route).len);
     if (!ref_match(pc, path, rs->ci, kinds, &nk)) abort(); /* wrong route */
     if (kinds_cmp(kinds, nk, best, nbest) != 0) abort(); /* wrong priority */
+    if (!ref_accepts(mc, method)) abort();               /* wrong method */
     for (i = 0; i < nk; i++) nparams += kinds[i] != 0;
     if (nparams != m->nparams) abort();
+    ref_check_names(m);
     free(pc);
+    free(mc);
+    return;
   }
+  /* No route answers: 405, or the router's own OPTIONS answer, with the
+   * union of the methods of every route whose path matches. */
+  if (m->route != NULL) abort();
+  if (m->status != (hr_span_eq(method, HR_SPAN_LIT("OPTIONS")) ? 200 : 405)) abort();
+  qsort(names, nnames, sizeof(names[0]), span_order);
+  for (i = 0; i < nnames; i++) {
+    if (at + names[i].len + 2 > sizeof allow) return; /* too long to check */
+    if (i) {
+      memcpy(allow + at, ", ", 2);
+      at += 2;
+    }
+    memcpy(allow + at, names[i].ptr, names[i].len);
+    at += names[i].len;
+  }
+  if (m->allow.len != at || memcmp(m->allow.ptr, allow, at) != 0) abort();
 }
 
 static int inside(hr_span_t s, const char *base, size_t len) {
@@ -311,13 +490,6 @@ static int raw_path(hr_span_t target, hr_span_t *path) {
   return 0;
 }
 
-static int hexv(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 /* Decodes every %XX once (RFC 3986 §2.1).  Returns the length, or -1 for a
  * malformed escape or %00.  `out` needs in.len bytes. */
 static long decode_once(hr_span_t in, char *out) {
@@ -341,25 +513,37 @@ static long decode_once(hr_span_t in, char *out) {
  * "::" by ':'), into `out` (room for `cap` bytes).  Returns the length or
  * -1. */
 static long rebuild(hr_span_t pattern, const hr_match_t *m, char *out, size_t cap) {
-  size_t i = 0, n = 0, k = 0;
-  while (i < pattern.len) {
-    char c = pattern.ptr[i];
-    if (c == '/' && i + 1 < pattern.len &&
-        (pattern.ptr[i + 1] == '*' ||
-         (pattern.ptr[i + 1] == ':' && !(i + 2 < pattern.len && pattern.ptr[i + 2] == ':')))) {
+  size_t n = 0, k = 0;
+  const char *ps = pattern.ptr + 1, *pe = pattern.ptr + pattern.len;
+  while (ps <= pe) {
+    const char *e = memchr(ps, '/', (size_t)(pe - ps));
+    size_t pl, i;
+    if (e == NULL) e = pe;
+    pl = (size_t)(e - ps);
+    if (n + 1 > cap) return -1;
+    out[n++] = '/';
+    if (seg_kind(ps, pl) != 0) {
       hr_span_t v;
-      if (k >= m->nparams || n + 1 + m->params[k].value.len > cap) return -1;
+      if (k >= m->nparams || n + m->params[k].value.len > cap) return -1;
       v = m->params[k++].value;
-      out[n++] = '/';
       memcpy(out + n, v.ptr, v.len);
       n += v.len;
-      for (i++; i < pattern.len && pattern.ptr[i] != '/'; i++)
-        ;
-      continue;
+    } else {
+      /* The literal decoded fully once, as the path is below. */
+      for (i = 0; i < pl; i++) {
+        if (n + 1 > cap) return -1;
+        if (ps[i] == ':' && i + 1 < pl && ps[i + 1] == ':') {
+          out[n++] = ':';
+          i++;
+        } else if (ps[i] == '%' && i + 2 < pl) {
+          out[n++] = (char)(hexv((unsigned char)ps[i + 1]) * 16 + hexv((unsigned char)ps[i + 2]));
+          i += 2;
+        } else {
+          out[n++] = ps[i];
+        }
+      }
     }
-    if (n + 1 > cap) return -1;
-    out[n++] = c;
-    i += c == ':' && i + 1 < pattern.len && pattern.ptr[i + 1] == ':' ? 2 : 1;
+    ps = e + 1;
   }
   return k == m->nparams ? (long)n : -1;
 }
@@ -395,18 +579,25 @@ static void match_one(hr_router_t *r, const refs_t *rs, hr_span_t method,
                       hr_span_t host, const char *target_bytes, size_t tlen,
                       int depth) {
   char *t = malloc(tlen ? tlen : 1);
-  size_t blen = 2 * tlen + 16;
-  char *buf = malloc(blen);
+  size_t blen = 0;
+  char *buf = NULL;
   hr_match_t m;
   hr_span_t target;
   size_t i;
   int rc;
-  if (t == NULL || buf == NULL) abort();
+  if (t == NULL) abort();
   memcpy(t, target_bytes, tlen);
   target.ptr = t;
   target.len = tlen;
-  rc = hr_router_match(r, method, host, target, buf, blen, &m);
-  if (rc != 0) abort(); /* 2 * len + 16 always suffices */
+  rc = hr_router_match(r, method, host, target, NULL, 0, &m);
+  if (rc == HR_ENOSPC) {
+    /* m.need, exactly, must suffice. */
+    blen = m.need;
+    buf = malloc(blen ? blen : 1);
+    if (buf == NULL) abort();
+    rc = hr_router_match(r, method, host, target, buf, blen, &m);
+  }
+  if (rc != 0) abort();
   switch (m.status) {
     case 200:
       if (m.route == NULL && m.allow.len == 0) abort();
@@ -424,9 +615,14 @@ static void match_one(hr_router_t *r, const refs_t *rs, hr_span_t method,
     case 404:
       if (m.route != NULL) abort();
       break;
+    case 501:
+      if (m.route != NULL || m.allow.len != 0 || ref_known(rs, method)) abort();
+      break;
     default:
       abort();
   }
+  /* A method no route registers is 501 unless the target is bad. */
+  if (m.status != 400 && m.status != 501 && !ref_known(rs, method)) abort();
   if (m.nparams > HR_MAX_PARAMS) abort();
   if (m.route == NULL && m.nparams != 0) abort();
   for (i = 0; i < m.nparams; i++) {
@@ -442,7 +638,7 @@ static void match_one(hr_router_t *r, const refs_t *rs, hr_span_t method,
    * path). */
   if ((m.status == 200 || m.status == 404 || m.status == 405) &&
       !(m.path.len == 1 && m.path.ptr[0] == '*'))
-    ref_check(rs, host, target, m.path, &m);
+    ref_check(rs, host, target, method, m.path, &m);
   if (m.status == 200 && m.route != NULL && !lenient())
     check_values(target, &m, rs->ci);
   if (depth == 0 && (m.status == 301 || m.status == 308)) {
@@ -450,10 +646,18 @@ static void match_one(hr_router_t *r, const refs_t *rs, hr_span_t method,
     char *loc = cstr(m.location.ptr, m.location.len);
     size_t llen = m.location.len;
     hr_match_t again;
-    char *buf2 = malloc(2 * llen + 16);
+    char *buf2 = malloc(m.need);
     if (buf2 == NULL) abort();
-    rc = hr_router_match(r, method, host, hr_span_cstr(loc), buf2, 2 * llen + 16,
-                         &again);
+    /* A Location is ASCII (raw UTF-8 percent-encoded) */
+    for (i = 0; i < llen; i++)
+      if ((unsigned char)loc[i] >= 0x80) abort();
+    rc = hr_router_match(r, method, host, hr_span_cstr(loc), NULL, 0, &again);
+    if (rc == HR_ENOSPC) {
+      free(buf2);
+      buf2 = malloc(again.need);
+      if (buf2 == NULL) abort();
+      rc = hr_router_match(r, method, host, hr_span_cstr(loc), buf2, again.need, &again);
+    }
     if (rc != 0) abort();
     if ((again.status == 301 || again.status == 308) &&
         hr_span_eq(again.location, hr_span_cstr(loc)))
@@ -533,7 +737,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (rc != 0 && (err.code != rc || err.reason == NULL ||
                       (err.conflict_len != 0 && err.conflict[0] == '\0')))
         abort();
-      if (rc == 0) refs_add(&refs, group ? group_host : "", pattern);
+      if (rc == 0) refs_add(&refs, group ? group_host : "", pattern, methods);
       free(methods);
       free(pattern);
     }

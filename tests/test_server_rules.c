@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server answers as hr_router_match() does (and so as `hroute-routes
+ * match`, which tests/routes/rules.out pins down): every request of
+ * tests/routes/rules.in is sent over loopback to a server whose routes are
+ * those of tests/routes/rules.routes, and its status, route, parameter
+ * names and values, Allow and Location are compared with the router's
+ * answer for the same request.  Raw UTF-8 targets, 501 for unknown
+ * methods, the method taking part in the match and per-route parameter
+ * names are all in that file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+
+/* 200 with "pattern|name=value|..." of the route that answered. */
+static void h_route(hr_request_t *req, hr_response_t *res, void *udata) {
+  char body[1024];
+  size_t at = 0, i;
+  at += (size_t)snprintf(body, sizeof body, "%s", (const char *)udata);
+  for (i = 0; i < hr_request_param_count(req) && at < sizeof body; i++) {
+    hr_span_t n = hr_request_param_name(req, i), v = hr_request_param(req, i);
+    at += (size_t)snprintf(body + at, sizeof body - at, "|%.*s=%.*s", (int)n.len, n.ptr,
+                           (int)v.len, v.ptr);
+  }
+  hr_response_send(res, 200, body, at < sizeof body ? at : sizeof body - 1);
+}
+
+/* What the server must send for `m`, the router's answer. */
+static void expected_body(const hr_match_t *m, char *out, size_t cap) {
+  hr_span_t pat = hr_route_pattern(m->route);
+  size_t at = (size_t)snprintf(out, cap, "%.*s", (int)pat.len, pat.ptr), i;
+  for (i = 0; i < m->nparams; i++)
+    at += (size_t)snprintf(out + at, cap - at, "|%.*s=%.*s", (int)m->params[i].name.len,
+                           m->params[i].name.ptr, (int)m->params[i].value.len,
+                           m->params[i].value.ptr);
+}
+
+static char *data_path(const char *name) {
+  static char path[4096];
+  const char *dir = getenv("HROUTE_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/tests/routes/%s", dir ? dir : ".", name);
+  return path;
+}
+
+static void register_routes(fx_t *fx, char **patterns, size_t *npatterns) {
+  FILE *f = fopen(data_path("rules.routes"), "r");
+  char line[512];
+  assert_non_null(f);
+  while (fgets(line, sizeof line, f) != NULL) {
+    char methods[64], pattern[256];
+    if (line[0] == '#' || sscanf(line, "%63s %255s", methods, pattern) != 2) continue;
+    patterns[*npatterns] = strdup(pattern);
+    /* Refused ones stay refused here too (rules.err lists them). */
+    if (hr_router_add(fx->router, methods, pattern, h_route, patterns[*npatterns], NULL) == 0)
+      (*npatterns)++;
+    else
+      free(patterns[*npatterns]);
+  }
+  fclose(f);
+}
+
+static void check_one(fx_t *fx, const char *method, const char *target) {
+  static char buf[4096];
+  char req[1024], want[1024];
+  hr_match_t m;
+  rc_response_t r;
+  rc_t *c;
+  int head = strcmp(method, "HEAD") == 0;
+  assert_int_equal(hr_router_match(fx->router, hr_span_cstr(method), hr_span_cstr("a"),
+                                   hr_span_cstr(target), buf, sizeof buf, &m),
+                   0);
+  c = fx_connect(fx);
+  snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", method,
+           target);
+  assert_int_equal(rc_send_str(c, req), 0);
+  assert_int_equal(rc_read_response(c, &r, head), RC_OK);
+  if (r.status != m.status) fail_msg("%s %s: server %d, router %d", method, target, r.status, m.status);
+  if (m.route != NULL && !head) {
+    expected_body(&m, want, sizeof want);
+    if (strcmp(r.body, want) != 0)
+      fail_msg("%s %s: body \"%s\", want \"%s\"", method, target, r.body, want);
+  }
+  if (m.allow.len > 0 || m.status == 405) {
+    const char *a = rc_header(&r, "Allow");
+    assert_non_null(a);
+    if (strlen(a) != m.allow.len || memcmp(a, m.allow.ptr, m.allow.len) != 0)
+      fail_msg("%s %s: Allow \"%s\", want \"%.*s\"", method, target, a, (int)m.allow.len,
+               m.allow.ptr);
+  }
+  if (m.status == 301 || m.status == 308) {
+    const char *l = rc_header(&r, "Location");
+    assert_non_null(l);
+    assert_int_equal(strlen(l), m.location.len);
+    assert_memory_equal(l, m.location.ptr, m.location.len);
+  }
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+static void test_server_answers_as_the_router(void **state) {
+  fx_t *fx = *state;
+  char *patterns[64];
+  size_t npatterns = 0, i, checked = 0;
+  FILE *f;
+  char line[1024];
+  register_routes(fx, patterns, &npatterns);
+  assert_int_equal(npatterns, 17); /* rules.routes: 22 lines, 5 refused */
+  fx_start(fx, 1);
+  f = fopen(data_path("rules.in"), "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *sp = strchr(line, ' '), *nl = strchr(line, '\n');
+    if (line[0] == '#' || sp == NULL) continue;
+    if (nl != NULL) *nl = '\0';
+    *sp = '\0';
+    check_one(fx, line, sp + 1);
+    checked++;
+  }
+  fclose(f);
+  assert_int_equal(checked, 40);
+  fx_stop(fx, 2000);
+  for (i = 0; i < npatterns; i++) free(patterns[i]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_server_answers_as_the_router, fx_setup, fx_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
