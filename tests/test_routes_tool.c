@@ -139,7 +139,8 @@ static int run_tool(const char *name, const char *cmd, const char *in,
   return WEXITSTATUS(status);
 }
 
-/* In a check summary "N routes, M rejected, K nodes, B bytes", replaces B
+/* In a check summary "N routes, M rejected, W warnings, K nodes, B bytes",
+ * replaces B
  * with "_". */
 static void mask_bytes(char *text) {
   char *p = text;

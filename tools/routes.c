@@ -7,7 +7,9 @@
  * table); '#' starts a comment and blank lines are ignored.  `check`
  * registers every route, reports each rejected one on stderr as
  * "FILE:LINE: METHODS pattern: HR_EXXX: reason (at byte N)[; conflicts with
- * METHODS pattern]", then prints the route tree and a summary.  `match`
+ * METHODS pattern]", warns on stdout about registered routes that are
+ * probably mistakes ("FILE:LINE: warning: ..."), then prints the route tree
+ * and a summary.  `match`
  * registers the routes the same way, then answers "METHOD target [host]"
  * lines from stdin with one JSON object per line, exactly what
  * hr_router_match() returned.  JSON strings are written byte for byte,
@@ -32,8 +34,10 @@ static const char usage_text[] =
     "\n"
     "check  registers every route of FILE, reports each rejected one on stderr\n"
     "       (FILE:LINE: METHODS pattern: HR_EXXX: reason (at byte N)\n"
-    "       [; conflicts with METHODS pattern]), prints the route tree and\n"
-    "       \"N routes, M rejected, K nodes, B bytes\" (N: routes registered).\n"
+    "       [; conflicts with METHODS pattern]), prints a warning for each\n"
+    "       registered route that is probably a mistake (a method with\n"
+    "       lower-case letters, a brace in a literal segment), the route\n"
+    "       tree and \"N routes, M rejected, W warnings, K nodes, B bytes\".\n"
     "       Exit status 0 when none was rejected, 1 when some were.\n"
     "match  registers the routes the same way (rejected ones on stderr), then\n"
     "       reads \"METHOD target [host]\" lines from stdin (blank lines and\n"
@@ -141,6 +145,8 @@ typedef struct loader_s {
   const char *bad_host;  /* set while the current "host" line was rejected */
   unsigned long bad_host_line;
   size_t registered, rejected;
+  int lint;              /* check: warn about probable mistakes (stdout) */
+  size_t warnings;
 } loader_t;
 
 static void no_handler(hr_request_t *req, hr_response_t *res, void *udata) {
@@ -221,6 +227,48 @@ static void report_rejected(const loader_t *ld, unsigned long lineno,
   fputc('\n', stderr);
 }
 
+/* Warns (on stdout, for `check`) about what registers fine but is
+ * probably a mistake: a method with lower-case letters (methods are
+ * case-sensitive, RFC 9110 §9.1: a client's "GET" never reaches "get"),
+ * and a brace in a literal segment ("{id}" is a parameter only when it
+ * fills its segment: "/files/{id}.json" matches the literal text). */
+static void lint_route(loader_t *ld, const char *methods, const char *pattern,
+                       unsigned long lineno) {
+  const char *m = methods, *seg;
+  while (*m) {
+    const char *e = strchr(m, ',');
+    size_t n = e ? (size_t)(e - m) : strlen(m), i;
+    for (i = 0; i < n && !(m[i] >= 'a' && m[i] <= 'z'); i++)
+      ;
+    if (i < n) {
+      char up[64];
+      size_t k;
+      for (k = 0; k < n && k < sizeof up - 1; k++)
+        up[k] = (char)(m[k] >= 'a' && m[k] <= 'z' ? m[k] - 32 : m[k]);
+      up[k] = '\0';
+      printf("%s:%lu: warning: method \"%.*s\" has lower-case letters; methods are "
+             "case-sensitive, clients send \"%s\"\n",
+             ld->file, lineno, (int)n, m, up);
+      ld->warnings++;
+    }
+    m += n + (e != NULL);
+  }
+  for (seg = pattern; *seg == '/'; ) {
+    const char *e = strchr(seg + 1, '/');
+    size_t n = e ? (size_t)(e - seg - 1) : strlen(seg + 1);
+    const char *s = seg + 1;
+    int param = n >= 2 && s[0] == '{' && s[n - 1] == '}';
+    if (!param && (memchr(s, '{', n) != NULL || memchr(s, '}', n) != NULL)) {
+      printf("%s:%lu: warning: '{' or '}' in the literal segment \"%.*s\"; {name} is a "
+             "parameter only when it fills its segment\n",
+             ld->file, lineno, (int)n, s);
+      ld->warnings++;
+    }
+    if (e == NULL) break;
+    seg = e;
+  }
+}
+
 static int add_route(loader_t *ld, const char *methods, const char *pattern,
                      unsigned long lineno) {
   hr_route_options_t ro;
@@ -243,6 +291,7 @@ static int add_route(loader_t *ld, const char *methods, const char *pattern,
                        (void *)(uintptr_t)lineno, &ro);
   if (rc == 0) {
     ld->registered++;
+    if (ld->lint) lint_route(ld, methods, pattern, lineno);
     return 0;
   }
   report_rejected(ld, lineno, methods, pattern, rc, &err);
@@ -308,8 +357,8 @@ static int cmd_check(loader_t *ld) {
     return EXIT_USAGE;
   }
   hr_router_stats(ld->router, &st);
-  printf("%zu routes, %zu rejected, %zu nodes, %zu bytes\n", st.routes,
-         ld->rejected, st.nodes, st.table_bytes);
+  printf("%zu routes, %zu rejected, %zu warnings, %zu nodes, %zu bytes\n", st.routes,
+         ld->rejected, ld->warnings, st.nodes, st.table_bytes);
   if (fflush(stdout) != 0) return EXIT_USAGE;
   return ld->rejected ? EXIT_REJECTED : 0;
 }
@@ -437,6 +486,7 @@ int main(int argc, char **argv) {
 
   memset(&ld, 0, sizeof(ld));
   ld.file = file;
+  ld.lint = strcmp(cmd, "check") == 0;
   rc = hr_router_new(&ld.router, &opts);
   if (rc != 0) {
     fprintf(stderr, "hroute-routes: %s\n", hr_strerror(rc));
