@@ -569,6 +569,34 @@ static void test_duplicates(void **state) {
 
 /* ---- allocation --------------------------------------------------------- */
 
+/* At most 64 distinct extension methods per router; the 65th is refused
+ * and changes nothing, and a repeated one costs nothing more. */
+static void test_extension_method_limit(void **state) {
+  hr_router_t *r = rt_new_router();
+  hr_route_options_t o;
+  hr_route_error_t err;
+  char m[16], p[32];
+  int i;
+  (void)state;
+  for (i = 0; i < 64; i++) {
+    snprintf(m, sizeof m, "X%d", i);
+    snprintf(p, sizeof p, "/m/%d", i);
+    assert_int_equal(hr_router_add(r, m, p, rt_noop, RT_ID(i), NULL), 0);
+  }
+  assert_int_equal(hr_router_add(r, "X0", "/again", rt_noop, RT_ID(100), NULL), 0);
+  hr_route_options_init(&o);
+  o.error = &err;
+  assert_int_equal(hr_router_add(r, "X64", "/m/64", rt_noop, RT_ID(64), &o), HR_ETOOLARGE);
+  assert_int_equal(err.code, HR_ETOOLARGE);
+  assert_int_equal(rt_match(r, "X64", "/m/64").status, 501);
+  assert_ptr_equal(hr_route_udata(rt_match(r, "X63", "/m/63").route), RT_ID(63));
+  /* 405 lists extension methods, sorted with the standard ones. */
+  assert_int_equal(rt_match(r, "X1", "/m/2").status, 405);
+  assert_int_equal(rt_match(r, "X1", "/m/2").allow.len, strlen("OPTIONS, X2"));
+  assert_memory_equal(rt_match(r, "X1", "/m/2").allow.ptr, "OPTIONS, X2", strlen("OPTIONS, X2"));
+  rt_forget(r);
+}
+
 static void test_match_does_not_allocate(void **state) {
   ca_t ca;
   hr_router_options_t ro;
@@ -622,6 +650,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_registration_errors, rt_free_routers),
       cmocka_unit_test_teardown(test_bad_route_fields, rt_free_routers),
       cmocka_unit_test_teardown(test_duplicates, rt_free_routers),
+      cmocka_unit_test_teardown(test_extension_method_limit, rt_free_routers),
       cmocka_unit_test_teardown(test_match_does_not_allocate, rt_free_routers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,41 +9,58 @@
  *
  * Patterns: a path starting with '/', made of segments separated by '/'.
  *   - literal text: matched byte for byte (ASCII case-insensitively with the
- *     router option); "::" stands for a literal ':'; '%' is not allowed (write
- *     the decoded character);
- *   - ":name" as a whole segment: one non-empty path segment;
- *   - "*name" as the last segment: the non-empty rest of the path, without
- *     its leading '/' (it may contain '/').
- * Names are [A-Za-z0-9_]+.  At most HR_MAX_PARAMS parameters and
- * HR_MAX_SEGMENTS segments.
+ *     router option); "::" stands for a literal ':'; "%XX" for the byte it
+ *     encodes ("%25" for a literal '%'; %2F %3F %23 %25 stay escapes, and
+ *     match the same escapes in a request); bytes from 0x80 (UTF-8) as
+ *     they are;
+ *   - ":name" or "{name}" as a whole segment: one non-empty path segment;
+ *   - "*name" or "{*name}" as the last segment: the non-empty rest of the
+ *     path, without its leading '/' (it may contain '/').
+ * Names are [A-Za-z0-9_]+, inside braces also '-' and '.' (OpenAPI's
+ * "{user-id}").  At most HR_MAX_PARAMS parameters and HR_MAX_SEGMENTS
+ * segments.  Routes may give one position different parameter names: each
+ * keeps its own, and a match carries the names of the route it found.
  *
- * Matching (RFC 3986 §6.2.2 normalisation, then a per-segment priority);
- * the target "*" is only valid for OPTIONS (else 400):
+ * Matching (RFC 3986 §6.2.2 normalisation, then a per-segment priority in
+ * which the method takes part); the target "*" is only valid for OPTIONS
+ * (else 400).  In order:
  *   1. The path is the request target up to '?' (absolute-form targets route
  *      by their path).  A target with a byte a request target cannot hold
- *      (RFC 9112 §3.2: controls, space, DEL, non-ASCII, a '#' fragment; in
- *      the path anything but RFC 3986 §3.3 pchar, '/' and '%') gives 400,
- *      as it does from the server.  Percent-encoded octets are decoded before matching,
- *      except %2F, %3F, %23 and %25, which stay opaque inside their segment
- *      (a literal '%' in a pattern cannot be matched).  A malformed escape
- *      or %00 gives 400, before any redirect.
- *   2. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
+ *      (RFC 9112 §3.2: controls, space, DEL, a '#' fragment; in the path
+ *      anything but RFC 3986 §3.3 pchar, '/', '%' and bytes from 0x80) gives
+ *      400, as it does from the server.  Percent-encoded octets are decoded
+ *      before matching, except %2F, %3F, %23 and %25, which stay opaque
+ *      inside their segment (with their hex digits in upper case).  Raw
+ *      bytes from 0x80 (UTF-8 sent unencoded) match exactly as their
+ *      percent-encoded form.  A malformed escape or %00 gives 400, before
+ *      anything else.  With HR_CLEAN_REJECT, a path that needs cleaning
+ *      (step 3) gives 400 here too.
+ *   2. A method that no route of the router (any host) registers, other
+ *      than GET, HEAD and OPTIONS, gives 501 (RFC 9110 §9.1, §15.6.2),
+ *      whatever the path.  Methods are case-sensitive tokens: "get" is an
+ *      extension method, not GET.
+ *   3. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
  *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
  *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
- *      path, query kept: 301 for GET and HEAD, 308 otherwise (or 400 with
- *      HR_CLEAN_REJECT).  ".." above the root gives 400.
- *   3. Per segment, a literal beats a parameter, which beats a catch-all; when
- *      a branch fails deeper down, the next one is tried (backtracking), so
- *      the result never depends on registration order.
- *   4. The path found, the method chooses the route.  Methods are
- *      case-sensitive tokens (RFC 9110 §9.1), extension methods included.
- *      HEAD is answered by the GET route unless a HEAD route exists; OPTIONS
- *      is answered by the router (200 with Allow) unless an OPTIONS route
- *      exists; otherwise 405 with an Allow value (sorted, no duplicates).
- *      "OPTIONS *" answers for the whole host with every method registered
- *      by name (a "*" route names none) and OPTIONS.
- *   5. No path: 404, or with HR_SLASH_REDIRECT a redirect to the same path
- *      with the trailing slash added or removed when only that one exists.
+ *      path, query kept, bytes from 0x80 percent-encoded: 301 for GET and
+ *      HEAD, 308 otherwise.  ".." above the root gives 400.
+ *   4. Per segment, a literal beats a parameter, which beats a catch-all,
+ *      and a route counts only when it answers the request's method: its
+ *      own method, or GET's route for HEAD, or a "*" route for any method.
+ *      When a branch fails deeper down, or ends at routes none of which
+ *      answers the method, the next one is tried (backtracking), so the
+ *      result never depends on registration order: with GET /files/:name
+ *      and DELETE /files/{*rest}, DELETE /files/a reaches the catch-all.
+ *   5. Some route matches the path but none answers the method: for
+ *      OPTIONS the router answers 200 with an Allow value (RFC 9110
+ *      §9.3.7), otherwise 405 with Allow; the Allow value lists the
+ *      methods of every route that matches the path (HEAD with GET, and
+ *      OPTIONS), sorted, without duplicates.  "OPTIONS *" answers for the
+ *      whole host with every method registered by name (a "*" route names
+ *      none) and OPTIONS.
+ *   6. No route matches the path: 404, or with HR_SLASH_REDIRECT a redirect
+ *      to the same path with the trailing slash added or removed when only
+ *      that one exists (for any method).
  * Parameter values are decoded after the match (%2F becomes '/'); a decoded
  * value with a ".." segment ("..", "../x", "x/..", as from "..%2Fx") gives
  * 400, so that a value never climbs out of a directory it is joined to.
@@ -270,15 +287,19 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
  * Returns 0, or
  *   HR_EPATTERN   malformed pattern: no leading '/', an empty or invalid
  *                 parameter name, a parameter that is not a whole segment
- *                 (two in one segment), a catch-all that is not last, '%' or
- *                 a control byte, too many parameters or segments;
+ *                 (two in one segment), a catch-all that is not last, a '%'
+ *                 that is not an escape or %00, a control byte, too many
+ *                 parameters or segments;
  *   HR_EEXIST     the same method and pattern (up to parameter names) is
  *                 registered already;
- *   HR_ECONFLICT  another route binds the same position to a different
- *                 parameter name;
+ *   HR_ETOOLARGE  more than 64 distinct extension methods (methods other
+ *                 than GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS,
+ *                 CONNECT and TRACE) in the router, all hosts together;
  *   HR_EINVAL     a method that is not a token, a repeated method, "*" in
  *                 a list, a bad constant field;
  *   HR_ENOMEM.
+ * (HR_ECONFLICT is no longer returned: routes may name one position
+ * differently.)
  * On error nothing changed.  Any thread; writers are serialised, and the new
  * route table is published atomically, so a request sees either the old
  * table or the new one.
@@ -342,8 +363,8 @@ HR_EXTERN int hr_router_use(hr_router_t *router, const char *host,
 HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
                            hr_after_cb after, void *udata);
 
-/* One matched parameter: its name (from the pattern, valid while the router
- * lives) and its decoded value (a span into the target given to
+/* One matched parameter: its name (from the matched route's pattern, valid
+ * while that route is) and its decoded value (a span into the target given to
  * hr_router_match, or into its buffer when decoding changed it). */
 typedef struct hr_param_s {
   hr_span_t name;
@@ -355,7 +376,7 @@ typedef struct hr_match_s {
   /* 200: `route` answers (or, with route NULL, the router answers OPTIONS
    * with `allow`); 301 or 308: redirect to `location`; 400: a malformed or
    * unsafe target (see the matching rules above); 404: no route; 405: see
-   * `allow`. */
+   * `allow`; 501: no route registers the method. */
   int status;
   /* The route (status 200 with a registered route), else NULL.  Valid
    * until the route is replaced or removed (see hr_router_read_lock). */
@@ -363,7 +384,9 @@ typedef struct hr_match_s {
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
   /* For 405 and the router's OPTIONS answers: the Allow field value (RFC
-   * 9110 §10.2.1); valid while the router lives.  Empty otherwise. */
+   * 9110 §10.2.1); valid while the route table is (see
+   * hr_router_read_lock), or in the caller's buffer when several routes
+   * make it up.  Empty otherwise. */
   hr_span_t allow;
   /* For 301 and 308: the Location value (clean path plus query), in the
    * caller's buffer.  Empty otherwise. */
@@ -386,13 +409,17 @@ typedef struct hr_match_s {
  *           §3.2.2);
  *   target  the request target: origin-form ("/a/b?q"), absolute-form
  *           ("http://h/a/b?q") or "*";
- *   buf, buflen  scratch space for decoded values and the redirect Location:
- *           only used when the target contains '%' or needs cleaning; may be
- *           NULL/0 otherwise.  2 * target.len + 16 bytes always suffice.
- * Makes no allocation.  Parameter values and `location` point into `target`
- * or `buf`.  Returns 0 with out->status set, HR_ENOSPC when `buf` is too
- * small for this target (nothing else in *out is meaningful), or HR_EINVAL
- * (NULL arguments).  Any thread; inside hr_router_read_lock() when routes
+ *   buf, buflen  scratch space for decoded values, the redirect Location
+ *           and an Allow value made of several routes' methods: only used
+ *           when the target contains '%' or needs cleaning, or several
+ *           routes match a path for other methods; may be NULL/0 otherwise.
+ *           out->need bytes suffice (3 * target.len + 16 plus the longest
+ *           Allow of the table).
+ * Makes no allocation.  Parameter values, `allow` and `location` point into
+ * `target`, the table or `buf`.  Returns 0 with out->status set, HR_ENOSPC
+ * when `buf` is too small for this target (only out->need is meaningful:
+ * call again with that much; a route table published in between may need
+ * more), or HR_EINVAL (NULL arguments).  Any thread; inside hr_router_read_lock() when routes
  * may change concurrently.
  */
 HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,

@@ -263,7 +263,7 @@ typedef struct hr__table_s {
 } hr__table_t;
 
 /* Builds a table from `routes` (tree.c), taking a reference on each.
- * Returns 0, HR_ENOMEM, or HR_EEXIST / HR_ECONFLICT with `err` naming the
+ * Returns 0, HR_ENOMEM, or HR_EEXIST / HR_ETOOLARGE with `err` naming the
  * route in the way of the last route (routes[n-1]) — earlier routes are
  * known to fit together. */
 int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
