@@ -292,7 +292,7 @@ typedef struct freeze_s {
   bump_t nodes, leaves;
   const hr_span_t *ext;
   size_t n_ext;
-  size_t allow_max;
+  size_t nodes_count; /* frozen so far */
 } freeze_t;
 
 static size_t leaf_allow_len(const bnode_t *n, const hr_span_t *ext, size_t n_ext) {
@@ -300,6 +300,19 @@ static size_t leaf_allow_len(const bnode_t *n, const hr_span_t *ext, size_t n_ex
   uint64_t bits;
   named_methods(n->routes, n->nroutes, ext, n_ext, &std, &bits);
   return allow_render(std, bits, ext, NULL);
+}
+
+/* What a parameter slot freezes to.  A parameter is always followed by
+ * '/' or the end of the path, so a parameter node without routes of its
+ * own has exactly one static child, starting with '/': the frozen tree
+ * points straight at that child, whose prefix the walk then compares right
+ * after the segment (its '/' is where segment_end stopped).  One node less
+ * per such parameter on every lookup. */
+static const bnode_t *param_target(const bnode_t *param) {
+  if (param->nroutes == 0 && param->nkids == 1 && param->param == NULL &&
+      param->catchall == NULL && param->kids[0]->prefix.ptr[0] == '/')
+    return param->kids[0];
+  return param;
 }
 
 /* Bytes of the frozen nodes of a subtree; the bytes of its leaves are added
@@ -317,7 +330,7 @@ static size_t node_size(const bnode_t *n, const hr_span_t *ext, size_t n_ext,
       *leaf_bytes += ALIGN8(n->routes[i]->core->nparams * sizeof(hr_span_t));
   }
   for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i], ext, n_ext, leaf_bytes);
-  if (n->param) s += node_size(n->param, ext, n_ext, leaf_bytes);
+  if (n->param) s += node_size(param_target(n->param), ext, n_ext, leaf_bytes);
   if (n->catchall) s += node_size(n->catchall, ext, n_ext, leaf_bytes);
   return s;
 }
@@ -359,6 +372,7 @@ static const hr__leaf_t *freeze_leaf(freeze_t *fz, const bnode_t *n) {
 static hr__node_t *freeze(freeze_t *fz, const bnode_t *n) {
   hr__node_t *f = bump(&fz->nodes, sizeof(*f) + n->nkids * sizeof(hr__node_t *));
   size_t i;
+  fz->nodes_count++;
   char *prefix = bump(&fz->nodes, n->prefix.len);
   /* The block is zeroed, so the prefix's padding is zero. */
   if (n->prefix.len) memcpy(prefix, n->prefix.ptr, n->prefix.len);
@@ -380,7 +394,7 @@ static hr__node_t *freeze(freeze_t *fz, const bnode_t *n) {
   }
   if (n->nroutes) f->leaf = freeze_leaf(fz, n);
   for (i = 0; i < n->nkids; i++) f->statics[i] = freeze(fz, n->kids[i]);
-  if (n->param) f->param = freeze(fz, n->param);
+  if (n->param) f->param = freeze(fz, param_target(n->param));
   if (n->catchall) f->catchall = freeze(fz, n->catchall);
   return f;
 }
@@ -493,6 +507,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     if (n_ext) memcpy(text_ext, ext, n_ext * sizeof(*ext));
     fz.ext = text_ext;
     fz.n_ext = n_ext;
+    fz.nodes_count = 0;
     t->ext_methods = text_ext;
     t->n_ext_methods = n_ext;
     for (i = 0; i < n; i++) {
@@ -518,7 +533,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     }
     t->hosts = hosts;
     t->nhosts = nh - 1;
-    t->nodes = b.nodes;
+    t->nodes = fz.nodes_count;
     t->bytes = size;
     for (i = 0; i < n; i++) {
       hr__invoker_ref(routes[i]);
@@ -674,7 +689,8 @@ walk_impl(const hr__node_t *n, hr__walk_t *w, size_t pos, uint32_t np, int ci,
     const hr__node_t *k = NULL;
     const hr__leaf_t *leaf;
     if (n->plen) {
-      if (len - pos < n->plen || !prefix_eq(n, p, pos, len, ci)) return NULL;
+      /* One byte: the dispatch by first byte matched it already. */
+      if (len - pos < n->plen || (n->plen > 1 && !prefix_eq(n, p, pos, len, ci))) return NULL;
       pos += n->plen;
     }
     if (pos == len) {
@@ -814,6 +830,11 @@ static void dump_node(dump_t *d, const hr__node_t *n, int depth, const char *kin
   for (i = 0; i < (size_t)depth; i++) dump_str(d, "  ", 2);
   if (kind[0] != '\0') {
     dump_str(d, kind, 1);
+    if (n->plen) { /* a parameter and the literal after it (param_target) */
+      dump_str(d, " \"", 2);
+      dump_str(d, n->prefix, n->plen);
+      dump_str(d, "\"", 1);
+    }
   } else {
     dump_str(d, "\"", 1);
     dump_str(d, n->prefix, n->plen);
