@@ -761,7 +761,9 @@ const hr__leaf_t *hr__tree_find(const hr__node_t *root, hr__walk_t *w, int ci,
     if (ci && c >= 'A' && c <= 'Z') c |= 0x20;
     if (c != (unsigned char)root->prefix[0]) return NULL;
   }
-  return ci ? walk_ci(root, w, 0, 0, nparams) : walk_cs(root, w, 0, 0, nparams);
+  /* The case-sensitive walk's first level inline: one call less for the
+   * usual lookup (backtracking recurses into walk_cs). */
+  return ci ? walk_ci(root, w, 0, 0, nparams) : walk_impl(root, w, 0, 0, 0, nparams);
 }
 
 const hr_span_t *hr__leaf_names(const hr__leaf_t *leaf, const hr_route_t *route) {
