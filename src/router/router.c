@@ -735,6 +735,12 @@ __attribute__((constructor)) static void scan_detect(void) {
  * ({ | } DEL); from 8 nothing (UTF-8 passes).  A path without such a byte
  * is unclean only through "//".  Anything else goes to scan().
  */
+/* scan() out of line: scan_ssse3's way out, kept out of it so that it
+ * stays a small leaf function. */
+__attribute__((noinline)) static size_t scan_any(const char *s, size_t n, unsigned *flags) {
+  return scan(s, n, flags);
+}
+
 __attribute__((target("ssse3"), noinline)) static size_t scan_ssse3(const char *s, size_t n,
                                                                      unsigned *flags) {
   const __m128i lo_lut = _mm_setr_epi8(19, 1, 3, 3, 1, 3, 1, 1, 1, 1, 1, 41, 45, 41, 15, 37);
@@ -758,13 +764,13 @@ __attribute__((target("ssse3"), noinline)) static size_t scan_ssse3(const char *
       base = 0;
       live = (1u << n) - 1;
     } else {
-      return scan(s, n, flags);
+      return scan_any(s, n, flags);
     }
     v = _mm_loadu_si128((const __m128i *)(const void *)(s + base));
     c = _mm_and_si128(_mm_shuffle_epi8(lo_lut, _mm_and_si128(v, nib)),
                       _mm_shuffle_epi8(hi_lut, _mm_and_si128(_mm_srli_epi16(v, 4), nib)));
     special = ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, _mm_setzero_si128())) & live;
-    if (special) return scan(s, n, flags);
+    if (special) return scan_any(s, n, flags);
     ms = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, sl));
     /* "//": a slash whose byte before is one, within the live lanes (the
      * lanes before them are bytes of the path too, or prev_slash). */
