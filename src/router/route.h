@@ -291,11 +291,7 @@ typedef struct hr__walk_s {
   void *ctx;
 } hr__walk_t;
 
-/* Finds the most specific leaf whose path matches and that answers the
- * method (see router.h for the order).  Returns it, with *nparams values
- * in w->params, or NULL. */
-const hr__leaf_t *hr__tree_find(const hr__node_t *root, hr__walk_t *w,
-                                int case_insensitive, size_t *nparams);
+/* hr__tree_find(), the lookup itself, is in walk.h. */
 
 /* Whether `leaf` answers `method` (`id` from hr__method_id). */
 int hr__leaf_accepts(const hr__leaf_t *leaf, hr_span_t method, int id);

@@ -21,6 +21,7 @@
 
 #include "router/path.h"
 #include "router/route.h"
+#include "router/walk.h"
 #include "util/rcu.h"
 #include "util/text.h"
 
