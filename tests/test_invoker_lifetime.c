@@ -24,6 +24,8 @@
 #include <string.h>
 #include <urcu/urcu-bp.h>
 
+#include "util/rcu.h"
+
 #include "fixture.h"
 #include "held.h"
 
@@ -64,7 +66,7 @@ static void churn_and_reclaim(fx_t *fx) {
     fx_route(fx, "GET", "/churn", ta_text, "churn");
     assert_int_equal(hr_router_remove(fx->router, "GET", "/churn"), 0);
   }
-  urcu_bp_barrier(); /* every queued call_rcu reclamation has run */
+  hr__rcu_barrier(); /* every queued call_rcu reclamation has run */
 }
 
 static void stop_counted(fx_t *fx) {

@@ -26,7 +26,7 @@
 #include "util/text.h"
 
 #ifdef HR__TSAN
-char hr__rcu_tsan_edge;
+char hr__rcu_tsan_edge, hr__rcu_tsan_barrier_edge;
 #endif
 
 /* Replaced tables kept before one grace period frees them together. */
@@ -99,7 +99,7 @@ void hr_router_free(hr_router_t *r) {
   reclaim_list(take_batch(r, 1));
   /* Wait for tables handed to call_rcu, if any (liburcu's call_rcu thread
    * works in 10 ms batches, which is why it is not the usual path). */
-  if (r->used_call_rcu) urcu_bp_barrier();
+  if (r->used_call_rcu) hr__rcu_barrier();
   hr__table_free(atomic_load_explicit(&r->table, memory_order_relaxed));
   hr__mem_free(&r->mem, r->routes);
   while ((g = r->groups) != NULL) {
@@ -144,6 +144,7 @@ static void reclaim(struct rcu_head *head) {
   hr__table_t *t = caa_container_of(head, hr__table_t, rcu);
   HR__GP_ACQUIRE(); /* the grace period: see util/rcu.h */
   hr__table_free(t);
+  HR__CB_DONE();
 }
 
 /* Frees a list of replaced tables after a grace period.  Called without

@@ -207,6 +207,7 @@ static void free_tickets(struct rcu_head *h) {
   HR__GP_ACQUIRE();
   OPENSSL_cleanse(t->key, sizeof t->key);
   hr__mem_free(t->mem, t);
+  HR__CB_DONE();
 }
 
 /* Rotates when the published keys are still `expected` (any when NULL),
@@ -403,6 +404,7 @@ static void reclaim(struct rcu_head *h) {
   HR__GP_ACQUIRE(); /* every reader that could have loaded it is done */
   free_retired(r);
   hr__mem_free(r->mem, r);
+  HR__CB_DONE();
 }
 
 /* Frees `r`'s objects once no reader can hold them.  Under conf->lock. */
@@ -487,7 +489,7 @@ SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
 void hr__tlsconf_free(hr__tlsconf_t *conf) {
   retired_t r;
   hr__tickets_t *tk = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
-  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed)) urcu_bp_barrier();
+  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed)) hr__rcu_barrier();
   if (tk != NULL) {
     OPENSSL_cleanse(tk->key, sizeof tk->key);
     hr__mem_free(conf->mem, tk);
