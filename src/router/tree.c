@@ -212,17 +212,18 @@ static size_t allow_render(uint16_t std, uint64_t ext_bits, const hr_span_t *ext
                            char *w) {
   size_t len = 0, i = 0, j = 0;
   for (;;) {
-    hr_span_t next;
+    hr_span_t next, sn = {NULL, 0};
     while (i < HR__M_STD && !(std & (1u << std_sorted[i]))) i++;
-    while (j < HR__MAX_EXT_METHODS && !(ext_bits >> j & 1)) j++;
+    while (j < HR__MAX_EXT_METHODS && !((ext_bits >> j) & 1)) j++;
     if (i == HR__M_STD && j == HR__MAX_EXT_METHODS) break;
-    if (j == HR__MAX_EXT_METHODS ||
-        (i < HR__M_STD && span_cmp(&(hr_span_t){hr__method_name(std_sorted[i]).ptr,
-                                                 hr__method_name(std_sorted[i]).len},
-                                   &ext[j]) < 0))
-      next = hr__method_name(std_sorted[i++]);
-    else
+    if (i < HR__M_STD) sn = hr__method_name(std_sorted[i]);
+    /* merge the two sorted lists (no extension method is a standard one) */
+    if (j == HR__MAX_EXT_METHODS || (i < HR__M_STD && span_cmp(&sn, &ext[j]) < 0)) {
+      next = sn;
+      i++;
+    } else {
       next = ext[j++];
+    }
     if (len) {
       if (w) memcpy(w + len, ", ", 2);
       len += 2;
@@ -238,7 +239,7 @@ static size_t allow_render(uint16_t std, uint64_t ext_bits, const hr_span_t *ext
  * bits of the table's list. */
 static void named_methods(const hr_route_t *const *routes, size_t n, const hr_span_t *ext,
                           size_t n_ext, uint16_t *std, uint64_t *ext_bits) {
-  size_t i, k, j;
+  size_t i, k;
   *std = 1u << HR__M_OPTIONS;
   *ext_bits = 0;
   for (i = 0; i < n; i++) {
@@ -249,7 +250,6 @@ static void named_methods(const hr_route_t *const *routes, size_t n, const hr_sp
       if (hit != NULL) *ext_bits |= (uint64_t)1 << (hit - ext);
     }
   }
-  (void)j;
   if (*std & (1u << HR__M_GET)) *std |= 1u << HR__M_HEAD;
 }
 

@@ -115,17 +115,30 @@ static inline void missed(hr__walk_t *w, const hr__leaf_t *leaf) {
   if (w->on_miss != NULL) w->on_miss(w, leaf);
 }
 
+/*
+ * The walk, depth-first in priority order: at each node its static child
+ * (by first byte), then its parameter (one non-empty segment), then its
+ * catch-all (the non-empty rest).  A leaf counts when the path ends there
+ * and it answers the method; otherwise the walk goes back to the last node
+ * with an alternative left (a recursive call per such node, one per
+ * segment at most).  The bytes a node consumes are fixed by its place in
+ * the tree, so every node is entered at most once: the walk is linear in
+ * the tree size.  Written once and compiled twice (ci constant 0 or 1), so
+ * that the usual case-sensitive lookup carries no case-folding test.
+ */
 static inline __attribute__((always_inline)) const hr__leaf_t *
 walk_impl(const hr__node_t *n, hr__walk_t *w, size_t pos, uint32_t np, int ci,
           size_t *np_out);
 
-static __attribute__((unused)) const hr__leaf_t *walk_cs(const hr__node_t *n, hr__walk_t *w, size_t pos,
-                                 uint32_t np, size_t *np_out) {
+static __attribute__((unused)) const hr__leaf_t *walk_cs(const hr__node_t *n, hr__walk_t *w,
+                                                         size_t pos, uint32_t np,
+                                                         size_t *np_out) {
   return walk_impl(n, w, pos, np, 0, np_out);
 }
 
-static __attribute__((unused)) const hr__leaf_t *walk_ci(const hr__node_t *n, hr__walk_t *w, size_t pos,
-                                 uint32_t np, size_t *np_out) {
+static __attribute__((unused)) const hr__leaf_t *walk_ci(const hr__node_t *n, hr__walk_t *w,
+                                                         size_t pos, uint32_t np,
+                                                         size_t *np_out) {
   return walk_impl(n, w, pos, np, 1, np_out);
 }
 
