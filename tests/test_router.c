@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hroute.h>
@@ -597,6 +598,35 @@ static void test_extension_method_limit(void **state) {
   rt_forget(r);
 }
 
+/* hr_match_t.need suffices, exactly: here for a trailing-slash redirect
+ * whose Location encodes 200 raw bytes (three bytes each) after the
+ * decoded path. */
+static void test_need_suffices(void **state) {
+  hr_router_t *r = rt_new_router_opts(1, 0, 0);
+  char target[256], *buf;
+  hr_match_t m;
+  size_t i;
+  (void)state;
+  rt_add(r, "GET", "/h/:me/", 1);
+  memcpy(target, "/h/%C2", 6);
+  memset(target + 6, 0xff, 200);
+  assert_int_equal(hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT(""),
+                                   (hr_span_t){target, 206}, NULL, 0, &m),
+                   HR_ENOSPC);
+  buf = malloc(m.need);
+  assert_non_null(buf);
+  assert_int_equal(hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT(""),
+                                   (hr_span_t){target, 206}, buf, m.need, &m),
+                   0);
+  assert_int_equal(m.status, 301);
+  assert_int_equal(m.location.len, 6 + 3 * 200 + 1);
+  assert_memory_equal(m.location.ptr, "/h/%C2%FF%FF", 12);
+  assert_int_equal(m.location.ptr[m.location.len - 1], '/');
+  for (i = 0; i < m.location.len; i++) assert_true((unsigned char)m.location.ptr[i] < 0x80);
+  free(buf);
+  rt_forget(r);
+}
+
 static void test_match_does_not_allocate(void **state) {
   ca_t ca;
   hr_router_options_t ro;
@@ -651,6 +681,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_bad_route_fields, rt_free_routers),
       cmocka_unit_test_teardown(test_duplicates, rt_free_routers),
       cmocka_unit_test_teardown(test_extension_method_limit, rt_free_routers),
+      cmocka_unit_test_teardown(test_need_suffices, rt_free_routers),
       cmocka_unit_test_teardown(test_match_does_not_allocate, rt_free_routers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

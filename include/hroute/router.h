@@ -413,7 +413,7 @@ typedef struct hr_match_s {
  *           and an Allow value made of several routes' methods: only used
  *           when the target contains '%' or needs cleaning, or several
  *           routes match a path for other methods; may be NULL/0 otherwise.
- *           out->need bytes suffice (3 * target.len + 16 plus the longest
+ *           out->need bytes suffice (4 * target.len + 16 plus the longest
  *           Allow of the table).
  * Makes no allocation.  Parameter values, `allow` and `location` point into
  * `target`, the table or `buf`.  Returns 0 with out->status set, HR_ENOSPC

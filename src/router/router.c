@@ -985,7 +985,9 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   ci = r->opts.case_insensitive;
   /* Pairs with the release store in publish(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
-  out->need = 3 * target.len + 16 + t->allow_max;
+  /* Decoded path, then a redirect's Location with every byte from 0x80
+   * encoded (three bytes each) after it, or an Allow of several routes. */
+  out->need = 4 * target.len + 16 + t->allow_max;
   h = pick_host(t, host);
   if (path.len == 1 && path.ptr[0] == '*') {
     /* asterisk-form is for OPTIONS only (RFC 9112 §3.2.4): the whole host. */
