@@ -15,15 +15,18 @@
 extern "C" {
 #endif
 
-/* XX(name, value, message) */
+/* XX(name, value, message).  ECONFLICT and EMETHOD are no longer returned
+ * by any call (routes may name one position differently; a method that a
+ * path lacks is a match status, 405, not an error); they keep their values
+ * so that code naming them still compiles. */
 #define HR_ERRNO_MAP(XX)                                                      \
   XX(ENOMEM, -20001, "out of memory")                                         \
   XX(EINVAL, -20002, "invalid argument")                                      \
   XX(EEXIST, -20003, "route already registered for this method and pattern") \
   XX(EPATTERN, -20004, "invalid route pattern")                               \
-  XX(ECONFLICT, -20005, "pattern conflicts with a registered route")          \
+  XX(ECONFLICT, -20005, "pattern conflicts with a registered route (unused)") \
   XX(ENOTFOUND, -20006, "not found")                                          \
-  XX(EMETHOD, -20007, "method not allowed for this path")                     \
+  XX(EMETHOD, -20007, "method not allowed for this path (unused)")            \
   XX(ESTATE, -20008, "call not valid in the object's current state")         \
   XX(EAGAIN, -20009, "output queue is full; wait for the drain callback")     \
   XX(ECLOSED, -20010, "connection closed before the response completed")     \

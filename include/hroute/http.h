@@ -40,8 +40,8 @@ HR_EXTERN hr_span_t hr_request_method(const hr_request_t *req);
 /* The request target exactly as sent (RFC 9112 §3.2). */
 HR_EXTERN hr_span_t hr_request_target(const hr_request_t *req);
 
-/* The path part of the target: up to the first '?' (or '#'), without the
- * scheme and authority of an absolute-form target.  Not percent-decoded. */
+/* The path part of the target: up to the first '?', without the scheme and
+ * authority of an absolute-form target.  Not percent-decoded. */
 HR_EXTERN hr_span_t hr_request_path(const hr_request_t *req);
 
 /* The query: the bytes after the first '?' (without it), empty if none. */
@@ -71,8 +71,10 @@ HR_EXTERN int hr_request_field(const hr_request_t *req, hr_span_t name,
 /* Number of parameters the matched pattern declares. */
 HR_EXTERN size_t hr_request_param_count(const hr_request_t *req);
 
-/* Parameter `index` (in pattern order) as a span into the path; an empty span
- * when out of range. */
+/* Parameter `index` (in pattern order), percent-decoded: a span into the
+ * path, or into the request's memory when decoding changed it; valid while
+ * the request is.  Bytes from 0x80 are passed as they came, not checked to
+ * be UTF-8.  An empty span when out of range. */
 HR_EXTERN hr_span_t hr_request_param(const hr_request_t *req, size_t index);
 
 /* The name of parameter `index`, as the matched route's pattern spells it

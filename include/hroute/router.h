@@ -14,8 +14,9 @@
  *     match the same escapes in a request); bytes from 0x80 (UTF-8) as
  *     they are;
  *   - ":name" or "{name}" as a whole segment: one non-empty path segment;
- *   - "*name" or "{*name}" as the last segment: the non-empty rest of the
- *     path, without its leading '/' (it may contain '/').
+ *   - "*name", "{*name}" or Go's "{name...}" as the last segment: the
+ *     non-empty rest of the path, without its leading '/' (it may contain
+ *     '/').  A brace that does not open a whole segment is literal text.
  * Names are [A-Za-z0-9_]+, inside braces also '-' and '.' (OpenAPI's
  * "{user-id}").  At most HR_MAX_PARAMS parameters and HR_MAX_SEGMENTS
  * segments.  Routes may give one position different parameter names: each
@@ -35,10 +36,11 @@
  *      percent-encoded form.  A malformed escape or %00 gives 400, before
  *      anything else.  With HR_CLEAN_REJECT, a path that needs cleaning
  *      (step 3) gives 400 here too.
- *   2. A method that no route of the router (any host) registers, other
- *      than GET, HEAD and OPTIONS, gives 501 (RFC 9110 §9.1, §15.6.2),
- *      whatever the path.  Methods are case-sensitive tokens: "get" is an
- *      extension method, not GET.
+ *   2. A method that no route of the router (any host, any path)
+ *      registers, other than GET, HEAD and OPTIONS, gives 501 (RFC 9110
+ *      §9.1, §15.6.2), whatever the path; a "*" route registers every
+ *      method, so with one there is no 501.  Methods are case-sensitive
+ *      tokens: "get" is an extension method, not GET.
  *   3. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
  *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
  *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
@@ -241,13 +243,13 @@ typedef struct hr_route_options_s {
  * constant fields, no error details). */
 HR_EXTERN void hr_route_options_init(hr_route_options_t *opts);
 
-/* Trailing-slash policy (step 5 above). */
+/* Trailing-slash policy (step 6 above). */
 typedef enum hr_slash_policy_e {
   HR_SLASH_STRICT = 0,  /* "/a" and "/a/" are different paths (default) */
   HR_SLASH_REDIRECT = 1 /* redirect to the variant that exists */
 } hr_slash_policy_t;
 
-/* Policy for paths with dot segments or "//" (step 2 above). */
+/* Policy for paths with dot segments or "//" (steps 1 and 3 above). */
 typedef enum hr_clean_policy_e {
   HR_CLEAN_REDIRECT = 0, /* 301/308 to the clean path (default) */
   HR_CLEAN_REJECT = 1    /* 400 */

@@ -227,13 +227,19 @@ static int is_brace_name_char(unsigned char c) {
 }
 
 /* Whether segment [seg, e) is a parameter or catch-all, and where its name
- * is: ":name", "*name", "{name}" or "{*name}".  "::" starts a literal. */
+ * is: ":name", "*name", "{name}", "{*name}" or Go's "{name...}".  "::"
+ * starts a literal. */
 static int param_segment(const char *seg, const char *e, int *catch_all,
                          const char **name, const char **name_end) {
   if (e - seg >= 2 && seg[0] == '{' && e[-1] == '}') {
     *catch_all = seg[1] == '*';
     *name = seg + 1 + *catch_all;
     *name_end = e - 1;
+    /* Go 1.22's "{name...}" is "{*name}" */
+    if (!*catch_all && *name_end - *name >= 3 && memcmp(*name_end - 3, "...", 3) == 0) {
+      *catch_all = 1;
+      *name_end -= 3;
+    }
     return 1;
   }
   if (e > seg && (seg[0] == '*' || (seg[0] == ':' && !(e - seg >= 2 && seg[1] == ':')))) {
@@ -340,7 +346,7 @@ static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
       for (n = name; n < name_end; n++)
         if (!(braced ? is_brace_name_char((unsigned char)*n)
                      : is_name_char((unsigned char)*n))) {
-          if (*n == ':' || *n == '*' || *n == '{')
+          if (*n == ':' || *n == '*' || ((*n == '{' || *n == '}') && n > name))
             return fail(err, HR_EPATTERN, "two parameters in one segment",
                         (size_t)(n - p));
           return fail(err, HR_EPATTERN,

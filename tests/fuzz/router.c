@@ -231,9 +231,13 @@ static int lit_eq(const char *a, size_t an, const char *b, size_t bn, int ci) {
 }
 
 /* The kind of pattern segment [ps, ps + pl): 0 literal, 1 parameter
- * (":name", "{name}"), 2 catch-all ("*name", "{*name}"). */
+ * (":name", "{name}"), 2 catch-all ("*name", "{*name}", "{name...}"). */
+static int go_rest(const char *ps, size_t pl) { /* "{name...}" */
+  return pl >= 5 && ps[0] == '{' && ps[1] != '*' && memcmp(ps + pl - 4, "...}", 4) == 0;
+}
+
 static int seg_kind(const char *ps, size_t pl) {
-  if (pl >= 2 && ps[0] == '{' && ps[pl - 1] == '}') return ps[1] == '*' ? 2 : 1;
+  if (pl >= 2 && ps[0] == '{' && ps[pl - 1] == '}') return ps[1] == '*' || go_rest(ps, pl) ? 2 : 1;
   if (pl > 0 && ps[0] == '*') return 2;
   if (pl > 0 && ps[0] == ':' && !(pl >= 2 && ps[1] == ':')) return 1;
   return 0;
@@ -244,7 +248,7 @@ static hr_span_t seg_name(const char *ps, size_t pl) {
   hr_span_t n;
   if (ps[0] == '{') {
     n.ptr = ps + 1 + (ps[1] == '*');
-    n.len = pl - 2 - (ps[1] == '*');
+    n.len = pl - 2 - (ps[1] == '*') - (go_rest(ps, pl) ? 3 : 0);
   } else {
     n.ptr = ps + 1;
     n.len = pl - 1;
