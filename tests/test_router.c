@@ -483,6 +483,11 @@ static const struct {
     {"GET", "/{}", HR_EPATTERN},         /* empty name */
     {"GET", "/{*a}/b", HR_EPATTERN},     /* a catch-all is last */
     {"GET", "/{a b}", HR_EPATTERN},
+    {"GET", "/d/:x/:x", HR_EPATTERN},    /* a name used twice */
+    {"GET", "/d/{x}/{*x}", HR_EPATTERN},
+    {"GET", "/f/%2E%2E", HR_EPATTERN},   /* a dot segment, escaped */
+    {"GET", "/f/%2e", HR_EPATTERN},
+    {"GET", "/g/.%2e/x", HR_EPATTERN},
     {"GET", "/a/:x:y", HR_EPATTERN},     /* two parameters in a segment */
     {"GET", "/a/\x01", HR_EPATTERN},     /* control byte */
 };
@@ -589,6 +594,7 @@ static void test_extension_method_limit(void **state) {
   o.error = &err;
   assert_int_equal(hr_router_add(r, "X64", "/m/64", rt_noop, RT_ID(64), &o), HR_ETOOLARGE);
   assert_int_equal(err.code, HR_ETOOLARGE);
+  assert_int_equal(err.conflict_len, 0); /* no registered route is in the way */
   assert_int_equal(rt_match(r, "X64", "/m/64").status, 501);
   assert_ptr_equal(hr_route_udata(rt_match(r, "X63", "/m/63").route), RT_ID(63));
   /* 405 lists extension methods, sorted with the standard ones. */
@@ -624,6 +630,38 @@ static void test_need_suffices(void **state) {
   assert_int_equal(m.location.ptr[m.location.len - 1], '/');
   for (i = 0; i < m.location.len; i++) assert_true((unsigned char)m.location.ptr[i] < 0x80);
   free(buf);
+  rt_forget(r);
+}
+
+/* HEAD: a route naming GET is more specific than a "*" route at the same
+ * place; a HEAD route more still. */
+static void test_head_prefers_get_to_any(void **state) {
+  hr_router_t *r = rt_new_router();
+  (void)state;
+  rt_add(r, "GET", "/u/:id", 1);
+  rt_add(r, "*", "/u/:star", 2);
+  assert_ptr_equal(hr_route_udata(rt_match(r, "HEAD", "/u/7").route), RT_ID(1));
+  assert_ptr_equal(hr_route_udata(rt_match(r, "PUT", "/u/7").route), RT_ID(2));
+  assert_memory_equal(rt_match(r, "HEAD", "/u/7").params[0].name.ptr, "id", 2);
+  assert_memory_equal(rt_match(r, "PUT", "/u/7").params[0].name.ptr, "star", 4);
+  rt_add(r, "HEAD", "/u/:h", 3);
+  assert_ptr_equal(hr_route_udata(rt_match(r, "HEAD", "/u/7").route), RT_ID(3));
+  rt_forget(r);
+}
+
+/* A redirect never leads to a 400: a path whose parameter would decode to
+ * a ".." segment is refused at once, cleaned or not. */
+static void test_redirect_never_to_400(void **state) {
+  hr_router_t *r = rt_new_router_opts(1, 0, 0);
+  (void)state;
+  rt_add(r, "GET", "/f/:name", 1);
+  rt_add(r, "GET", "/s/:name/", 2);
+  assert_int_equal(rt_match(r, "GET", "/f/..%2F").status, 400);
+  assert_int_equal(rt_match(r, "GET", "/f/./..%2F").status, 400);   /* was 301 to it */
+  assert_int_equal(rt_match(r, "GET", "//f/x%2F..").status, 400);
+  assert_int_equal(rt_match(r, "GET", "/s/..%2F").status, 400);     /* was 301 to ../ */
+  assert_int_equal(rt_match(r, "GET", "/s/x").status, 301);
+  assert_int_equal(rt_match(r, "GET", "/f/./a..%2Fb").status, 301); /* no ".." segment */
   rt_forget(r);
 }
 
@@ -682,6 +720,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_duplicates, rt_free_routers),
       cmocka_unit_test_teardown(test_extension_method_limit, rt_free_routers),
       cmocka_unit_test_teardown(test_need_suffices, rt_free_routers),
+      cmocka_unit_test_teardown(test_head_prefers_get_to_any, rt_free_routers),
+      cmocka_unit_test_teardown(test_redirect_never_to_400, rt_free_routers),
       cmocka_unit_test_teardown(test_match_does_not_allocate, rt_free_routers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

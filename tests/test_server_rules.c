@@ -125,9 +125,74 @@ static void test_server_answers_as_the_router(void **state) {
   for (i = 0; i < npatterns; i++) free(patterns[i]);
 }
 
+/* Publishes 16 new tables (routes GET /<c>0 .. /<c>15), so that the
+ * current one is freed with its batch (router.c, HR__RETIRE_BATCH). */
+static void replace_table_16_times(fx_t *fx, char c) {
+  static char paths[2][16][8];
+  int i, k = c == 'y' ? 0 : 1;
+  for (i = 0; i < 16; i++) {
+    snprintf(paths[k][i], sizeof paths[k][i], "/%c%d", c, i);
+    assert_int_equal(hr_router_add(fx->router, "GET", paths[k][i], h_route, paths[k][i], NULL), 0);
+  }
+}
+
+/* The Allow value of the router's OPTIONS answer (and of a 405) stays
+ * right when the route table it came from is replaced while the body is
+ * still on its way: the answer waits for the body, read after the
+ * read-side section that matched, and the table is freed in between. */
+static void test_allow_outlives_its_table(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  fx_route(fx, "GET", "/x", h_route, "/x");
+  fx_route(fx, "PUT", "/elsewhere", h_route, "/elsewhere");
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "OPTIONS /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"), 0);
+  /* The header section is in (an exchange waits for its body); replaced
+   * tables are freed in batches of 16 once no reader can hold them. */
+  expect_stat(fx, FX_EXCHANGES, 1);
+  replace_table_16_times(fx, 'y');
+  assert_int_equal(rc_send_str(c, "abcde"), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  assert_int_equal(r.status, 200);
+  expect_field(&r, "Allow", "GET, HEAD, OPTIONS", 1);
+  rc_response_free(&r);
+  /* The same for a 405, whose body comes after the next replacement. */
+  expect_stat(fx, FX_EXCHANGES, 0);
+  assert_int_equal(rc_send_str(c, "PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"), 0);
+  expect_stat(fx, FX_EXCHANGES, 1);
+  replace_table_16_times(fx, 'z');
+  assert_int_equal(rc_send_str(c, "abcde"), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  assert_int_equal(r.status, 405);
+  expect_field(&r, "Allow", "GET, HEAD, OPTIONS", 1);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+/* Parameter names are the route's own, alive as long as the request holds
+ * its route: a buffered handler that runs after the table it was matched
+ * in is freed still reads them. */
+static void test_param_names_outlive_the_table(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx_route(fx, "POST", "/n/:id", h_route, "/n/:id");
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /n/7 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"), 0);
+  expect_stat(fx, FX_EXCHANGES, 1);
+  replace_table_16_times(fx, 'y');
+  assert_int_equal(rc_send_str(c, "abc"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "/n/:id|id=7", NULL);
+  fx_drop(fx, c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_server_answers_as_the_router, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_allow_outlives_its_table, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_param_names_outlive_the_table, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,8 +34,10 @@
  *      inside their segment (with their hex digits in upper case).  Raw
  *      bytes from 0x80 (UTF-8 sent unencoded) match exactly as their
  *      percent-encoded form.  A malformed escape or %00 gives 400, before
- *      anything else.  With HR_CLEAN_REJECT, a path that needs cleaning
- *      (step 3) gives 400 here too.
+ *      anything else, and so do ".." above the root and a path that step 3
+ *      would redirect to a 400 (a segment with ".." between %2F escapes,
+ *      see below).  With HR_CLEAN_REJECT, a path that needs cleaning (step
+ *      3) gives 400 here too.
  *   2. A method that no route of the router (any host, any path)
  *      registers, other than GET, HEAD and OPTIONS, gives 501 (RFC 9110
  *      §9.1, §15.6.2), whatever the path; a "*" route registers every
@@ -45,7 +47,7 @@
  *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
  *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
  *      path, query kept, bytes from 0x80 percent-encoded: 301 for GET and
- *      HEAD, 308 otherwise.  ".." above the root gives 400.
+ *      HEAD, 308 otherwise.
  *   4. Per segment, a literal beats a parameter, which beats a catch-all,
  *      and a route counts only when it answers the request's method: its
  *      own method, or GET's route for HEAD, or a "*" route for any method.
@@ -62,7 +64,10 @@
  *      none) and OPTIONS.
  *   6. No route matches the path: 404, or with HR_SLASH_REDIRECT a redirect
  *      to the same path with the trailing slash added or removed when only
- *      that one exists (for any method).
+ *      that one exists (for any method; 400 instead when the path has a
+ *      segment with ".." between %2F escapes).
+ * HEAD is answered by a HEAD route, else by a GET route, else by a "*"
+ * route at the same place.
  * Parameter values are decoded after the match (%2F becomes '/'); a decoded
  * value with a ".." segment ("..", "../x", "x/..", as from "..%2Fx") gives
  * 400, so that a value never climbs out of a directory it is joined to.

@@ -201,3 +201,22 @@ int hr__path_clean(hr_span_t path, char *out, size_t *outlen) {
   *outlen = (size_t)(w - out);
   return 0;
 }
+
+static int escaped_slash(const char *p, const char *end) {
+  return end - p >= 3 && p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f');
+}
+
+int hr__path_hides_dot_dot(hr_span_t path) {
+  const char *p = path.ptr, *end = path.ptr + path.len;
+  int after_escape = 0; /* the piece starts right after a %2F */
+  for (;;) {
+    const char *piece = p;
+    int before_escape;
+    while (p < end && *p != '/' && !escaped_slash(p, end)) p++;
+    before_escape = p < end && *p == '%';
+    if ((after_escape || before_escape) && dot_kind(piece, (size_t)(p - piece)) == 2) return 1;
+    if (p == end) return 0;
+    after_escape = before_escape;
+    p += before_escape ? 3 : 1;
+  }
+}

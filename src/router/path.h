@@ -37,4 +37,10 @@ int hr__path_is_clean(hr_span_t path);
  * when ".." would go above the root. */
 int hr__path_clean(hr_span_t path, char *out, size_t *outlen);
 
+/* Whether a segment of `path` holds a ".." between %2F escapes ("..%2Fx",
+ * "x%2F..", also with %2E): a parameter value that decodes to climb out
+ * of a directory, which the match refuses with 400.  A redirect to such a
+ * path would only lead to that 400, so the router answers it at once. */
+int hr__path_hides_dot_dot(hr_span_t path);
+
 #endif /* HR_ROUTER_PATH_H */

@@ -360,6 +360,13 @@ static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
         return fail(err, HR_EPATTERN, "a catch-all must be the last segment", off);
       if (rt->nparams == HR_MAX_PARAMS)
         return fail(err, HR_EPATTERN, "too many parameters", off);
+      {
+        size_t k;
+        hr_span_t nm = {name, (size_t)(name_end - name)};
+        for (k = 0; k < rt->nparams; k++)
+          if (hr_span_eq(rt->pnames[k], nm))
+            return fail(err, HR_EPATTERN, "a parameter name used twice in the pattern", off);
+      }
       /* flush the literal bytes before it (they end with '/') */
       toks[ntok].kind = HR__TOK_STATIC;
       toks[ntok].text.ptr = lit_start;
@@ -373,8 +380,13 @@ static int compile_pattern(hr__mem_t *m, hr__core_t *rt, char *lit, int ci,
       t->offset = off;
       rt->pnames[rt->nparams++] = t->text;
       lit_start = w;
-    } else if ((rc = copy_literal(p, seg, e, ci, &w, err)) != 0) {
-      return rc;
+    } else {
+      char *seg_lit = w;
+      if ((rc = copy_literal(p, seg, e, ci, &w, err)) != 0) return rc;
+      /* "%2E%2E" is ".." too: a request for it is always cleaned away */
+      if ((w - seg_lit == 1 && seg_lit[0] == '.') ||
+          (w - seg_lit == 2 && seg_lit[0] == '.' && seg_lit[1] == '.'))
+        return fail(err, HR_EPATTERN, "dot segment in the pattern", off);
     }
     s = e;
   }

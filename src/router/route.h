@@ -200,8 +200,8 @@ typedef struct hr__leaf_s {
   const hr_route_t **ext;  /* extension-method routes ... */
   size_t n_ext;            /* ... matched by their ext_methods */
   hr_span_t allow;         /* the Allow value of this leaf alone */
-  /* The parameter names of std[i] and of any, copied next to the leaf so
-   * that naming a match's parameters reads no route. */
+  /* The parameter names of std[i] and of any (their cores' pnames, which
+   * live as long as the routes). */
   const hr_span_t *std_names[HR__M_STD];
   const hr_span_t *any_names;
 } hr__leaf_t;
@@ -263,7 +263,7 @@ typedef struct hr__table_s {
 } hr__table_t;
 
 /* Builds a table from `routes` (tree.c), taking a reference on each.
- * Returns 0, HR_ENOMEM, or HR_EEXIST / HR_ETOOLARGE with `err` naming the
+ * Returns 0, HR_ENOMEM, HR_ETOOLARGE, or HR_EEXIST with `err` naming the
  * route in the way of the last route (routes[n-1]) — earlier routes are
  * known to fit together. */
 int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,

@@ -881,6 +881,10 @@ static int slash_redirect(const hr__host_t *h, const hr__walk_t *w0, int ci,
   w.misses = 0;
   /* A route of any method there: the redirect is for the path. */
   if (hr__tree_find(h->root, &w, ci, &np) != NULL || w.misses > 0) {
+    if (hr__path_hides_dot_dot(path)) { /* the redirect would lead to a 400 */
+      out->status = 400;
+      return 0;
+    }
     /* Location from the path as sent (still encoded). */
     size_t plen = has_slash ? path.len - 1 : path.len + 1;
     if (used + plen > buflen) return HR_ENOSPC;
@@ -1007,6 +1011,7 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
      * cannot turn into "//\\evil.example", a redirect off the site. */
     if (buflen < path.len + 1) return HR_ENOSPC;
     if (hr__path_clean(path, buf, &n) != 0) return 0; /* above the root */
+    if (hr__path_hides_dot_dot((hr_span_t){buf, n})) return 0; /* it would lead to a 400 */
     if (!method_known(t, method, mid)) { /* no use redirecting it */
       out->status = 501;
       return 0;

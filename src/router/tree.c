@@ -327,8 +327,6 @@ static size_t node_size(const bnode_t *n, const hr_span_t *ext, size_t n_ext,
   if (n->nroutes) {
     *leaf_bytes += ALIGN8(sizeof(hr__leaf_t)) + ALIGN8(n->nroutes * sizeof(hr_route_t *)) +
                    ALIGN8(leaf_allow_len(n, ext, n_ext) + 1);
-    for (i = 0; i < n->nroutes; i++)
-      *leaf_bytes += ALIGN8(n->routes[i]->core->nparams * sizeof(hr_span_t));
   }
   for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i], ext, n_ext, leaf_bytes);
   if (n->param) s += node_size(param_target(n->param), ext, n_ext, leaf_bytes);
@@ -343,9 +341,10 @@ static const hr__leaf_t *freeze_leaf(freeze_t *fz, const bnode_t *n) {
   leaf->ext = bump(&fz->leaves, n->nroutes * sizeof(hr_route_t *));
   for (i = 0; i < n->nroutes; i++) {
     const hr_route_t *r = n->routes[i];
-    hr_span_t *names = bump(&fz->leaves, r->core->nparams * sizeof(hr_span_t));
+    /* The core's, not a copy in the table: a request keeps its route (and
+     * so its core) alive, not the table it was found in. */
+    const hr_span_t *names = r->core->pnames;
     int id;
-    if (r->core->nparams) memcpy(names, r->core->pnames, r->core->nparams * sizeof(hr_span_t));
     if (r->core->any_method) {
       leaf->any = r;
       leaf->any_names = names;
@@ -460,10 +459,16 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
   *out = NULL;
   (void)ci;
   n_ext = collect_ext((const hr_route_t *const *)routes, n, ext);
-  if (n_ext > HR__MAX_EXT_METHODS)
-    return conflict(err, HR_ETOOLARGE,
-                    "more than 64 extension methods (not GET, POST...) in one router",
-                    routes[n - 1], 0);
+  if (n_ext > HR__MAX_EXT_METHODS) {
+    if (err != NULL) { /* no other route is in the way */
+      err->code = HR_ETOOLARGE;
+      err->reason = "more than 64 extension methods (not GET, POST...) in one router";
+      err->offset = 0;
+      err->conflict[0] = '\0';
+      err->conflict_len = 0;
+    }
+    return HR_ETOOLARGE;
+  }
   hb = hr__mem_alloc(m, (n + 1) * sizeof(*hb));
   if (hb == NULL) return HR_ENOMEM;
   memset(hb, 0, (n + 1) * sizeof(*hb));
@@ -582,8 +587,9 @@ const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
         if (hr_span_eq(leaf->ext[i]->core->ext_methods[j], method))
           return leaf->ext[i];
   }
-  if (leaf->any != NULL) return leaf->any;
+  /* A route naming GET is more specific for HEAD than a "*" route. */
   if (id == HR__M_HEAD && leaf->std[HR__M_GET] != NULL) return leaf->std[HR__M_GET];
+  if (leaf->any != NULL) return leaf->any;
   return NULL;
 }
 

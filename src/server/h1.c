@@ -191,7 +191,19 @@ static int no_route(hr__conn_t *c, hr__exchange_t *ex, const hr_match_t *m,
   ex->discard_body = 1;
   ex->internal_status = m->status;
   ex->internal_allow = m->allow;
-  ex->internal_location = m->location;
+  if (m->allow.len) {
+    /* m->allow may point into the route table, which a replacement frees
+     * once this read-side section ends, and the answer may wait for the
+     * body, read in a later one: the exchange keeps its own copy. */
+    char *a = hr__arena_alloc(&ex->arena, m->allow.len);
+    if (a == NULL) {
+      hr__h1_fail(c, 503, "out of memory");
+      return -1;
+    }
+    memcpy(a, m->allow.ptr, m->allow.len);
+    ex->internal_allow.ptr = a;
+  }
+  ex->internal_location = m->location; /* in the arena (route_request) */
   if (r->expect_continue && body_expected) {
     /* Answer now without reading the body, then close (RFC 9110 §10.1.1). */
     ex->close_after = 1;

@@ -199,6 +199,8 @@ static uint64_t stat_of(const hr_server_stats_t *st, fx_stat_t which) {
       return st->connections_rejected;
     case FX_BAD_REQUESTS:
       return st->bad_requests;
+    case FX_EXCHANGES:
+      return st->exchanges_in_use;
   }
   return 0;
 }
@@ -225,7 +227,8 @@ int fx_wait_active(fx_t *fx, uint64_t n, unsigned ms) {
 void expect_stat(fx_t *fx, fx_stat_t which, uint64_t n) {
   static const char *const names[] = {"requests", "connections_accepted",
                                       "connections_active",
-                                      "connections_rejected", "bad_requests"};
+                                      "connections_rejected", "bad_requests",
+                                      "exchanges_in_use"};
   uint64_t last = 0;
   if (!fx_wait_stat(fx, which, n, RC_TIMEOUT_MS, &last))
     fail_msg("stats.%s is %llu, want %llu", names[which],

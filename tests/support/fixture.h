@@ -100,7 +100,8 @@ typedef enum fx_stat_e {
   FX_ACCEPTED,
   FX_ACTIVE,
   FX_REJECTED,
-  FX_BAD_REQUESTS
+  FX_BAD_REQUESTS,
+  FX_EXCHANGES /* exchanges in use: a request is being read or answered */
 } fx_stat_t;
 /* Polls until the counter equals n (counters may be updated just after the
  * client saw the bytes), up to `ms`.  Returns 1 if reached; the value seen
