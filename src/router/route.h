@@ -189,21 +189,26 @@ struct hr__mwlist_s {
 
 /* ---- frozen route table ---------------------------------------------------- */
 
-/* Routes ending at one place in a tree. */
+/* A route of a leaf and its parameter names: copies of its core's spans,
+ * which point into the core's pattern (alive with the route). */
+typedef struct hr__leaf_route_s {
+  const hr_route_t *route;
+  const hr_span_t *names;
+} hr__leaf_route_t;
+
+/* Routes ending at one place in a tree.  What a match of a standard method
+ * reads first: the method bits, then its route and names, paired so that
+ * GET's share the first cache line with them. */
 typedef struct hr__leaf_s {
   uint16_t accept;         /* bit i: standard method id i is answered here
                               (HEAD by a GET route, any by a "*" route) */
   uint16_t named;          /* bit i: standard method i in `allow` */
   uint64_t ext_named;      /* bit j: the table's extension method j in `allow` */
-  const hr_route_t *std[HR__M_STD];
-  const hr_route_t *any;
+  hr__leaf_route_t std[HR__M_STD];
+  hr__leaf_route_t any;
   const hr_route_t **ext;  /* extension-method routes ... */
   size_t n_ext;            /* ... matched by their ext_methods */
   hr_span_t allow;         /* the Allow value of this leaf alone */
-  /* The parameter names of std[i] and of any (their cores' pnames, which
-   * live as long as the routes). */
-  const hr_span_t *std_names[HR__M_STD];
-  const hr_span_t *any_names;
 } hr__leaf_t;
 
 typedef struct hr__node_s hr__node_t;

@@ -1052,9 +1052,9 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
   }
   /* The usual case inline: a standard method with its own route.  The
    * values are the walk's; the names are the route's own. */
-  if (mid >= 0 && leaf->std[mid] != NULL) {
-    out->route = leaf->std[mid];
-    names = leaf->std_names[mid];
+  if (mid >= 0 && leaf->std[mid].route != NULL) {
+    out->route = leaf->std[mid].route;
+    names = leaf->std[mid].names;
   } else {
     out->route = hr__leaf_route(leaf, method, mid);
     names = hr__leaf_names(leaf, out->route);

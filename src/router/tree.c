@@ -327,6 +327,8 @@ static size_t node_size(const bnode_t *n, const hr_span_t *ext, size_t n_ext,
   if (n->nroutes) {
     *leaf_bytes += ALIGN8(sizeof(hr__leaf_t)) + ALIGN8(n->nroutes * sizeof(hr_route_t *)) +
                    ALIGN8(leaf_allow_len(n, ext, n_ext) + 1);
+    for (i = 0; i < n->nroutes; i++)
+      *leaf_bytes += ALIGN8(n->routes[i]->core->nparams * sizeof(hr_span_t));
   }
   for (i = 0; i < n->nkids; i++) s += node_size(n->kids[i], ext, n_ext, leaf_bytes);
   if (n->param) s += node_size(param_target(n->param), ext, n_ext, leaf_bytes);
@@ -341,19 +343,22 @@ static const hr__leaf_t *freeze_leaf(freeze_t *fz, const bnode_t *n) {
   leaf->ext = bump(&fz->leaves, n->nroutes * sizeof(hr_route_t *));
   for (i = 0; i < n->nroutes; i++) {
     const hr_route_t *r = n->routes[i];
-    /* The core's, not a copy in the table: a request keeps its route (and
-     * so its core) alive, not the table it was found in. */
-    const hr_span_t *names = r->core->pnames;
+    /* A copy of the spans next to the leaf, read at every match.  The
+     * bytes they point to are the core's pattern, which a request keeps
+     * alive through its route when the table is gone: a match copies the
+     * spans themselves into the request. */
+    hr_span_t *names = bump(&fz->leaves, r->core->nparams * sizeof(hr_span_t));
     int id;
+    if (r->core->nparams) memcpy(names, r->core->pnames, r->core->nparams * sizeof(hr_span_t));
     if (r->core->any_method) {
-      leaf->any = r;
-      leaf->any_names = names;
+      leaf->any.route = r;
+      leaf->any.names = names;
       leaf->accept = 0xFFFFu;
     }
     for (id = 0; id < HR__M_STD; id++)
       if (r->core->std_methods & (1u << id)) {
-        leaf->std[id] = r;
-        leaf->std_names[id] = names;
+        leaf->std[id].route = r;
+        leaf->std[id].names = names;
       }
     leaf->accept |= r->core->std_methods;
     if (r->core->n_ext) leaf->ext[leaf->n_ext++] = r;
@@ -561,7 +566,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
 int hr__leaf_accepts(const hr__leaf_t *leaf, hr_span_t method, int id) {
   size_t i, j;
   if (id >= 0) return (leaf->accept >> id) & 1;
-  if (leaf->any != NULL) return 1;
+  if (leaf->any.route != NULL) return 1;
   for (i = 0; i < leaf->n_ext; i++)
     for (j = 0; j < leaf->ext[i]->core->n_ext; j++)
       if (hr_span_eq(leaf->ext[i]->core->ext_methods[j], method)) return 1;
@@ -570,9 +575,9 @@ int hr__leaf_accepts(const hr__leaf_t *leaf, hr_span_t method, int id) {
 
 const hr_span_t *hr__leaf_names(const hr__leaf_t *leaf, const hr_route_t *route) {
   int id;
-  if (route == leaf->any) return leaf->any_names;
+  if (route == leaf->any.route) return leaf->any.names;
   for (id = 0; id < HR__M_STD; id++)
-    if (leaf->std[id] == route) return leaf->std_names[id];
+    if (leaf->std[id].route == route) return leaf->std[id].names;
   return route->core->pnames; /* an extension-method route */
 }
 
@@ -580,7 +585,7 @@ const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
                                  int id) {
   size_t i, j;
   if (id >= 0) {
-    if (leaf->std[id] != NULL) return leaf->std[id];
+    if (leaf->std[id].route != NULL) return leaf->std[id].route;
   } else {
     for (i = 0; i < leaf->n_ext; i++)
       for (j = 0; j < leaf->ext[i]->core->n_ext; j++)
@@ -588,8 +593,9 @@ const hr_route_t *hr__leaf_route(const hr__leaf_t *leaf, hr_span_t method,
           return leaf->ext[i];
   }
   /* A route naming GET is more specific for HEAD than a "*" route. */
-  if (id == HR__M_HEAD && leaf->std[HR__M_GET] != NULL) return leaf->std[HR__M_GET];
-  if (leaf->any != NULL) return leaf->any;
+  if (id == HR__M_HEAD && leaf->std[HR__M_GET].route != NULL)
+    return leaf->std[HR__M_GET].route;
+  if (leaf->any.route != NULL) return leaf->any.route;
   return NULL;
 }
 
@@ -647,14 +653,14 @@ static void dump_node(dump_t *d, const hr__node_t *n, int depth, const char *kin
   }
   if (n->leaf != NULL) {
     const hr__leaf_t *l = n->leaf;
-    const hr_route_t *r = l->any;
+    const hr_route_t *r = l->any.route;
     int id;
-    for (id = 0; r == NULL && id < HR__M_STD; id++) r = l->std[id];
+    for (id = 0; r == NULL && id < HR__M_STD; id++) r = l->std[id].route;
     if (r == NULL && l->n_ext) r = l->ext[0];
     dump_str(d, "  => ", 5);
     if (r != NULL) dump_str(d, r->core->pattern.ptr, r->core->pattern.len);
     dump_str(d, "  [", 3);
-    if (l->any != NULL)
+    if (l->any.route != NULL)
       dump_str(d, "*", 1); /* every method: a "*" route stands alone */
     else
       dump_str(d, l->allow.ptr, l->allow.len);
