@@ -8,6 +8,8 @@
  *   http.h    the request and response a handler works with
  *   server.h  listeners, worker threads, limits, shutdown
  *   delegate.h  typed header values: types, delegates, the lookup cache
+ *   tls.h     HTTPS listeners, certificates replaced while serving
+ *   form.h    application/x-www-form-urlencoded pairs (queries, forms)
  */
 #ifndef HROUTE_H
 #define HROUTE_H
@@ -19,5 +21,6 @@
 #include "hroute/server.h"
 #include "hroute/delegate.h"
 #include "hroute/tls.h"
+#include "hroute/form.h"
 
 #endif /* HROUTE_H */

@@ -47,6 +47,43 @@ HR_EXTERN hr_span_t hr_request_path(const hr_request_t *req);
 /* The query: the bytes after the first '?' (without it), empty if none. */
 HR_EXTERN hr_span_t hr_request_query(const hr_request_t *req);
 
+/*
+ * The query as decoded pairs (application/x-www-form-urlencoded, form.h:
+ * '&' between pairs, '+' a space, "%XX" a byte; repeated keys kept in
+ * order, a key without '=' has an empty value).  Parsed on the first call
+ * into the request's memory; a key or value that needs no decoding points
+ * into the target.  Spans are valid while the request is.  Loop thread of
+ * the request only (the first call caches).  Each returns 0, or
+ *   HR_ENOTFOUND  no such pair (index past the end, key not present);
+ *   HR_EPARSE     a '%' not followed by two hex digits anywhere in it;
+ *   HR_ETOOLARGE  more than hr_server_options_t.max_form_pairs pairs;
+ *   HR_ENOMEM, or HR_EINVAL for a NULL request.
+ * A handler answers HR_EPARSE and HR_ETOOLARGE with 400 as it sees fit;
+ * the raw query stays available through hr_request_query().
+ */
+HR_EXTERN int hr_request_query_count(hr_request_t *req, size_t *n);
+/* Pair `index` in order of appearance; key or value may be NULL. */
+HR_EXTERN int hr_request_query_pair(hr_request_t *req, size_t index, hr_span_t *key,
+                                    hr_span_t *value);
+/* The value of `key` (compared after decoding, byte for byte).  For
+ * repeated keys pass a cursor initialised to 0 and call again: each call
+ * returns the next one.  `cursor` may be NULL to get the first. */
+HR_EXTERN int hr_request_query_get(hr_request_t *req, hr_span_t key, size_t *cursor,
+                                   hr_span_t *value);
+
+/*
+ * The same for a buffered body (HR_BODY_BUFFER routes) whose Content-Type
+ * is application/x-www-form-urlencoded (parameters such as charset
+ * ignored): what an HTML form posts.  HR_EINVAL when the request has no
+ * such body (another Content-Type, none, or a streaming route); otherwise
+ * as the query calls above.  Call from the handler (the body is complete).
+ */
+HR_EXTERN int hr_request_form_count(hr_request_t *req, size_t *n);
+HR_EXTERN int hr_request_form_pair(hr_request_t *req, size_t index, hr_span_t *key,
+                                   hr_span_t *value);
+HR_EXTERN int hr_request_form_get(hr_request_t *req, hr_span_t key, size_t *cursor,
+                                  hr_span_t *value);
+
 /* The HTTP version as 10 (HTTP/1.0) or 11 (HTTP/1.1). */
 HR_EXTERN int hr_request_version(const hr_request_t *req);
 

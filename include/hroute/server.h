@@ -70,6 +70,10 @@ typedef struct hr_server_options_s {
   size_t write_high_water_bytes;
   /* listen(2) backlog.  511. */
   int backlog;
+  /* Most pairs a request's query, or its urlencoded form body, may hold:
+   * with more, hr_request_query_* / hr_request_form_* answer HR_ETOOLARGE
+   * (PHP's max_input_vars is the same idea).  1000; 0 means 1000. */
+  size_t max_form_pairs;
   hr_log_cb log;  /* NULL: no logging */
   void *log_ctx;
 } hr_server_options_t;

@@ -87,6 +87,8 @@ struct hr_request_s {
   unsigned target_bad : 1;
   unsigned continue_pending : 1; /* 100 Continue waits for read_body */
   unsigned in_field_value : 1;
+  struct hr__form_s *query_form; /* parsed on first use (query.c) */
+  struct hr__form_s *body_form;
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
   hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */

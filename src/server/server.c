@@ -27,6 +27,7 @@ void hr_server_options_init(hr_server_options_t *o) {
   o->write_timeout_ms = 10000;
   o->write_high_water_bytes = 65536;
   o->backlog = 511;
+  o->max_form_pairs = 1000;
 }
 
 int hr_server_new(hr_server_t **out, hr_router_t *router,
@@ -45,6 +46,7 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
       o.max_request_line_bytes == 0 || o.max_header_fields == 0 ||
       o.write_high_water_bytes == 0 || o.backlog <= 0)
     return HR_EINVAL;
+  if (o.max_form_pairs == 0) o.max_form_pairs = 1000;
   hr__mem_init(&mem, o.allocator);
   s = hr__mem_alloc(&mem, sizeof(*s));
   if (s == NULL) return HR_ENOMEM;
