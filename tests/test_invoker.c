@@ -84,9 +84,11 @@ static const tcase_t typed_cases[] = {
     {"/i/9223372036854775808", NULL},
     {"/i/-9223372036854775809", NULL},
     {"/i/99999999999999999999999", NULL},
-    {"/i/+5", "i=5"},
-    {"/i/-0", "i=0"},
-    {"/i/007", "i=7"},
+    {"/i/+5", NULL},  /* canonical spellings only: one number, one URL */
+    {"/i/-0", NULL},
+    {"/i/007", NULL},
+    {"/i/-07", NULL},
+    {"/i/10", "i=10"},
     {"/i/%2D12", "i=-12"}, /* decoded before conversion */
     {"/i/1a", NULL},
     {"/i/-", NULL},
@@ -96,6 +98,8 @@ static const tcase_t typed_cases[] = {
     {"/i/%205", NULL},
     {"/i/", NULL}, /* empty: no such path */
     {"/u/0", "u=0"},
+    {"/u/00", NULL},
+    {"/u/01", NULL},
     {"/u/18446744073709551615", "u=18446744073709551615"},
     {"/u/18446744073709551616", NULL},
     {"/u/99999999999999999999", NULL},
@@ -148,18 +152,32 @@ static void test_typed_parameters(void **state) {
   }
 }
 
-/* "[+-]digits, within int64_t": leading zeros do not change the value. */
-static void test_typed_leading_zeros(void **state) {
+/* With lenient_integers, "+5", "-0" and leading zeros convert, as before
+ * canonical spellings were required. */
+static void test_typed_lenient(void **state) {
   fx_t *fx = *state;
+  hr_param_type_t ti = HR_PARAM_INT64, tu = HR_PARAM_UINT64;
+  hr_route_options_t o;
   rc_t *c;
-  typed_route(fx, "/i/:v", HR_PARAM_INT64, "i");
-  typed_route(fx, "/u/:v", HR_PARAM_UINT64, "u");
+  hr_route_options_init(&o);
+  o.lenient_integers = 1;
+  o.nparam_types = 1;
+  o.param_types = &ti;
+  fx_route_opts(fx, "GET", "/i/:v", h_typed, (void *)"i", &o);
+  o.param_types = &tu;
+  fx_route_opts(fx, "GET", "/u/:v", h_typed, (void *)"u", &o);
   fx_start(fx, 1);
   c = fx_connect(fx);
   send_get(c, "/i/000000000000000000001"); /* 21 digits, value 1 */
   expect_response(c, "HTTP/1.1 200 OK", "i=1", NULL);
+  send_get(c, "/i/+5");
+  expect_response(c, "HTTP/1.1 200 OK", "i=5", NULL);
+  send_get(c, "/i/-0");
+  expect_response(c, "HTTP/1.1 200 OK", "i=0", NULL);
   send_get(c, "/u/0000000000000000000018446744073709551615");
   expect_response(c, "HTTP/1.1 200 OK", "u=18446744073709551615", NULL);
+  send_get(c, "/u/+1"); /* never a sign on unsigned */
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
 }
 
 static void test_typed_accessors(void **state) {
@@ -378,7 +396,7 @@ static int held_teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_typed_parameters),
-      T(test_typed_leading_zeros),
+      T(test_typed_lenient),
       T(test_typed_accessors),
       T(test_typed_registration_errors),
       T(test_route_counters),

@@ -145,8 +145,10 @@ typedef struct hr_route_error_s {
  */
 typedef enum hr_param_type_e {
   HR_PARAM_STRING = 0, /* the decoded text (default) */
-  HR_PARAM_INT64,      /* [+-]digits, within int64_t */
-  HR_PARAM_UINT64,     /* digits, within uint64_t */
+  HR_PARAM_INT64,      /* -?digits within int64_t, canonical: no leading
+                          zero (but "0"), no '+', no "-0", so that one
+                          number has one URL (see lenient_integers) */
+  HR_PARAM_UINT64,     /* digits within uint64_t, canonical as above */
   HR_PARAM_BOOL,       /* "true" or "false" */
   HR_PARAM_UUID        /* 8-4-4-4-12 hex digits (RFC 9562 §4), any case */
 } hr_param_type_t;
@@ -242,6 +244,9 @@ typedef struct hr_route_options_s {
    * router, the case of literal text).  Requests in flight finish with the
    * old version; later ones get the new one. */
   int replace;
+  /* Non-zero: typed integer parameters also take "+1", "01" and "-0" (the
+   * behaviour before canonical spellings were required). */
+  int lenient_integers;
 } hr_route_options_t;
 
 /* Fills `opts` with the defaults (all zero: server limits, buffered body, no

@@ -150,15 +150,24 @@ static int parse_u64(hr_span_t v, uint64_t *out) {
   return 0;
 }
 
-static int parse_i64(hr_span_t v, int64_t *out) {
+/* Whether digits v are the one canonical spelling of their number: no
+ * leading zero but in "0" itself (so that /items/7 and /items/007 are not
+ * two names of one resource). */
+static int canonical_digits(hr_span_t v) {
+  return v.len == 1 || (v.len > 1 && v.ptr[0] != '0');
+}
+
+static int parse_i64(hr_span_t v, int64_t *out, int lenient) {
   uint64_t n;
   int neg = 0;
   if (v.len && (v.ptr[0] == '-' || v.ptr[0] == '+')) {
+    if (v.ptr[0] == '+' && !lenient) return -1;
     neg = v.ptr[0] == '-';
     v.ptr++;
     v.len--;
   }
   if (parse_u64(v, &n) != 0) return -1;
+  if (!lenient && (!canonical_digits(v) || (neg && n == 0))) return -1; /* "-0" */
   if (neg) {
     if (n > (uint64_t)INT64_MAX + 1) return -1;
     *out = n == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)n;
@@ -198,10 +207,11 @@ int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
       case HR_PARAM_STRING:
         break;
       case HR_PARAM_INT64:
-        if (parse_i64(v, &values[i].i64) != 0) return -1;
+        if (parse_i64(v, &values[i].i64, c->lenient_ints) != 0) return -1;
         break;
       case HR_PARAM_UINT64:
-        if (parse_u64(v, &values[i].u64) != 0) return -1;
+        if (parse_u64(v, &values[i].u64) != 0 || (!c->lenient_ints && !canonical_digits(v)))
+          return -1;
         break;
       case HR_PARAM_BOOL:
         if (hr_span_eq(v, HR_SPAN_LIT("true")))
