@@ -474,6 +474,49 @@ static void test_slow_reader_large_chunked(void **state) {
   ev_destroy(&big.done);
 }
 
+/* A handler's Content-Type and Set-Cookie against the route's constant
+ * Content-Type and X-Const. */
+static void h_override(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("content-type"), HR_SPAN_LIT("text/csv"));
+  hr_response_add_field(res, HR_SPAN_LIT("Set-Cookie"), HR_SPAN_LIT("a=1"));
+  hr_response_add_field(res, HR_SPAN_LIT("Set-Cookie"), HR_SPAN_LIT("b=2"));
+  hr_response_send(res, 200, "x,y", 3);
+}
+
+/* A handler's field replaces the route's constant field of that name (one
+ * line goes out, the handler's); the route's other constant fields stay,
+ * and the handler's repeated fields are all sent. */
+static void test_handler_field_replaces_constant(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t o;
+  hr_field_t cf[] = {{HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("application/json")},
+                     {HR_SPAN_LIT("X-Const"), HR_SPAN_LIT("kept")}};
+  rc_t *c;
+  rc_response_t r;
+  hr_route_options_init(&o);
+  o.fields = cf;
+  o.nfields = 2;
+  fx_route_opts(fx, "GET", "/csv", h_override, NULL, &o);
+  fx_route_opts(fx, "GET", "/plain", ta_text, "{}", &o);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /csv HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "x,y", &r);
+  assert_int_equal(rc_header_count(&r, "Content-Type"), 1);
+  expect_field(&r, "Content-Type", "text/csv", 1);
+  expect_field(&r, "X-Const", "kept", 0);
+  assert_int_equal(rc_header_count(&r, "Set-Cookie"), 2);
+  rc_response_free(&r);
+  /* Without a handler field of that name, the constant goes out. */
+  assert_int_equal(rc_send_str(c, "GET /plain HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "{}", &r);
+  assert_int_equal(rc_header_count(&r, "Content-Type"), 1);
+  expect_field(&r, "Content-Type", "application/json", 1);
+  rc_response_free(&r);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -482,6 +525,7 @@ int main(void) {
       T(test_bad_streaming_lengths),
       T(test_bodiless_responses),
       T(test_response_fields),
+      T(test_handler_field_replaces_constant),
       T(test_borrowed_body),
       T(test_large_writes),
       T(test_slow_reader_large_chunked),

@@ -223,8 +223,10 @@ typedef struct hr_route_options_s {
    * example Content-Type.  Copied and pre-rendered at registration; names must
    * be tokens, values must not contain CR, LF or NUL, and Date,
    * Content-Length, Transfer-Encoding and Connection are the server's (all
-   * HR_EINVAL).  They are always sent: a handler adding a field of the same
-   * name sends a second line. */
+   * HR_EINVAL).  A handler that adds a field of the same name (ASCII case
+   * aside) replaces it: its own lines of that name go out instead.  A
+   * handler's own fields are all sent, repeated ones too (Set-Cookie,
+   * Link, Vary...). */
   const hr_field_t *fields;
   size_t nfields;
   /* When non-NULL and registration fails, filled with the details. */

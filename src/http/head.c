@@ -30,6 +30,40 @@ static char *put_uint(char *p, uint64_t v) {
   return p;
 }
 
+/* Whether the "name: value\r\n" lines of `fields` have one named `name`
+ * (ASCII case-insensitively, RFC 9110 §5.1). */
+static int has_field(hr_span_t fields, hr_span_t name) {
+  const char *p = fields.ptr, *end = fields.ptr + fields.len;
+  while (p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p)), *colon;
+    size_t n;
+    if (eol == NULL) eol = end;
+    colon = memchr(p, ':', (size_t)(eol - p));
+    n = colon ? (size_t)(colon - p) : 0;
+    if (n == name.len && hr_span_eq_nocase((hr_span_t){p, n}, name)) return 1;
+    p = eol + 1;
+  }
+  return 0;
+}
+
+/* The route's constant lines, but those the response itself names: a
+ * handler's field replaces the route's field of that name. */
+static char *put_route_fields(char *p, hr_span_t route, hr_span_t own) {
+  const char *l = route.ptr, *end = route.ptr + route.len;
+  if (own.len == 0) return put(p, route.ptr, route.len);
+  while (l < end) {
+    const char *eol = memchr(l, '\n', (size_t)(end - l)), *colon;
+    size_t len;
+    eol = eol ? eol + 1 : end;
+    len = (size_t)(eol - l);
+    colon = memchr(l, ':', len);
+    if (colon == NULL || !has_field(own, (hr_span_t){l, (size_t)(colon - l)}))
+      p = put(p, l, len);
+    l = eol;
+  }
+  return p;
+}
+
 size_t hr__head_render(const hr__head_t *h, char *out) {
   const char *reason = hr_status_reason(h->status);
   int st = h->status;
@@ -39,7 +73,7 @@ size_t hr__head_render(const hr__head_t *h, char *out) {
   *p++ = ' ';
   p = put(p, reason, strlen(reason));
   p = put(p, "\r\n", 2);
-  if (h->route_fields.len) p = put(p, h->route_fields.ptr, h->route_fields.len);
+  if (h->route_fields.len) p = put_route_fields(p, h->route_fields, h->fields);
   if (h->date.len) p = put(p, h->date.ptr, h->date.len);
   if (h->fields.len) p = put(p, h->fields.ptr, h->fields.len);
   if (h->chunked) {

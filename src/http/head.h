@@ -20,7 +20,8 @@
  * "name: value\r\n" lines. */
 typedef struct hr__head_s {
   int status;
-  hr_span_t route_fields; /* pre-rendered by the route's invoker */
+  hr_span_t route_fields; /* pre-rendered by the route's invoker; a line
+                             whose name `fields` has too is left out */
   hr_span_t date;         /* the Date line, or empty (1xx) */
   hr_span_t fields;       /* the response's own lines */
   int64_t length;         /* Content-Length; < 0: none */
