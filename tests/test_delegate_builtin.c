@@ -1448,9 +1448,15 @@ static const nego_t nego_cases[] = {
     {"TEXT/HTML", {"text/html"}, 0},
     {"text/plain;charset=\"UTF-8\"", {"text/plain;Charset=utf-8"}, 0},
     {"text/plain;charset=\"utf\\-8\"", {"text/plain;charset=utf-8"}, 0},
+    /* A parameter the offer lacks is no conflict (issue 12); another value
+     * is. */
     {"text/plain;charset=utf-8",
      {"text/plain;charset=latin1", "text/plain"},
-     -1},
+     1},
+    {"application/json; charset=utf-8", {"application/json"}, 0},
+    {"application/json;charset=utf-8, application/json;q=0.5",
+     {"application/json;charset=utf-8", "application/json"},
+     0},
     {"text/plain;charset=utf-8",
      {"text/plain;charset=latin1;x=1", "text/plain;x=1;charset=utf-8"},
      1},

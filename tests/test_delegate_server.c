@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -197,6 +198,56 @@ static void test_typed_field_allocates_nothing(void **state) {
   ca_destroy(&ca);
 }
 
+/* Offers JSON, then HTML, as the client's Accept allows: 406 when it
+ * allows neither. */
+static void h_negotiate(hr_request_t *req, hr_response_t *res, void *udata) {
+  static const char *const names[] = {"application/json", "text/html"};
+  hr_media_type_t offers[2];
+  hr_media_ranges_t accept;
+  hr_router_t *router = udata;
+  int rc, k;
+  size_t i;
+  for (i = 0; i < 2; i++)
+    assert_int_equal(hr_value_parse(router, HR_TYPE_MEDIA_TYPE, hr_span_cstr(names[i]),
+                                    &offers[i]),
+                     0);
+  rc = hr_request_typed(req, HR_SPAN_LIT("Accept"), HR_TYPE_MEDIA_RANGES, &accept);
+  if (rc == HR_ENOTFOUND) accept.n = 0;
+  else if (rc != 0) {
+    hr_response_send(res, 400, "bad Accept", 10);
+    return;
+  }
+  k = hr_media_negotiate(&accept, offers, 2);
+  if (k < 0) {
+    hr_response_send(res, 406, "", 0);
+    return;
+  }
+  hr_response_send(res, 200, names[k], strlen(names[k]));
+}
+
+static void negotiate_expect(fx_t *fx, const char *accept, const char *status,
+                             const char *body) {
+  char req[256];
+  rc_t *c = fx_connect(fx);
+  snprintf(req, sizeof req, "GET /n HTTP/1.1\r\nHost: a\r\nAccept: %s\r\n\r\n", accept);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_response(c, status, body, NULL);
+  fx_drop(fx, c);
+}
+
+/* Media-range parameters as RFC 9110 §12.5.1 has them, through the server:
+ * a parameter the offer does not name is no reason for 406. */
+static void test_accept_parameters(void **state) {
+  fx_t *fx = *state;
+  fx_route(fx, "GET", "/n", h_negotiate, fx->router);
+  fx_start(fx, 1);
+  negotiate_expect(fx, "application/json; charset=utf-8", "HTTP/1.1 200 OK", "application/json");
+  negotiate_expect(fx, "text/html;level=1", "HTTP/1.1 200 OK", "text/html");
+  negotiate_expect(fx, "application/json;q=0.1, text/html", "HTTP/1.1 200 OK", "text/html");
+  negotiate_expect(fx, "image/png", "HTTP/1.1 406 Not Acceptable", "");
+  negotiate_expect(fx, "application/json;q=0, text/*;q=0", "HTTP/1.1 406 Not Acceptable", "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_param_of_user_type, fx_setup, fx_teardown),
@@ -205,6 +256,7 @@ int main(void) {
                                       fx_teardown),
       cmocka_unit_test_setup_teardown(test_typed_field_allocates_nothing, fx_setup,
                                       fx_teardown),
+      cmocka_unit_test_setup_teardown(test_accept_parameters, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,7 +203,10 @@ typedef struct hr_media_ranges_s {
  * Picks the best of `offers` (n media types the handler can produce, in its
  * order of preference) for the Accept value in `ranges` (RFC 9110 §12.5.1:
  * the most specific matching range gives an offer its weight; q=0 excludes
- * it; ties go to the earlier offer).  Returns the index of the offer, or -1
+ * it; ties go to the earlier offer).  A range's parameters match the
+ * offer's of the same name (value compared case-insensitively); one the
+ * offer lacks does not exclude it ("application/json; charset=utf-8"
+ * accepts application/json), but ranks below a range without it.  Returns the index of the offer, or -1
  * when none is acceptable.  An empty `ranges` (no Accept field) accepts the
  * first offer.
  */

@@ -176,10 +176,19 @@ static int value_eq(const hr_mparam_t *a, const hr_mparam_t *b) {
   return i == a->value.len && j == b->value.len;
 }
 
-/* How specific `range` is for `offer`, or -1 when it does not match. */
+/* How specific `range` is for `offer`, or -1 when it does not match
+ * (RFC 9110 §12.5.1).  A parameter of the range matches the offer's of
+ * that name, case-insensitively; one the offer has with another value
+ * rules the range out; one the offer does not have is no conflict
+ * ("Accept: application/json; charset=utf-8" accepts the offer
+ * application/json), but a range the offer meets without such parameters
+ * is more specific, so that with "text/html;level=1, text/html;q=0.7" a
+ * plain text/html gets 0.7, as in the RFC's example.  Order: type level
+ * ("*" alone, then a type with "*", then both named), then parameters
+ * matched, then none missing. */
 static int specificity(const hr_media_type_t *range,
                        const hr_media_type_t *offer) {
-  size_t i, j, np = range->nparams;
+  size_t i, j, np = range->nparams, matched = 0, missing = 0;
   int level;
   if (np > HR_MAX_ITEMS) return -1;
   if (hr_span_eq(range->type, star)) {
@@ -196,12 +205,15 @@ static int specificity(const hr_media_type_t *range,
   for (i = 0; i < np; i++) {
     const hr_mparam_t *rp = &range->params[i];
     for (j = 0; j < offer->nparams && j < HR_MAX_ITEMS; j++)
-      if (hr_span_eq_nocase(rp->name, offer->params[j].name) &&
-          value_eq(rp, &offer->params[j]))
-        break;
-    if (j == offer->nparams || j == HR_MAX_ITEMS) return -1;
+      if (hr_span_eq_nocase(rp->name, offer->params[j].name)) break;
+    if (j == offer->nparams || j == HR_MAX_ITEMS)
+      missing++;
+    else if (value_eq(rp, &offer->params[j]))
+      matched++;
+    else
+      return -1;
   }
-  return level * (HR_MAX_ITEMS + 1) + (int)np;
+  return (level * (HR_MAX_ITEMS + 1) + (int)matched) * 2 + (missing == 0);
 }
 
 int hr_media_negotiate(const hr_media_ranges_t *ranges,
