@@ -167,6 +167,55 @@ static void test_typed_fields_and_conditional_get(void **state) {
   fx_drop(fx, c);
 }
 
+/* The preconditions of RFC 9110 §13.2.2, in their order, through the
+ * server: the resource's validators are ETag "v42" and Last-Modified
+ * Sun, 06 Nov 1994 08:49:37 GMT (h_typed). */
+static void test_preconditions_in_order(void **state) {
+  static const struct {
+    const char *method, *fields, *status;
+  } cases[] = {
+      /* 1. If-Match: strong comparison; "*" for an existing resource */
+      {"PUT", "If-Match: \"v42\"\r\n", "HTTP/1.1 200 OK"},
+      {"PUT", "If-Match: \"x\", \"v42\"\r\n", "HTTP/1.1 200 OK"},
+      {"PUT", "If-Match: *\r\n", "HTTP/1.1 200 OK"},
+      {"PUT", "If-Match: \"x\"\r\n", "HTTP/1.1 412 Precondition Failed"},
+      {"PUT", "If-Match: W/\"v42\"\r\n", "HTTP/1.1 412 Precondition Failed"},
+      {"GET", "If-Match: \"x\"\r\n", "HTTP/1.1 412 Precondition Failed"},
+      /* If-Match decides: If-Unmodified-Since is then not looked at */
+      {"PUT", "If-Match: \"v42\"\r\nIf-Unmodified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n",
+       "HTTP/1.1 200 OK"},
+      /* 2. If-Unmodified-Since */
+      {"PUT", "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n", "HTTP/1.1 200 OK"},
+      {"PUT", "If-Unmodified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n",
+       "HTTP/1.1 412 Precondition Failed"},
+      {"PUT", "If-Unmodified-Since: not a date\r\n", "HTTP/1.1 200 OK"}, /* ignored */
+      /* a failed 1 or 2 comes before 3 */
+      {"GET", "If-Match: \"x\"\r\nIf-None-Match: \"v42\"\r\n",
+       "HTTP/1.1 412 Precondition Failed"},
+      /* 3. If-None-Match after a passing If-Match */
+      {"GET", "If-Match: \"v42\"\r\nIf-None-Match: \"v42\"\r\n", "HTTP/1.1 304 Not Modified"},
+      {"PUT", "If-None-Match: *\r\n", "HTTP/1.1 412 Precondition Failed"},
+  };
+  fx_t *fx = *state;
+  size_t i;
+  fx_route(fx, "GET,PUT", "/doc", h_typed, NULL);
+  fx_start(fx, 1);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char req[512];
+    rc_t *c = fx_connect(fx);
+    rc_response_t r;
+    snprintf(req, sizeof req, "%s /doc HTTP/1.1\r\nHost: a\r\n%sContent-Length: 0\r\n\r\n",
+             cases[i].method, cases[i].fields);
+    assert_int_equal(rc_send_str(c, req), 0);
+    assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+    if (strcmp(r.status_line, cases[i].status) != 0)
+      fail_msg("%s with %s: %s, want %s", cases[i].method, cases[i].fields, r.status_line,
+               cases[i].status);
+    rc_response_free(&r);
+    fx_drop(fx, c);
+  }
+}
+
 static void test_typed_field_allocates_nothing(void **state) {
   fx_t *fx = *state;
   ca_t ca;
@@ -257,6 +306,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_typed_field_allocates_nothing, fx_setup,
                                       fx_teardown),
       cmocka_unit_test_setup_teardown(test_accept_parameters, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_preconditions_in_order, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

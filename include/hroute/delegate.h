@@ -300,16 +300,23 @@ HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
                                hr_type_id_t type, void *value);
 
 /*
- * Conditional requests on an existing resource (RFC 9110 §13.1.2, §13.1.3,
- * §13.2.2): when the request's If-None-Match is "*" or matches `etag` (weak
- * comparison), or, without If-None-Match, its If-Modified-Since is not
- * older than `last_modified` (seconds; < 0: unknown), answers 304 with ETag
- * and Last-Modified for GET and HEAD (412 Precondition Failed for other
- * methods when If-None-Match matches) and returns 1 (the response is
- * complete).  Otherwise returns 0 and the
- * handler sends the full response.  `etag` may be NULL.  Malformed
- * conditional fields are ignored, as RFC 9110 §13.1 requires.  Returns a
- * negative error code when the 304 could not be sent.  Loop thread.
+ * Conditional requests on an existing resource, in the order of RFC 9110
+ * §13.2.2, for the resource's current `etag` (may be NULL) and
+ * `last_modified` (seconds; < 0: unknown):
+ *   1. If-Match: unless it is "*" or one of its tags matches `etag` (strong
+ *      comparison, §13.1.1), 412 Precondition Failed;
+ *   2. without If-Match, If-Unmodified-Since: when the resource changed
+ *      after that date (§13.1.4), 412;
+ *   3. If-None-Match: when it is "*" or matches `etag` (weak comparison,
+ *      §13.1.2), 304 Not Modified for GET and HEAD, 412 for other methods;
+ *   4. without If-None-Match, for GET and HEAD, If-Modified-Since: when the
+ *      resource did not change after that date (§13.1.3), 304.
+ * A 304 carries ETag and Last-Modified (§15.4.5).  When one of these
+ * answers is sent, returns 1 (the response is complete); otherwise returns
+ * 0 and the handler goes on (and sends the full response, or performs the
+ * change).  Malformed conditional fields are ignored, as §13.1 requires.
+ * Returns a negative error code when the answer could not be sent.  Loop
+ * thread.
  */
 HR_EXTERN int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
                                        const hr_etag_t *etag,

@@ -107,6 +107,27 @@ int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
 }
 
 
+/* Steps 1 and 2 of RFC 9110 §13.2.2: whether If-Match (strong comparison,
+ * §13.1.1) or, without it, If-Unmodified-Since (§13.1.4) fails.  Returns
+ * 1 (412), 0, or a negative error; malformed fields are ignored. */
+static int precondition_fails(hr_request_t *req, const hr_etag_t *etag, int64_t last_modified) {
+  hr_etag_list_t im;
+  hr_date_t ius;
+  size_t i;
+  int rc = hr_request_typed(req, HR_SPAN_LIT("If-Match"), HR_TYPE_ETAG_LIST, &im);
+  if (rc == 0) {
+    int match = im.any; /* "*": the resource exists (the handler says so) */
+    for (i = 0; !match && etag != NULL && i < im.n; i++)
+      match = hr__etag_match(&im.tags[i], etag, 0);
+    return !match;
+  }
+  if (rc != HR_ENOTFOUND && rc != HR_EPARSE) return rc;
+  if (rc == HR_ENOTFOUND && last_modified >= 0 &&
+      hr_request_typed(req, HR_SPAN_LIT("If-Unmodified-Since"), HR_TYPE_DATE, &ius) == 0)
+    return last_modified > ius.seconds;
+  return 0;
+}
+
 int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
                              const hr_etag_t *etag, int64_t last_modified) {
   hr_etag_list_t inm;
@@ -116,6 +137,12 @@ int hr_response_not_modified(hr_request_t *req, hr_response_t *res,
                     hr_span_eq(method, HR_SPAN_LIT("HEAD"));
   int status = 0, rc;
   size_t i;
+  rc = precondition_fails(req, etag, last_modified);
+  if (rc < 0) return rc;
+  if (rc == 1) {
+    rc = hr_response_send(res, 412, NULL, 0);
+    return rc == 0 ? 1 : rc;
+  }
   rc = hr_request_typed(req, HR_SPAN_LIT("If-None-Match"), HR_TYPE_ETAG_LIST, &inm);
   if (rc == 0) {
     /* §13.1.2: If-None-Match takes precedence over If-Modified-Since; "*"
