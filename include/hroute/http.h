@@ -135,6 +135,19 @@ HR_EXTERN const void *hr_request_param_object(const hr_request_t *req,
 HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
                                        hr_span_t *value);
 
+/*
+ * Sets the value of request-local `key` (hr_router_local_key) on `req`,
+ * replacing the value set before (whose destructor then runs).  NULL
+ * clears it.  The first value set on a request takes HR_MAX_LOCALS
+ * pointers of the request's memory.  Returns 0, HR_EINVAL (a key this
+ * router did not give), HR_ENOMEM.  Loop thread of the request.
+ */
+HR_EXTERN int hr_request_set_local(hr_request_t *req, hr_local_key_t key, void *value);
+
+/* The value of request-local `key`, or NULL when none is set.  Loop thread
+ * of the request. */
+HR_EXTERN void *hr_request_local(const hr_request_t *req, hr_local_key_t key);
+
 /* The buffered message body (routes with HR_BODY_BUFFER); empty when the
  * request has none, or for streaming routes. */
 HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);

@@ -193,6 +193,32 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
  */
 typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
 
+/* ---- request locals --------------------------------------------------------- */
+
+/* Most request-local keys one router may register. */
+#define HR_MAX_LOCALS 64
+
+/* A request-local key (see hr_router_local_key). */
+typedef unsigned hr_local_key_t;
+
+/* Destroys a request-local value when its exchange ends (or when it is
+ * replaced), on the loop thread.  `udata` is the key's. */
+typedef void (*hr_local_destroy_cb)(void *udata, void *value);
+
+/*
+ * Registers a request-local key: middleware attaches a value to a request
+ * under it (hr_request_set_local) and later middleware, the handler and the
+ * after-middleware read it (hr_request_local), with no string lookup and
+ * no allocation beyond the request's memory.  `destroy` (may be NULL) runs
+ * with each value still set when the exchange ends, after the
+ * after-middleware.  Register keys at start-up and keep them in globals;
+ * they cannot be unregistered.  Returns 0 and stores the key, HR_ETOOLARGE
+ * past HR_MAX_LOCALS keys, or HR_EINVAL.  Any thread (a key registered
+ * while serving is usable at once).
+ */
+HR_EXTERN int hr_router_local_key(hr_router_t *router, hr_local_destroy_cb destroy,
+                                  void *udata, hr_local_key_t *key);
+
 /* ---- handler contexts ------------------------------------------------------ */
 
 /* Which context a handler receives as its `udata` argument. */

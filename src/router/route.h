@@ -343,10 +343,22 @@ struct hr_router_s {
   hr__mwreg_t **mws_tail;
   uint64_t loops_used;           /* bitmap of per-loop slot numbers in use */
   hr__registry_t registry;       /* value types and header delegates */
+  /* Request-local keys: entry i written once, before nlocals passes i
+   * (release); readers load nlocals with acquire. */
+  struct {
+    hr_local_destroy_cb destroy;
+    void *udata;
+  } locals[HR_MAX_LOCALS];
+  _Atomic unsigned nlocals;
   hr__table_t *retired;          /* writer side: replaced, not yet freed */
   size_t nretired;
   int used_call_rcu;             /* some table went to call_rcu */
 };
+
+/* Request locals (router.c): whether `key` was given, and its destructor
+ * run on `value`. */
+int hr__router_local_known(hr_router_t *r, hr_local_key_t key);
+void hr__router_local_destroy(hr_router_t *r, hr_local_key_t key, void *value);
 
 /* A per-loop slot number for a worker loop, or -1 when all are taken. */
 int hr__router_loop_acquire(hr_router_t *r);

@@ -87,6 +87,7 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
     return HR_ENOMEM;
   }
   atomic_init(&r->table, t);
+  atomic_init(&r->nlocals, 0);
   *out = r;
   return 0;
 }
@@ -1080,6 +1081,37 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   /* The caller's read-side section, if routes may change meanwhile (see
    * router.h): taking one per lookup would cost more than the lookup. */
   return match_impl(r, method, host, target, buf, buflen, out);
+}
+
+/* ---- request locals ---------------------------------------------------------- */
+
+int hr_router_local_key(hr_router_t *r, hr_local_destroy_cb destroy, void *udata,
+                        hr_local_key_t *key) {
+  unsigned n;
+  if (r == NULL || key == NULL) return HR_EINVAL;
+  pthread_mutex_lock(&r->lock);
+  n = atomic_load_explicit(&r->nlocals, memory_order_relaxed);
+  if (n == HR_MAX_LOCALS) {
+    pthread_mutex_unlock(&r->lock);
+    return HR_ETOOLARGE;
+  }
+  r->locals[n].destroy = destroy;
+  r->locals[n].udata = udata;
+  /* Pairs with the acquire loads in hr__router_local_*: the entry is
+   * complete before a loop can use the key. */
+  atomic_store_explicit(&r->nlocals, n + 1, memory_order_release);
+  pthread_mutex_unlock(&r->lock);
+  *key = n;
+  return 0;
+}
+
+int hr__router_local_known(hr_router_t *r, hr_local_key_t key) {
+  return key < atomic_load_explicit(&r->nlocals, memory_order_acquire);
+}
+
+void hr__router_local_destroy(hr_router_t *r, hr_local_key_t key, void *value) {
+  /* key was known when its value was set: its entry is complete. */
+  if (r->locals[key].destroy != NULL) r->locals[key].destroy(r->locals[key].udata, value);
 }
 
 /* ---- introspection --------------------------------------------------------- */

@@ -58,6 +58,7 @@ void hr__exchange_free(hr__exchange_t *ex) {
   int where = atomic_load_explicit(&ex->where, memory_order_relaxed);
   if (where == HR__EX_ABANDONED) return; /* kept until hr_server_free */
   hr__invoke_end(ex);
+  hr__locals_release(ex);
   hr__invoke_release(ex);
   if (where == HR__EX_DETACHED) unlink_detached(ex);
   give_back(ex);
@@ -123,6 +124,7 @@ void hr__exchange_abandon(hr__exchange_t *ex) {
 }
 
 void hr__exchange_release_abandoned(hr__exchange_t *ex) {
+  hr__locals_release(ex);
   hr__invoke_release(ex);
   give_back(ex);
 }

@@ -88,6 +88,7 @@ struct hr_request_s {
   unsigned continue_pending : 1; /* 100 Continue waits for read_body */
   unsigned in_field_value : 1;
   struct hr__form_s *query_form; /* parsed on first use (query.c) */
+  void **locals;                 /* HR_MAX_LOCALS values, from the first set */
   struct hr__form_s *body_form;
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
@@ -262,6 +263,7 @@ llhttp_errno_t hr__parse_head(hr__exchange_t *ex);
 void hr__invoke(hr__exchange_t *ex);
 void hr__invoke_end(hr__exchange_t *ex); /* after-middleware and counters */
 void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
+void hr__locals_release(hr__exchange_t *ex);  /* request locals' destructors */
 void hr__worker_ctx_prepare(hr__worker_t *w);
 void hr__worker_ctx_sweep(hr__worker_t *w, int all);
 
