@@ -39,6 +39,39 @@ typedef enum hr_log_level_e {
 typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
 
 /* Server settings; hr_server_options_init() fills the defaults shown. */
+/* What an access-log line says (hr_server_options_t.access_log). */
+typedef enum hr_access_format_e {
+  /* Common Log Format: host - - [10/Oct/2000:13:55:36 +0000] "GET /a HTTP/1.1"
+   * 200 2326 */
+  HR_ACCESS_COMMON = 0,
+  /* Combined: Common, then "Referer" "User-Agent" */
+  HR_ACCESS_COMBINED = 1,
+  /* One JSON object per line: {"time":"2000-10-10T13:55:36Z","peer":"::1",
+   * "method":"GET","target":"/a","version":"HTTP/1.1","host":"h",
+   * "status":200,"bytes":2326,"duration_us":153,"referer":"",
+   * "user_agent":"curl/8"} */
+  HR_ACCESS_JSON = 2
+} hr_access_format_t;
+
+/* One response, as the access log reports it.  Spans point into the
+ * request and are valid during the callback only. */
+typedef struct hr_access_entry_s {
+  hr_span_t method, target, host, referer, user_agent;
+  int version;          /* 10 or 11; 0 when the request line was not read
+                           whole (method and target may then be partial) */
+  int status;           /* as sent; 0 when no response went out */
+  uint64_t bytes;       /* body bytes of the response */
+  uint64_t duration_us; /* request's first byte to the response completed */
+  char peer[48];        /* the client's address, text (empty if unknown) */
+} hr_access_entry_t;
+
+/* Receives one access-log line (without the newline; `len` bytes, valid
+ * during the call only) and its fields, on the loop thread that served the
+ * request, once per request that reached the server (a response, or a
+ * request cut off before one: status 0). */
+typedef void (*hr_access_log_cb)(void *ctx, const char *line, size_t len,
+                                 const hr_access_entry_t *entry);
+
 typedef struct hr_server_options_s {
   const hr_allocator_t *allocator; /* NULL: libc */
   /* Request line longer than this (bytes, without CRLF) -> 414.  8192. */
@@ -70,6 +103,11 @@ typedef struct hr_server_options_s {
   size_t write_high_water_bytes;
   /* listen(2) backlog.  511. */
   int backlog;
+  /* Access log: NULL (the default) is off, and costs nothing per request;
+   * else called once per request with a line in access_format. */
+  hr_access_log_cb access_log;
+  void *access_log_ctx;
+  hr_access_format_t access_format;
   /* Most pairs a request's query, or its urlencoded form body, may hold:
    * with more, hr_request_query_* / hr_request_form_* answer HR_ETOOLARGE
    * (PHP's max_input_vars is the same idea).  1000; 0 means 1000. */

@@ -32,6 +32,7 @@ hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
   hr__head_scan_init(&ex->hscan);
   ex->rpos = c->msg_start;
   ex->head_started = ex->last_activity = uv_now(w->loop);
+  if (w->server->opts.access_log != NULL) ex->t_first = uv_hrtime(); /* only then */
   return ex;
 }
 
@@ -58,6 +59,7 @@ void hr__exchange_free(hr__exchange_t *ex) {
   int where = atomic_load_explicit(&ex->where, memory_order_relaxed);
   if (where == HR__EX_ABANDONED) return; /* kept until hr_server_free */
   hr__invoke_end(ex);
+  if (w->server->opts.access_log != NULL) hr__access_log(ex);
   hr__locals_release(ex);
   hr__invoke_release(ex);
   if (where == HR__EX_DETACHED) unlink_detached(ex);
@@ -113,6 +115,7 @@ void hr__exchange_abandon(hr__exchange_t *ex) {
   /* The after-middleware hear of it now, on the loop (status 0: no
    * response); contexts and references go at hr_server_free. */
   hr__invoke_end(ex);
+  if (s->opts.access_log != NULL) hr__access_log(ex);
   /* Pairs with the acquire load in hr__exchange_check_thread(). */
   atomic_store_explicit(&ex->where, HR__EX_ABANDONED, memory_order_release);
   uv_mutex_lock(&s->abandon_lock);

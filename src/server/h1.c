@@ -71,7 +71,11 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
   }
   /* A handler still running hears that the server answered in its place:
    * its response is complete on the wire, later calls answer HR_ECLOSED. */
-  if (ex != NULL) ex->sent_status = status;
+  if (ex != NULL) {
+    size_t n = strlen(hr_status_reason(status));
+    ex->sent_status = status;
+    ex->sent_bytes = (n > 63 ? 63 : n) + 1; /* queue_error's body */
+  }
   hr__conn_drop_exchange(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
 }
 

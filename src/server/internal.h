@@ -136,6 +136,8 @@ struct hr__exchange_s {
   uint64_t head_started;   /* loop time of the first byte */
   uint64_t last_activity;  /* loop time of the last body bytes */
   uint64_t t_start, t_done; /* uv_hrtime(): handler start, response done */
+  uint64_t t_first;         /* uv_hrtime() at the first byte (access log on) */
+  uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
   unsigned handler_active : 1; /* handler ran, response not complete */
   unsigned dispatched : 1;
@@ -264,6 +266,8 @@ void hr__invoke(hr__exchange_t *ex);
 void hr__invoke_end(hr__exchange_t *ex); /* after-middleware and counters */
 void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
 void hr__locals_release(hr__exchange_t *ex);  /* request locals' destructors */
+/* access_log.c: the exchange's line, when the server has an access log. */
+void hr__access_log(hr__exchange_t *ex);
 void hr__worker_ctx_prepare(hr__worker_t *w);
 void hr__worker_ctx_sweep(hr__worker_t *w, int all);
 

@@ -151,8 +151,10 @@ int hr_response_send(hr_response_t *res, int status, const void *body,
   if (ex->conn == NULL) return finish_closed(ex);
   res->status = status;
   err = hr__res_render_head(ex, status, (int64_t)len, 0);
-  if (err == 0 && len > 0 && !ex->req.is_head)
+  if (err == 0 && len > 0 && !ex->req.is_head) {
     err = hr__out_append(ex->conn, body, len);
+    res->written = len; /* the body bytes sent (access log) */
+  }
   /* Framing is broken once part of a head is queued. */
   if (err != 0) return fail_framing(ex, HR_ENOMEM);
   return finish(ex);
@@ -168,8 +170,10 @@ int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
   res->status = status;
   err = hr__res_render_head(ex, status, (int64_t)len, 0);
   if (err == 0) {
-    if (len > 0 && !ex->req.is_head)
+    if (len > 0 && !ex->req.is_head) {
       err = hr__out_borrow(ex->conn, res, body, len, release, udata);
+      res->written = len;
+    }
     else if (release != NULL)
       /* Nothing to write: hand it back through the queue so it is still
        * released later, never inside this call. */

@@ -47,6 +47,7 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
       o.write_high_water_bytes == 0 || o.backlog <= 0)
     return HR_EINVAL;
   if (o.max_form_pairs == 0) o.max_form_pairs = 1000;
+  if ((unsigned)o.access_format > HR_ACCESS_JSON) return HR_EINVAL;
   hr__mem_init(&mem, o.allocator);
   s = hr__mem_alloc(&mem, sizeof(*s));
   if (s == NULL) return HR_ENOMEM;

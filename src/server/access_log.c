@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The access log (server.h hr_server_options_t.access_log): one line per
+ * request, rendered when its exchange ends, in Common or Combined Log
+ * Format or as a JSON object.  Only called when a sink is set.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/internal.h"
+
+/* Bytes of `s` escaped: in CLF as nginx does (\xHH for '"', '\' and bytes
+ * outside 0x20..0x7e), in JSON as a string body (\", \\, \u00XX). */
+static size_t put_escaped(char *w, hr_span_t s, int json) {
+  const char *hex = json ? "0123456789abcdef" : "0123456789ABCDEF";
+  size_t i, n = 0;
+  for (i = 0; i < s.len; i++) {
+    unsigned char c = (unsigned char)s.ptr[i];
+    if (json && (c == '"' || c == '\\')) {
+      w[n++] = '\\';
+      w[n++] = (char)c;
+    } else if (json && (c < 0x20 || c == 0x7f)) {
+      memcpy(w + n, "\\u00", 4);
+      w[n + 4] = hex[c >> 4];
+      w[n + 5] = hex[c & 15];
+      n += 6;
+    } else if (!json && (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f)) {
+      w[n++] = '\\';
+      w[n++] = 'x';
+      w[n++] = hex[c >> 4];
+      w[n++] = hex[c & 15];
+    } else {
+      w[n++] = (char)c;
+    }
+  }
+  return n;
+}
+
+static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
+  hr_request_t *r = &ex->req;
+  struct sockaddr_storage ss;
+  int len = (int)sizeof ss;
+  memset(e, 0, sizeof(*e));
+  e->method = r->method;
+  e->target = r->target;
+  e->host = r->host;
+  e->version = r->version; /* 0 until the request line was checked */
+  (void)hr_request_field(r, HR_SPAN_LIT("Referer"), NULL, &e->referer);
+  (void)hr_request_field(r, HR_SPAN_LIT("User-Agent"), NULL, &e->user_agent);
+  if (ex->res.state == HR__RES_DONE && !ex->aborted) {
+    e->status = ex->res.status;
+    e->bytes = ex->res.written;
+  } else {
+    e->status = ex->sent_status;
+    e->bytes = ex->sent_status ? ex->sent_bytes : ex->res.written;
+  }
+  e->duration_us = (uv_hrtime() - ex->t_first) / 1000;
+  if (ex->conn != NULL && hr_request_peer(r, (struct sockaddr *)&ss, &len) == 0) {
+    if (ss.ss_family == AF_INET)
+      uv_ip4_name((const struct sockaddr_in *)&ss, e->peer, sizeof e->peer);
+    else if (ss.ss_family == AF_INET6)
+      uv_ip6_name((const struct sockaddr_in6 *)&ss, e->peer, sizeof e->peer);
+  }
+}
+
+void hr__access_log(hr__exchange_t *ex) {
+  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const hr_server_options_t *o = &ex->w->server->opts;
+  hr_access_entry_t e;
+  struct tm tm;
+  time_t now = time(NULL);
+  size_t cap, n = 0;
+  char *line, num[96];
+  int json = o->access_format == HR_ACCESS_JSON;
+  fill_entry(ex, &e);
+  gmtime_r(&now, &tm);
+  /* Fixed text plus every span escaped at its widest (6 bytes a byte). */
+  cap = 256 + 6 * (e.method.len + e.target.len + e.host.len + e.referer.len +
+                   e.user_agent.len);
+  line = hr__arena_alloc(&ex->arena, cap);
+  if (line == NULL) return; /* out of memory: no line rather than a cut one */
+#define PUT(s, l) (memcpy(line + n, (s), (l)), n += (l))
+#define PUTS(s) PUT((s), strlen(s))
+  if (json) {
+    n += (size_t)snprintf(line, cap, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02dZ\",\"peer\":\"",
+                          tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                          tm.tm_sec);
+    PUTS(e.peer);
+    PUTS("\",\"method\":\"");
+    n += put_escaped(line + n, e.method, 1);
+    PUTS("\",\"target\":\"");
+    n += put_escaped(line + n, e.target, 1);
+    PUTS(e.version == 10 ? "\",\"version\":\"HTTP/1.0" : e.version == 11 ? "\",\"version\":\"HTTP/1.1" : "\",\"version\":\"");
+    PUTS("\",\"host\":\"");
+    n += put_escaped(line + n, e.host, 1);
+    snprintf(num, sizeof num, "\",\"status\":%d,\"bytes\":%llu,\"duration_us\":%llu",
+                          e.status, (unsigned long long)e.bytes,
+                          (unsigned long long)e.duration_us);
+    PUTS(num);
+    PUTS(",\"referer\":\"");
+    n += put_escaped(line + n, e.referer, 1);
+    PUTS("\",\"user_agent\":\"");
+    n += put_escaped(line + n, e.user_agent, 1);
+    PUTS("\"}");
+  } else {
+    PUTS(e.peer[0] ? e.peer : "-");
+    snprintf(num, sizeof num, " - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"",
+                          tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+                          tm.tm_min, tm.tm_sec);
+    PUTS(num);
+    if (e.method.len && e.target.len) { /* as much of the request line as was read */
+      n += put_escaped(line + n, e.method, 0);
+      PUTS(" ");
+      n += put_escaped(line + n, e.target, 0);
+      if (e.version) PUTS(e.version == 10 ? " HTTP/1.0" : " HTTP/1.1");
+    } else {
+      PUTS("-");
+    }
+    snprintf(num, sizeof num, "\" %d %llu", e.status, (unsigned long long)e.bytes);
+    PUTS(num);
+    if (o->access_format == HR_ACCESS_COMBINED) {
+      PUTS(" \"");
+      if (e.referer.len) n += put_escaped(line + n, e.referer, 0); else PUTS("-");
+      PUTS("\" \"");
+      if (e.user_agent.len) n += put_escaped(line + n, e.user_agent, 0); else PUTS("-");
+      PUTS("\"");
+    }
+  }
+#undef PUT
+#undef PUTS
+  o->access_log(o->access_log_ctx, line, n, &e);
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The access log: one line per request, the server's own answers included
+ * (404, 405, 400), in Common, Combined and JSON formats, with the bytes of
+ * the body sent; escaping of hostile bytes.  The time and the duration
+ * vary, so lines are compared with them cut out.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+
+static struct {
+  pthread_mutex_t mu;
+  char lines[16][1024];
+  int n;
+  uint64_t durations_ok;
+} logs = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0, 0};
+
+static void sink(void *ctx, const char *line, size_t len, const hr_access_entry_t *e) {
+  (void)ctx;
+  pthread_mutex_lock(&logs.mu);
+  if (logs.n < 16) snprintf(logs.lines[logs.n++], sizeof logs.lines[0], "%.*s", (int)len, line);
+  if (e->duration_us < 60000000) logs.durations_ok++;
+  pthread_mutex_unlock(&logs.mu);
+}
+
+/* Line i with "[...]" (CLF time) or the "time" and "duration_us" values of
+ * JSON removed. */
+static void line_without_time(int i, char *out, size_t cap) {
+  const char *l;
+  char *p;
+  pthread_mutex_lock(&logs.mu);
+  l = logs.lines[i];
+  snprintf(out, cap, "%s", l);
+  pthread_mutex_unlock(&logs.mu);
+  if ((p = strchr(out, '[')) != NULL) {
+    char *q = strchr(p, ']');
+    if (q) memmove(p + 1, q, strlen(q) + 1);
+  }
+  if ((p = strstr(out, "\"time\":\"")) != NULL) {
+    char *q = strchr(p + 8, '"');
+    if (q) memmove(p + 8, q, strlen(q) + 1);
+  }
+  if ((p = strstr(out, "\"duration_us\":")) != NULL) {
+    char *q = p + 14;
+    while (*q >= '0' && *q <= '9') q++;
+    memmove(p + 14, q, strlen(q) + 1);
+  }
+}
+
+static void wait_lines(int n) {
+  int i;
+  for (i = 0; i < 5000; i++) {
+    int got;
+    pthread_mutex_lock(&logs.mu);
+    got = logs.n;
+    pthread_mutex_unlock(&logs.mu);
+    if (got >= n) return;
+    sleep_ms(1);
+  }
+  fail_msg("%d access-log lines, want %d", logs.n, n);
+}
+
+static void send_and_read(fx_t *fx, const char *req, int head) {
+  rc_t *c = fx_connect(fx);
+  rc_response_t r;
+  assert_int_equal(rc_send_str(c, req), 0);
+  assert_int_equal(rc_read_response(c, &r, head), RC_OK);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+static void start(fx_t *fx, hr_access_format_t f) {
+  pthread_mutex_lock(&logs.mu);
+  logs.n = 0;
+  logs.durations_ok = 0;
+  pthread_mutex_unlock(&logs.mu);
+  fx->opts.access_log = sink;
+  fx->opts.access_format = f;
+  fx_route(fx, "GET", "/hello/:name", ta_text, "hello");
+  fx_start(fx, 1);
+}
+
+static void expect_line(int i, const char *want) {
+  char got[1024];
+  line_without_time(i, got, sizeof got);
+  if (strcmp(got, want) != 0) fail_msg("line %d:\n  got  %s\n  want %s", i, got, want);
+}
+
+static void test_common(void **state) {
+  fx_t *fx = *state;
+  start(fx, HR_ACCESS_COMMON);
+  send_and_read(fx, "GET /hello/x HTTP/1.1\r\nHost: a\r\n\r\n", 0);
+  send_and_read(fx, "GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", 0);
+  send_and_read(fx, "DELETE /hello/x HTTP/1.1\r\nHost: a\r\n\r\n", 0);
+  send_and_read(fx, "HEAD /hello/x HTTP/1.0\r\n\r\n", 1);
+  send_and_read(fx, "GET /hello/caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", 0);
+  send_and_read(fx, "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n", 0); /* refused: 400 */
+  send_and_read(fx, "GET /a b c\r\n\r\n", 0); /* a request line cut short */
+  wait_lines(7);
+  expect_line(0, "127.0.0.1 - - [] \"GET /hello/x HTTP/1.1\" 200 5");
+  expect_line(1, "127.0.0.1 - - [] \"GET /nowhere HTTP/1.1\" 404 10");
+  expect_line(2, "127.0.0.1 - - [] \"DELETE /hello/x HTTP/1.1\" 501 16");
+  expect_line(3, "127.0.0.1 - - [] \"HEAD /hello/x HTTP/1.0\" 200 0");
+  expect_line(4, "127.0.0.1 - - [] \"GET /hello/caf\\xC3\\xA9 HTTP/1.1\" 200 5");
+  /* Refused by the header-section scan before the request line is parsed:
+   * no request line to report. */
+  expect_line(5, "127.0.0.1 - - [] \"-\" 400 12");
+  expect_line(6, "127.0.0.1 - - [] \"GET /a\" 400 12"); /* as much as was read */
+  assert_int_equal(logs.durations_ok, 7);
+}
+
+static void test_combined_and_json(void **state) {
+  fx_t *fx = *state;
+  start(fx, HR_ACCESS_COMBINED);
+  send_and_read(fx, "GET /hello/y HTTP/1.1\r\nHost: h.test\r\nReferer: http://r/\r\n"
+                    "User-Agent: curl/8 \"x\"\r\n\r\n", 0);
+  send_and_read(fx, "GET /hello/z HTTP/1.1\r\nHost: h.test\r\n\r\n", 0);
+  wait_lines(2);
+  expect_line(0, "127.0.0.1 - - [] \"GET /hello/y HTTP/1.1\" 200 5 \"http://r/\" \"curl/8 \\x22x\\x22\"");
+  expect_line(1, "127.0.0.1 - - [] \"GET /hello/z HTTP/1.1\" 200 5 \"-\" \"-\"");
+}
+
+static void test_json(void **state) {
+  fx_t *fx = *state;
+  start(fx, HR_ACCESS_JSON);
+  send_and_read(fx, "GET /hello/j HTTP/1.1\r\nHost: h.test\r\nUser-Agent: a\"b\r\n\r\n", 0);
+  wait_lines(1);
+  expect_line(0, "{\"time\":\"\",\"peer\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/hello/j\","
+                 "\"version\":\"HTTP/1.1\",\"host\":\"h.test\",\"status\":200,\"bytes\":5,"
+                 "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"a\\\"b\"}");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_common, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_combined_and_json, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_json, fx_setup, fx_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
