@@ -84,7 +84,7 @@ static void alog_reset(void) {
 static unsigned long alog_seen;
 static void expect_afters(unsigned long n, const char *want) {
   alog_seen += n;
-  assert_true(ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS));
+  if (!ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS)) fail_msg("after-middleware: \"%s\" so far, want \"%s\"", alog.text, want);
   pthread_mutex_lock(&alog.mu);
   if (strcmp(alog.text, want) != 0) {
     char got[512];
@@ -337,6 +337,59 @@ static void test_added_while_serving(void **state) {
   expect_afters(2, "M:200,L:200,");
 }
 
+/* Every answer passes the after-middleware: the server's own (404, 405,
+ * the automatic OPTIONS, 501, 400) through the router-level middleware of
+ * the request's host; a route's through its chain, also when the server
+ * answered before the chain ran (a typed parameter that did not convert). */
+static void test_after_sees_every_answer(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t o;
+  hr_param_type_t ti = HR_PARAM_INT64;
+  rc_t *c;
+  use(fx, NULL, NULL, "G");           /* every host, every path */
+  use(fx, "api.test", NULL, "H");     /* one host */
+  use(fx, NULL, "/items", "P");       /* a prefix: routes under it only */
+  hr_route_options_init(&o);
+  o.param_types = &ti;
+  o.nparam_types = 1;
+  fx_route_opts(fx, "GET", "/items/:id", h_trace, NULL, &o);
+  fx_route(fx, "PUT", "/elsewhere", h_trace, NULL);
+  {
+    hr_group_t *g;
+    assert_int_equal(hr_router_group(fx->router, "api.test", NULL, &g), 0);
+    assert_int_equal(hr_group_add(g, "GET", "/only", h_trace, NULL, NULL), 0);
+  }
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+  expect_afters(1, "G:404,");
+  assert_int_equal(rc_send_str(c, "GET /items/nope HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL); /* typed: route's chain */
+  expect_afters(2, "P:404,G:404,");
+  assert_int_equal(rc_send_str(c, "PUT /items/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 405 Method Not Allowed", NULL, NULL);
+  expect_afters(1, "G:405,");
+  assert_int_equal(rc_send_str(c, "OPTIONS /items/1 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, NULL);
+  expect_afters(1, "G:200,");
+  /* api.test has a table of its own: its 404 passes its middleware too. */
+  assert_int_equal(rc_send_str(c, "GET /nope HTTP/1.1\r\nHost: api.test\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+  expect_afters(2, "H:404,G:404,");
+  assert_int_equal(rc_send_str(c, "BREW /items/1 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 501 Not Implemented", NULL, NULL);
+  expect_afters(1, "G:501,");
+  assert_int_equal(rc_send_str(c, "GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "G,P,h", NULL);
+  expect_afters(2, "P:200,G:200,");
+  /* A request the server refuses and closes on. */
+  assert_int_equal(rc_send_str(c, "GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", NULL, NULL);
+  expect_afters(1, "G:400,");
+  fx_drop(fx, c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, mw_setup, mw_teardown)
 
 int main(void) {
@@ -348,6 +401,7 @@ int main(void) {
       T(test_before_adds_field),
       T(test_after_lost_exchange),
       T(test_added_while_serving),
+      T(test_after_sees_every_answer),
   };
   pthread_mutex_init(&alog.mu, NULL);
   return cmocka_run_group_tests(tests, NULL, NULL);

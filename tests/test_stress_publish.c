@@ -48,7 +48,7 @@ static atomic_ulong progress;      /* responses read by all clients */
 static atomic_int writer_done;
 static atomic_int clients_live;
 static atomic_ulong mw_after_calls[MAX_MW];
-static atomic_ulong mw_after_bad; /* after-callbacks with a status != 200 */
+static atomic_ulong mw_after_bad; /* after-callbacks with a status but 200 or 404 */
 /* Middleware count when version v was published, and when it was replaced
  * (writer only; read after the joins). */
 static unsigned mw_lo[MAX_VERSION], mw_hi[MAX_VERSION];
@@ -86,10 +86,13 @@ static hr_next_t mw_before(hr_request_t *req, hr_response_t *res, void *udata) {
   return HR_NEXT;
 }
 
+/* Counts the routes' 200s; the server's 404s for /tmp/<k> pass the
+ * after-middleware too (of the table current at their end, so their count
+ * depends on timing and is not compared). */
 static void mw_after(hr_request_t *req, int status, void *udata) {
   (void)req;
-  atomic_fetch_add(&mw_after_calls[(uintptr_t)udata], 1);
-  if (status != 200) atomic_fetch_add(&mw_after_bad, 1);
+  if (status == 200) atomic_fetch_add(&mw_after_calls[(uintptr_t)udata], 1);
+  else if (status != 404) atomic_fetch_add(&mw_after_bad, 1);
 }
 
 static int put_version(hr_router_t *r, unsigned v, int replace) {

@@ -189,7 +189,13 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
  * Runs after the response completed (queued for writing), on the loop
  * thread: `status` is the status sent, or 0 when the exchange was lost
  * before a response completed.  For logging and metrics; the response can
- * no longer change.
+ * no longer change.  Every answer passes: a matched route's after-chain
+ * (also when the server answered before the chain ran: a typed parameter
+ * that did not convert, a context that could not be made), and for a
+ * request that no route answered (the server's 404, 405, automatic OPTIONS,
+ * redirects, 501, 400, 408, 413, 431...) the after-middleware registered
+ * with hr_router_use without a prefix for every host or for the request's
+ * host table, as published when the exchange ends.
  */
 typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
 

@@ -484,3 +484,30 @@ int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
   *out = rt;
   return 0;
 }
+
+int hr__core_fallback(hr__mem_t *m, hr_span_t host, hr__core_t **out) {
+  hr__core_t *rt = hr__mem_alloc(m, sizeof(*rt));
+  char *block;
+  *out = NULL;
+  if (rt == NULL) return HR_ENOMEM;
+  memset(rt, 0, sizeof(*rt));
+  /* One block, as core_free expects: the empty pattern and methods, then
+   * the host. */
+  block = hr__mem_alloc(m, host.len + 3);
+  if (block == NULL) {
+    hr__mem_free(m, rt);
+    return HR_ENOMEM;
+  }
+  memset(block, 0, host.len + 3);
+  if (host.len) memcpy(block + 2, host.ptr, host.len);
+  rt->pattern.ptr = block;
+  rt->methods_text.ptr = block + 1;
+  rt->host.ptr = block + 2;
+  rt->host.len = host.len;
+  rt->any_method = 1;
+  atomic_init(&rt->refs, 1);
+  atomic_init(&rt->retired, 0);
+  rt->slot_alloc = m->a;
+  *out = rt;
+  return 0;
+}

@@ -237,6 +237,10 @@ typedef struct hr__host_s {
   hr_span_t name;             /* lower-cased; empty for the default table */
   const hr__node_t *root;     /* NULL when the host has no routes */
   hr_span_t allow_all;        /* for "OPTIONS *" */
+  /* The after-middleware for requests of this host that no route's chain
+   * answered (router-level, no prefix), as an invoker of a core that is
+   * no route; NULL when there is none.  The table holds a reference. */
+  hr_route_t *fallback;
 } hr__host_t;
 
 /* An immutable snapshot, in one block; it holds a reference on each of its
@@ -277,6 +281,10 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
                     hr_route_error_t *err);
 /* Drops the table's references and frees it (after its grace period). */
 void hr__table_free(hr__table_t *t);
+/* Frees a table that was never published: its invokers' references are
+ * given back without freeing any (their owner keeps them); its fallback
+ * invokers go. */
+void hr__table_discard(hr__table_t *t);
 
 /* One lookup in a tree.  In: the path, the request method (`method_id`
  * from hr__method_id, -1 for an extension method), and `params` (room for
@@ -354,6 +362,14 @@ struct hr_router_s {
   size_t nretired;
   int used_call_rcu;             /* some table went to call_rcu */
 };
+
+/* The after-middleware of `host`'s table for a request no route's chain
+ * answered (see hr__host_t.fallback), or NULL.  Inside a read-side
+ * section. */
+const hr_route_t *hr__router_fallback(hr_router_t *r, hr_span_t host);
+
+/* A core that is no route, for fallback invokers (pattern.c). */
+int hr__core_fallback(hr__mem_t *m, hr_span_t host, hr__core_t **out);
 
 /* Request locals (router.c): whether `key` was given, and its destructor
  * run on `value`. */

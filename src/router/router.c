@@ -33,6 +33,7 @@ char hr__rcu_tsan_edge, hr__rcu_tsan_barrier_edge;
 #define HR__RETIRE_BATCH 16
 
 static void reclaim_list(hr__table_t *t);
+static const hr__host_t *pick_host(const hr__table_t *t, hr_span_t host);
 static hr__table_t *take_batch(hr_router_t *r, int all);
 
 void hr_route_options_init(hr_route_options_t *opts) {
@@ -193,12 +194,55 @@ static void unlock_and_reclaim(hr_router_t *r) {
  * invokers left out are marked retired, and the old table is reclaimed
  * after a grace period.  On error nothing changed and `routes` is the
  * caller's. */
+/* Whether some after-middleware of the router applies to a request of
+ * `host` that no route answered: router-level, no prefix, every host or
+ * this one. */
+static int has_fallback_after(const hr_router_t *r, hr_span_t host) {
+  const hr__mwreg_t *reg;
+  for (reg = r->mws; reg != NULL; reg = reg->next)
+    if (reg->mw.after != NULL && reg->group == NULL && reg->prefix[0] == '\0' &&
+        (reg->host == NULL || hr_span_eq_nocase(hr_span_cstr(reg->host), host)))
+      return 1;
+  return 0;
+}
+
+/* Gives each host table of `t` its fallback invoker (hr__host_t), when
+ * some after-middleware applies.  Returns 0 or HR_ENOMEM. */
+static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
+  hr__mwlist_t mws = {r->mws};
+  size_t i;
+  for (i = 0; i <= t->nhosts; i++) {
+    hr__host_t *h = i == 0 ? &t->def : (hr__host_t *)&t->hosts[i - 1];
+    hr__core_t *core;
+    hr_route_t *inv;
+    int rc;
+    if (!has_fallback_after(r, h->name)) continue;
+    if ((rc = hr__core_fallback(&r->mem, h->name, &core)) != 0) return rc;
+    rc = hr__invoker_new(&r->mem, core, &mws, &inv); /* takes a core reference */
+    hr__core_unref(&r->mem, core);
+    if (rc != 0) return rc;
+    hr__invoker_ref(inv); /* the table's */
+    h->fallback = inv;
+  }
+  return 0;
+}
+
+const hr_route_t *hr__router_fallback(hr_router_t *r, hr_span_t host) {
+  /* Pairs with the release store in publish(). */
+  const hr__table_t *t = atomic_load_explicit(&r->table, memory_order_acquire);
+  return pick_host(t, host)->fallback;
+}
+
 static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
                    hr_route_error_t *err) {
   hr__table_t *t, *old;
   size_t i;
   int rc = hr__table_build(&r->mem, routes, n, r->opts.case_insensitive, &t, err);
   if (rc != 0) return rc;
+  if ((rc = attach_fallbacks(r, t)) != 0) {
+    hr__table_discard(t);
+    return rc;
+  }
   old = atomic_load_explicit(&r->table, memory_order_relaxed);
   /* Pairs with the acquire load in hr_router_match() and the server's
    * dispatch: the table and every invoker it references are complete

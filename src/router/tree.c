@@ -409,7 +409,20 @@ static hr__node_t *freeze(freeze_t *fz, const bnode_t *n) {
 void hr__table_free(hr__table_t *t) {
   size_t i;
   for (i = 0; i < t->ninvokers; i++) hr__invoker_unref(t->invokers[i]);
+  if (t->def.fallback != NULL) hr__invoker_unref(t->def.fallback);
+  for (i = 0; i < t->nhosts; i++)
+    if (t->hosts[i].fallback != NULL) hr__invoker_unref(t->hosts[i].fallback);
   hr__mem_free(t->mem, t); /* one block */
+}
+
+void hr__table_discard(hr__table_t *t) {
+  size_t i;
+  /* The references the build took, given back without freeing: the
+   * caller still owns the invokers as they were before. */
+  for (i = 0; i < t->ninvokers; i++)
+    atomic_fetch_sub_explicit(&t->invokers[i]->refs, 1, memory_order_relaxed);
+  t->ninvokers = 0;
+  hr__table_free(t);
 }
 
 typedef struct host_build_s {

@@ -144,6 +144,7 @@ struct hr__exchange_s {
   unsigned msg_complete : 1;
   unsigned discard_body : 1;
   unsigned invoked : 1;       /* the invoker ran for this exchange */
+  unsigned ended : 1;         /* the after-middleware ran (hr__invoke_end) */
   unsigned route_ref : 1;     /* holds a reference on req.route */
   unsigned holds_ctx : 1;     /* counted in slot->inflight */
   unsigned internal_answer : 1; /* the server answers, not the route */

@@ -150,21 +150,40 @@ void hr__invoke(hr__exchange_t *ex) {
   inv->handler(r, res, ctx);
 }
 
+static void run_after(const hr_route_t *inv, hr_request_t *r, int status) {
+  size_t i;
+  for (i = 0; i < inv->nafter; i++) inv->after[i].after(r, status, inv->after[i].udata);
+}
+
 void hr__invoke_end(hr__exchange_t *ex) {
   hr_request_t *r = &ex->req;
   hr_route_t *inv = (hr_route_t *)r->route;
   int status;
-  size_t i;
-  if (inv == NULL || !ex->invoked) return;
-  ex->invoked = 0;
+  if (ex->ended) return;
+  ex->ended = 1;
   /* The status that went out: the handler's, the one the server answered
    * in its place, or 0 when the connection was lost first. */
   if (ex->res.state == HR__RES_DONE && !ex->aborted)
     status = ex->res.status;
   else
     status = ex->sent_status;
-  for (i = 0; i < inv->nafter; i++)
-    inv->after[i].after(r, status, inv->after[i].udata);
+  if (inv != NULL) {
+    /* The route's chain, also when the server answered before it ran (a
+     * typed parameter that did not convert, a context that could not be
+     * made): every answer passes the after-middleware of its path. */
+    run_after(inv, r, status);
+  } else {
+    /* No route: the router-level after-middleware of the request's host,
+     * from the table current now (a read-side section of its own: this
+     * may run from a timer or a later loop iteration). */
+    const hr_route_t *f;
+    hr__rcu_read_lock();
+    f = hr__router_fallback(ex->w->server->router, r->host);
+    if (f != NULL) run_after(f, r, status);
+    hr__rcu_read_unlock();
+  }
+  if (!ex->invoked) return;
+  ex->invoked = 0;
   if (ex->slot != NULL) {
     uint64_t end = ex->t_done ? ex->t_done : uv_hrtime();
     hr__slot_count_response(ex->slot, status, (end - ex->t_start) / 1000);
