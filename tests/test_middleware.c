@@ -390,6 +390,60 @@ static void test_after_sees_every_answer(void **state) {
   fx_drop(fx, c);
 }
 
+/* Head middleware: refuses an upload without X-Key before its body is
+ * read; it sees no body yet. */
+static hr_next_t mw_head_auth(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t k;
+  (void)udata;
+  assert_int_equal(hr_request_body(req).len, 0);
+  if (hr_request_field(req, HR_SPAN_LIT("X-Key"), NULL, &k) == 0 &&
+      hr_span_eq(k, HR_SPAN_LIT("s3cret")))
+    return HR_NEXT;
+  hr_response_send(res, 401, "no key", 6);
+  return HR_ANSWERED;
+}
+
+/* Head middleware answers before the body: the handler never runs, the
+ * body is not read (nor asked for with 100 Continue), the connection goes
+ * on when the body can be skipped. */
+static void test_head_middleware(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  assert_int_equal(hr_router_use_head(fx->router, NULL, "/up", mw_head_auth, NULL), 0);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_a, "A"), 0);
+  fx_route(fx, "POST", "/up", ta_echo, NULL);
+  fx_route(fx, "GET", "/free", ta_text, "free");
+  fx_start(fx, 1);
+  ta_reset();
+  /* A 1 MiB upload announced, not one byte of it sent: answered at once. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 1048576\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "no key", NULL);
+  fx_drop(fx, c); /* the exchange ends, waiting for a body, when the client goes */
+  expect_afters(1, "A:401,");
+  /* Waiting for 100 Continue: the final answer instead, then close. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n"
+                                  "Expect: 100-continue\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "no key", NULL);
+  expect_closed(c);
+  expect_afters(1, "A:401,");
+  /* A refused body that is sent is skipped: the next request is served. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
+                                  "GET /free HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "no key", NULL);
+  expect_response(c, "HTTP/1.1 200 OK", "free", NULL);
+  expect_afters(2, "A:401,A:200,");
+  /* With the key: the body is read and the handler runs. */
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nX-Key: s3cret\r\n"
+                                  "Content-Length: 5\r\n\r\nworld"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "world", NULL);
+  expect_afters(1, "A:200,");
+  fx_drop(fx, c);
+  assert_int_equal(ta_calls(), 2); /* /free and the keyed upload: no refused one */
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, mw_setup, mw_teardown)
 
 int main(void) {
@@ -402,6 +456,7 @@ int main(void) {
       T(test_after_lost_exchange),
       T(test_added_while_serving),
       T(test_after_sees_every_answer),
+      T(test_head_middleware),
   };
   pthread_mutex_init(&alog.mu, NULL);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -409,6 +409,23 @@ HR_EXTERN int hr_router_use(hr_router_t *router, const char *host,
 HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
                            hr_after_cb after, void *udata);
 
+/*
+ * Head middleware: `head` runs as soon as the header section of a request
+ * for a covered route is complete (same coverage as hr_router_use), before
+ * "100 Continue" is sent and before a buffered body is read, so that an
+ * authentication check can refuse an upload without receiving it.  The
+ * body is not available then (hr_request_body is empty).  HR_NEXT goes on
+ * (the body is read, then the before-middleware and the handler run);
+ * HR_ANSWERED means it answered (or will): the body is not read but
+ * discarded, and the connection is closed after the answer when the client
+ * waits for 100 Continue or the body cannot be skipped.  Head middleware
+ * runs in registration order, router-level first; after-middleware still
+ * runs for the answer.  Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_use_head(hr_router_t *router, const char *host, const char *prefix,
+                                 hr_before_cb head, void *udata);
+HR_EXTERN int hr_group_use_head(hr_group_t *group, hr_before_cb head, void *udata);
+
 /* One matched parameter: its name (from the matched route's pattern, valid
  * while that route is) and its decoded value (a span into the target given to
  * hr_router_match, or into its buffer when decoding changed it). */

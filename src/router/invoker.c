@@ -28,18 +28,20 @@ static int covers(const hr__mwreg_t *reg, const hr__core_t *core) {
 int hr__invoker_new(hr__mem_t *m, hr__core_t *core, const hr__mwlist_t *mws,
                     hr_route_t **out) {
   const hr__mwreg_t *reg;
-  size_t nb = 0, na = 0, pass, ib = 0, ia;
+  size_t nh = 0, nb = 0, na = 0, pass, ih = 0, ib = 0, ia;
   hr_route_t *inv;
-  hr__mw_t *before, *after;
+  hr__mw_t *head, *before, *after;
   for (reg = mws ? mws->head : NULL; reg != NULL; reg = reg->next)
     if (covers(reg, core)) {
-      nb += reg->mw.before != NULL;
+      nh += reg->mw.before != NULL && reg->mw.head;
+      nb += reg->mw.before != NULL && !reg->mw.head;
       na += reg->mw.after != NULL;
     }
-  inv = hr__mem_alloc(m, sizeof(*inv) + (nb + na) * sizeof(hr__mw_t));
+  inv = hr__mem_alloc(m, sizeof(*inv) + (nh + nb + na) * sizeof(hr__mw_t));
   if (inv == NULL) return HR_ENOMEM;
   memset(inv, 0, sizeof(*inv));
-  before = (hr__mw_t *)(inv + 1);
+  head = (hr__mw_t *)(inv + 1);
+  before = head + nh;
   after = before + nb;
   ia = na;
   /* Router-level registrations first, then the route's group's; afters in
@@ -47,9 +49,12 @@ int hr__invoker_new(hr__mem_t *m, hr__core_t *core, const hr__mwlist_t *mws,
   for (pass = 0; pass < 2; pass++)
     for (reg = mws ? mws->head : NULL; reg != NULL; reg = reg->next) {
       if ((reg->group != NULL) != (pass == 1) || !covers(reg, core)) continue;
-      if (reg->mw.before != NULL) before[ib++] = reg->mw;
+      if (reg->mw.before != NULL && reg->mw.head) head[ih++] = reg->mw;
+      if (reg->mw.before != NULL && !reg->mw.head) before[ib++] = reg->mw;
       if (reg->mw.after != NULL) after[--ia] = reg->mw;
     }
+  inv->head_mw = head;
+  inv->nhead_mw = nh;
   atomic_fetch_add_explicit(&core->refs, 1, memory_order_relaxed);
   inv->core = core;
   inv->handler = core->handler;

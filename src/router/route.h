@@ -130,6 +130,7 @@ typedef struct hr__mw_s {
   hr_before_cb before;
   hr_after_cb after;
   void *udata;
+  int head; /* `before` runs at the end of the header section */
 } hr__mw_t;
 
 /*
@@ -149,6 +150,8 @@ struct hr_route_s {
   hr_context_scope_t ctx_scope;
   int typed;
   /* flattened middleware */
+  const hr__mw_t *head_mw; /* at the end of the header section */
+  size_t nhead_mw;
   const hr__mw_t *before;
   size_t nbefore;
   const hr__mw_t *after;   /* already in calling order */

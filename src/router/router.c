@@ -490,7 +490,7 @@ int hr_router_remove(hr_router_t *r, const char *methods, const char *pattern) {
 /* Registers middleware and recompiles every invoker (lock held inside). */
 static int use(hr_router_t *r, const hr_group_t *group, const char *host,
                const char *prefix, hr_before_cb before, hr_after_cb after,
-               void *udata) {
+               void *udata, int head) {
   size_t hl, pl = prefix ? strlen(prefix) : 0, i;
   hr__mwreg_t *reg;
   hr_route_t **routes;
@@ -508,6 +508,7 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
   reg->mw.before = before;
   reg->mw.after = after;
   reg->mw.udata = udata;
+  reg->mw.head = head;
   reg->group = group;
   if (host != NULL) {
     reg->host = host_copy(p, host);
@@ -547,13 +548,24 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
 int hr_router_use(hr_router_t *r, const char *host, const char *prefix,
                   hr_before_cb before, hr_after_cb after, void *udata) {
   if (r == NULL) return HR_EINVAL;
-  return use(r, NULL, host, prefix, before, after, udata);
+  return use(r, NULL, host, prefix, before, after, udata, 0);
 }
 
 int hr_group_use(hr_group_t *g, hr_before_cb before, hr_after_cb after,
                  void *udata) {
   if (g == NULL) return HR_EINVAL;
-  return use(g->router, g, NULL, NULL, before, after, udata);
+  return use(g->router, g, NULL, NULL, before, after, udata, 0);
+}
+
+int hr_router_use_head(hr_router_t *r, const char *host, const char *prefix,
+                       hr_before_cb head, void *udata) {
+  if (r == NULL || head == NULL) return HR_EINVAL;
+  return use(r, NULL, host, prefix, head, NULL, udata, 1);
+}
+
+int hr_group_use_head(hr_group_t *g, hr_before_cb head, void *udata) {
+  if (g == NULL || head == NULL) return HR_EINVAL;
+  return use(g->router, g, NULL, NULL, head, NULL, udata, 1);
 }
 
 int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,

@@ -246,6 +246,19 @@ static int headers_complete(hr__conn_t *c, hr__exchange_t *ex) {
     hr__h1_fail(c, 413, "body larger than the limit");
     return -1;
   }
+  if (r->route->nhead_mw > 0) {
+    /* Head middleware: before 100 Continue and before the body.  While it
+     * runs the client may still hold the body back, so an answer now
+     * closes the connection after it (hr__res_render_head). */
+    int held = r->expect_continue && body_expected && r->version == 11;
+    r->continue_pending = (unsigned)held;
+    if (hr__invoke_head(ex)) {
+      ex->dispatched = 1;   /* the handler does not run */
+      ex->discard_body = 1; /* whatever body comes is dropped */
+      return c->ex != ex || c->state == HR__C_CLOSED ? -1 : 0;
+    }
+    r->continue_pending = 0;
+  }
   if (r->expect_continue && body_expected && r->version == 11) {
     /* A streaming handler decides: 100 Continue goes out when it asks for
      * the body (hr_request_read_body); a buffered route takes it now. */

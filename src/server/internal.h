@@ -266,6 +266,9 @@ llhttp_errno_t hr__parse_head(hr__exchange_t *ex);
 void hr__invoke(hr__exchange_t *ex);
 void hr__invoke_end(hr__exchange_t *ex); /* after-middleware and counters */
 void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
+/* Runs the route's head middleware at the end of the header section;
+ * returns 1 when one answered (or will), 0 to go on. */
+int hr__invoke_head(hr__exchange_t *ex);
 void hr__locals_release(hr__exchange_t *ex);  /* request locals' destructors */
 /* access_log.c: the exchange's line, when the server has an access log. */
 void hr__access_log(hr__exchange_t *ex);

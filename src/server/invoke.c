@@ -108,6 +108,27 @@ static int parse_objects(hr__exchange_t *ex, const hr_route_t *inv) {
   return 0;
 }
 
+int hr__invoke_head(hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
+  hr_response_t *res = &ex->res;
+  hr_route_t *inv = (hr_route_t *)r->route;
+  size_t i;
+  ex->handler_active = 1; /* a head middleware may answer later */
+  for (i = 0; i < inv->nhead_mw; i++) {
+    const hr__mw_t *mw = &inv->head_mw[i];
+    if (mw->before(r, res, mw->udata) == HR_ANSWERED || ex->conn == NULL) {
+      /* Its chain ran, as far as counters and after-middleware go. */
+      ex->t_start = uv_hrtime();
+      ex->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)ex->w->loop_slot);
+      ex->invoked = 1;
+      if (ex->slot != NULL) count(&ex->slot->requests);
+      return 1;
+    }
+  }
+  ex->handler_active = 0;
+  return 0;
+}
+
 void hr__invoke(hr__exchange_t *ex) {
   hr_request_t *r = &ex->req;
   hr_response_t *res = &ex->res;
