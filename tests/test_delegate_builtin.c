@@ -1454,6 +1454,9 @@ static const nego_t nego_cases[] = {
      {"text/plain;charset=latin1", "text/plain"},
      1},
     {"application/json; charset=utf-8", {"application/json"}, 0},
+    /* A range missing one of its parameters in the offer ranks below a
+     * range without any: text/html gives q=1, not the q=0 of the first. */
+    {"text/html;charset=utf-8;level=1;q=0, text/html", {"text/html;charset=utf-8"}, 0},
     {"application/json;charset=utf-8, application/json;q=0.5",
      {"application/json;charset=utf-8", "application/json"},
      0},

@@ -195,6 +195,12 @@ static void test_preconditions_in_order(void **state) {
       /* 3. If-None-Match after a passing If-Match */
       {"GET", "If-Match: \"v42\"\r\nIf-None-Match: \"v42\"\r\n", "HTTP/1.1 304 Not Modified"},
       {"PUT", "If-None-Match: *\r\n", "HTTP/1.1 412 Precondition Failed"},
+      /* An If-Match that cannot be read (17 tags, more than a list holds)
+       * fails closed: no lost update. */
+      {"PUT",
+       "If-Match: \"t0\", \"t1\", \"t2\", \"t3\", \"t4\", \"t5\", \"t6\", \"t7\", \"t8\", "
+       "\"t9\", \"t10\", \"t11\", \"t12\", \"t13\", \"t14\", \"t15\", \"v42\"\r\n",
+       "HTTP/1.1 412 Precondition Failed"},
   };
   fx_t *fx = *state;
   size_t i;

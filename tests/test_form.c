@@ -81,6 +81,9 @@ static void test_raw_spans(void **state) {
   assert_int_equal(p.value.len, 0);
   assert_int_equal(hr_form_next(&rest, &p), 0);
   assert_int_equal(rest.len, 0);
+  rest.ptr = NULL; /* an empty query: {NULL, 0} */
+  rest.len = 0;
+  assert_int_equal(hr_form_next(&rest, &p), 0);
 }
 
 int main(void) {

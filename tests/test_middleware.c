@@ -377,6 +377,10 @@ static void test_after_sees_every_answer(void **state) {
   assert_int_equal(rc_send_str(c, "GET /nope HTTP/1.1\r\nHost: api.test\r\n\r\n"), 0);
   expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
   expect_afters(2, "H:404,G:404,");
+  /* An absolute-form target's authority picks the table, not Host. */
+  assert_int_equal(rc_send_str(c, "GET http://api.test/nope HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+  expect_afters(2, "H:404,G:404,");
   assert_int_equal(rc_send_str(c, "BREW /items/1 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
   expect_response(c, "HTTP/1.1 501 Not Implemented", NULL, NULL);
   expect_afters(1, "G:501,");

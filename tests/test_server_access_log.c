@@ -127,10 +127,34 @@ static void test_json(void **state) {
   fx_t *fx = *state;
   start(fx, HR_ACCESS_JSON);
   send_and_read(fx, "GET /hello/j HTTP/1.1\r\nHost: h.test\r\nUser-Agent: a\"b\r\n\r\n", 0);
-  wait_lines(1);
+  /* Valid UTF-8 goes as it is; a byte that is not part of it as U+FFFD,
+   * so the line stays valid JSON. */
+  send_and_read(fx, "GET /hello/caf\xc3\xa9\xff HTTP/1.1\r\nHost: h\r\nUser-Agent: \xc3\x28\r\n\r\n", 0);
+  wait_lines(2);
+  expect_line(1, "{\"time\":\"\",\"peer\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/hello/caf\xc3\xa9\\ufffd\","
+                 "\"version\":\"HTTP/1.1\",\"host\":\"h\",\"status\":200,\"bytes\":5,"
+                 "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"\\ufffd(\"}");
   expect_line(0, "{\"time\":\"\",\"peer\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/hello/j\","
                  "\"version\":\"HTTP/1.1\",\"host\":\"h.test\",\"status\":200,\"bytes\":5,"
                  "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"a\\\"b\"}");
+}
+
+/* A stray CRLF after a request is no request (RFC 9112 §2.2): no line,
+ * no 408; the keep-alive timeout closes the connection quietly. */
+static void test_stray_crlf(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  size_t discarded = 1;
+  fx->opts.keepalive_timeout_ms = 100;
+  start(fx, HR_ACCESS_COMMON);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /hello/x HTTP/1.1\r\nHost: a\r\n\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "hello", NULL);
+  assert_int_equal(rc_drain_until_closed(c, &discarded), 1);
+  assert_int_equal(discarded, 0); /* nothing more was sent: no 408 */
+  fx_drop(fx, c);
+  fx_stop(fx, 2000);
+  assert_int_equal(logs.n, 1);
 }
 
 int main(void) {
@@ -138,6 +162,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_common, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_combined_and_json, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_json, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_stray_crlf, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,10 +95,41 @@ static void test_query(void **state) {
   }
 }
 
+/* A streaming route has no buffered form: HR_EINVAL, before and after it
+ * reads the body. */
+static void form_then_stream(hr_request_t *req, hr_span_t chunk, int status, void *udata) {
+  hr_response_t *res = udata;
+  size_t n;
+  (void)chunk;
+  if (status == 1) {
+    assert_int_equal(hr_request_form_count(req, &n), HR_EINVAL);
+    hr_response_send(res, 200, "streamed", 8);
+  }
+}
+
+static void h_stream_form(hr_request_t *req, hr_response_t *res, void *udata) {
+  size_t n;
+  (void)udata;
+  assert_int_equal(hr_request_form_count(req, &n), HR_EINVAL);
+  assert_int_equal(hr_request_read_body(req, form_then_stream, res), 0);
+}
+
 static void test_form_body(void **state) {
   fx_t *fx = *state;
+  hr_route_options_t o;
   fx_route(fx, "POST", "/form", h_pairs, "form");
+  hr_route_options_init(&o);
+  o.body_mode = HR_BODY_STREAM;
+  fx_route_opts(fx, "POST", "/stream", h_stream_form, NULL, &o);
   fx_start(fx, 1);
+  {
+    rc_t *c = fx_connect(fx);
+    assert_int_equal(rc_send_str(c, "POST /stream HTTP/1.1\r\nHost: a\r\nContent-Type: "
+                                    "application/x-www-form-urlencoded\r\nContent-Length: 3\r\n\r\na=1"),
+                     0);
+    expect_response(c, "HTTP/1.1 200 OK", "streamed", NULL);
+    fx_drop(fx, c);
+  }
   post_expect(fx, "application/x-www-form-urlencoded", "name=Ada+Lovelace&lang=fr&lang=en",
               "n=3|name=Ada Lovelace|lang=fr|lang=en");
   post_expect(fx, "Application/X-WWW-Form-Urlencoded; charset=UTF-8", "a=%C3%A9", "n=1|a=é");

@@ -314,7 +314,10 @@ HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
  * A 304 carries ETag and Last-Modified (§15.4.5).  When one of these
  * answers is sent, returns 1 (the response is complete); otherwise returns
  * 0 and the handler goes on (and sends the full response, or performs the
- * change).  Malformed conditional fields are ignored, as §13.1 requires.
+ * change).  Malformed conditional fields are ignored, as §13.1 requires,
+ * except an If-Match that cannot be read (malformed, or more tags than a
+ * list holds), which fails closed with 412 rather than let the change
+ * through.
  * Returns a negative error code when the answer could not be sent.  Loop
  * thread.
  */

@@ -208,7 +208,9 @@ typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
 typedef unsigned hr_local_key_t;
 
 /* Destroys a request-local value when its exchange ends (or when it is
- * replaced), on the loop thread.  `udata` is the key's. */
+ * replaced), on the loop thread; for an exchange abandoned at a shutdown
+ * deadline, on the thread that calls hr_server_free.  `udata` is the
+ * key's. */
 typedef void (*hr_local_destroy_cb)(void *udata, void *value);
 
 /*
@@ -278,8 +280,9 @@ typedef struct hr_route_options_s {
    * router, the case of literal text).  Requests in flight finish with the
    * old version; later ones get the new one. */
   int replace;
-  /* Non-zero: typed integer parameters also take "+1", "01" and "-0" (the
-   * behaviour before canonical spellings were required). */
+  /* Non-zero: typed integer parameters also take leading zeros ("01"),
+   * and signed ones "+1" and "-0" (the behaviour before canonical
+   * spellings were required; an unsigned one never takes a sign). */
   int lenient_integers;
 } hr_route_options_t;
 

@@ -49,12 +49,15 @@ typedef enum hr_access_format_e {
   /* One JSON object per line: {"time":"2000-10-10T13:55:36Z","peer":"::1",
    * "method":"GET","target":"/a","version":"HTTP/1.1","host":"h",
    * "status":200,"bytes":2326,"duration_us":153,"referer":"",
-   * "user_agent":"curl/8"} */
+   * "user_agent":"curl/8"}; a byte that is not part of well-formed UTF-8
+   * is written U+FFFD, so that every line is valid JSON */
   HR_ACCESS_JSON = 2
 } hr_access_format_t;
 
 /* One response, as the access log reports it.  Spans point into the
- * request and are valid during the callback only. */
+ * request and are valid during the callback only.  `host` is the one the
+ * request was routed by: an absolute-form target's authority, else the
+ * Host field. */
 typedef struct hr_access_entry_s {
   hr_span_t method, target, host, referer, user_agent;
   int version;          /* 10 or 11; 0 when the request line was not read

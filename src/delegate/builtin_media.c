@@ -184,8 +184,8 @@ static int value_eq(const hr_mparam_t *a, const hr_mparam_t *b) {
  * application/json), but a range the offer meets without such parameters
  * is more specific, so that with "text/html;level=1, text/html;q=0.7" a
  * plain text/html gets 0.7, as in the RFC's example.  Order: type level
- * ("*" alone, then a type with "*", then both named), then parameters
- * matched, then none missing. */
+ * ("*" alone, then a type with "*", then both named), then none missing,
+ * then parameters matched. */
 static int specificity(const hr_media_type_t *range,
                        const hr_media_type_t *offer) {
   size_t i, j, np = range->nparams, matched = 0, missing = 0;
@@ -213,7 +213,7 @@ static int specificity(const hr_media_type_t *range,
     else
       return -1;
   }
-  return (level * (HR_MAX_ITEMS + 1) + (int)matched) * 2 + (missing == 0);
+  return ((level * 2 + (missing == 0)) * (HR_MAX_ITEMS + 1)) + (int)matched;
 }
 
 int hr_media_negotiate(const hr_media_ranges_t *ranges,

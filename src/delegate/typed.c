@@ -121,8 +121,11 @@ static int precondition_fails(hr_request_t *req, const hr_etag_t *etag, int64_t 
       match = hr__etag_match(&im.tags[i], etag, 0);
     return !match;
   }
-  if (rc != HR_ENOTFOUND && rc != HR_EPARSE) return rc;
-  if (rc == HR_ENOTFOUND && last_modified >= 0 &&
+  /* An If-Match that cannot be read fails closed: ignoring it would let a
+   * write through that the client made conditional (a lost update). */
+  if (rc == HR_EPARSE) return 1;
+  if (rc != HR_ENOTFOUND) return rc;
+  if (last_modified >= 0 &&
       hr_request_typed(req, HR_SPAN_LIT("If-Unmodified-Since"), HR_TYPE_DATE, &ius) == 0)
     return last_modified > ius.seconds;
   return 0;

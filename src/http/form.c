@@ -9,7 +9,10 @@
 #include "util/text.h"
 
 int hr_form_next(hr_span_t *rest, hr_form_pair_t *pair) {
-  const char *p = rest->ptr, *end = rest->ptr + rest->len;
+  const char *p, *end;
+  if (rest->len == 0) return 0; /* also {NULL, 0}: no pointer arithmetic */
+  p = rest->ptr;
+  end = rest->ptr + rest->len;
   while (p < end) {
     const char *amp = memchr(p, '&', (size_t)(end - p)), *e = amp ? amp : end, *eq;
     if (e == p) { /* an empty pair */

@@ -10,8 +10,29 @@
 
 #include "server/internal.h"
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, at most U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t avail) {
+  unsigned c = p[0];
+  size_t n, i;
+  unsigned min, cp;
+  if (c < 0xC2 || c > 0xF4) return 0;
+  n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  if (avail < n) return 0;
+  cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+  for (i = 1; i < n; i++) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  min = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
 /* Bytes of `s` escaped: in CLF as nginx does (\xHH for '"', '\' and bytes
- * outside 0x20..0x7e), in JSON as a string body (\", \\, \u00XX). */
+ * outside 0x20..0x7e), in JSON as a string body (\", \\, \u00XX, and a
+ * byte that is not part of well-formed UTF-8 as U+FFFD, so that the line
+ * is valid JSON). */
 static size_t put_escaped(char *w, hr_span_t s, int json) {
   const char *hex = json ? "0123456789abcdef" : "0123456789ABCDEF";
   size_t i, n = 0;
@@ -20,6 +41,16 @@ static size_t put_escaped(char *w, hr_span_t s, int json) {
     if (json && (c == '"' || c == '\\')) {
       w[n++] = '\\';
       w[n++] = (char)c;
+    } else if (json && c >= 0x80) {
+      size_t u = utf8_len((const unsigned char *)s.ptr + i, s.len - i);
+      if (u) {
+        memcpy(w + n, s.ptr + i, u);
+        n += u;
+        i += u - 1;
+      } else {
+        memcpy(w + n, "\\ufffd", 6);
+        n += 6;
+      }
     } else if (json && (c < 0x20 || c == 0x7f)) {
       memcpy(w + n, "\\u00", 4);
       w[n + 4] = hex[c >> 4];
@@ -44,7 +75,7 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   memset(e, 0, sizeof(*e));
   e->method = r->method;
   e->target = r->target;
-  e->host = r->host;
+  e->host = r->authority.len ? r->authority : r->host; /* the one that routed */
   e->version = r->version; /* 0 until the request line was checked */
   (void)hr_request_field(r, HR_SPAN_LIT("Referer"), NULL, &e->referer);
   (void)hr_request_field(r, HR_SPAN_LIT("User-Agent"), NULL, &e->user_agent);

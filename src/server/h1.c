@@ -159,6 +159,7 @@ static const char *check_request(hr__exchange_t *ex, int *status) {
   /* The router's split: one reading of the target for both.  A target it
    * cannot read is answered 400 by the router. */
   hr__target_split(r->target, &r->path, &r->query, &authority);
+  r->authority = authority;
   if (r->host_count > 1 || (r->version == 11 && r->host_count == 0))
     return "missing, repeated or invalid Host field";
   if (r->expect_other) {
@@ -442,6 +443,12 @@ int hr__h1_step(hr__conn_t *c) {
   int go_on;
   if (ex == NULL) {
     if (c->rbuf == NULL || c->rlen == c->msg_start) return 0;
+    /* Empty lines before a request line are ignored (RFC 9112 §2.2): a
+     * client's stray CRLF after a request is no request of its own. */
+    while (c->msg_start < c->rlen &&
+           (c->rbuf[c->msg_start] == '\r' || c->rbuf[c->msg_start] == '\n'))
+      c->msg_start++;
+    if (c->rlen == c->msg_start) return 0;
     /* A peer that sends requests without reading the answers: write what
      * is queued, and stop answering while the queue stays above the mark
      * (the write's completion resumes us). */

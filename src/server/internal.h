@@ -61,6 +61,7 @@ struct hr_response_s {
 struct hr_request_s {
   hr_span_t method, target, path, query;
   hr_span_t host; /* Host field value */
+  hr_span_t authority; /* an absolute-form target's, which routes instead */
   int version; /* 10 or 11 */
   hr_field_t *fields;
   size_t nfields, fields_cap;

@@ -20,7 +20,8 @@ typedef struct hr__form_s {
  * to decode.  Returns 0, HR_EPARSE or HR_ENOMEM. */
 static int decoded(hr__arena_t *a, hr_span_t raw, hr_span_t *out) {
   char *d;
-  if (memchr(raw.ptr, '%', raw.len) == NULL && memchr(raw.ptr, '+', raw.len) == NULL) {
+  if (raw.len == 0 ||
+      (memchr(raw.ptr, '%', raw.len) == NULL && memchr(raw.ptr, '+', raw.len) == NULL)) {
     *out = raw;
     return 0;
   }
@@ -73,7 +74,8 @@ static const hr__form_t *query_form(hr_request_t *req) {
 /* NULL when the request has no buffered urlencoded body. */
 static const hr__form_t *body_form(hr_request_t *req) {
   if (req->body_form == NULL) {
-    if (req->body_cb != NULL || !urlencoded(req)) return NULL;
+    if (req->route == NULL || req->route->body_mode == HR_BODY_STREAM || !urlencoded(req))
+      return NULL;
     req->body_form = parse(HR__EX_OF_REQ(req), hr_request_body(req));
   }
   return req->body_form;
