@@ -135,6 +135,10 @@ HR_EXTERN const void *hr_request_param_object(const hr_request_t *req,
 HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
                                        hr_span_t *value);
 
+/* For a 405 answered by a method_not_allowed handler (hr_answers_t): the
+ * Allow value; empty otherwise.  Valid while the request is. */
+HR_EXTERN hr_span_t hr_request_allow(const hr_request_t *req);
+
 /*
  * Sets the value of request-local `key` (hr_router_local_key) on `req`,
  * replacing the value set before (whose destructor then runs).  NULL

@@ -199,6 +199,44 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
  */
 typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
 
+/* ---- the router's own answers ----------------------------------------------- */
+
+/*
+ * What answers in the router's place when no route does, so that a JSON
+ * API answers JSON errors.  Each member may be NULL (the default answer).
+ *   not_found           a handler for the server's 404s (no route, or a
+ *                       typed parameter that did not convert); it answers
+ *                       as any handler does, now or later;
+ *   method_not_allowed  a handler for 405s: the Allow field is already on
+ *                       the response, and hr_request_allow() gives its value;
+ *   error_body          the body of the server's other 4xx and 5xx answers
+ *                       (400, 408, 413, 414, 431, 501, 503..., and 404/405
+ *                       without a handler): writes at most `cap` bytes
+ *                       (1024) to `buf`, sets *content_type (static storage,
+ *                       a valid field value), returns the length; 0 keeps
+ *                       the default text.  It must not block: it runs on
+ *                       the loop thread, for answers the server gives
+ *                       before or instead of a handler.
+ */
+typedef struct hr_answers_s {
+  hr_handler_cb not_found;
+  void *not_found_udata;
+  hr_handler_cb method_not_allowed;
+  void *method_not_allowed_udata;
+  size_t (*error_body)(void *udata, int status, char *buf, size_t cap,
+                       const char **content_type);
+  void *error_body_udata;
+} hr_answers_t;
+
+/*
+ * Sets the router's own answers for the table of `host` (NULL: the default
+ * table, and the tables of hosts that have none set); `answers` is copied,
+ * NULL clears them.  Published like a route change.  Returns 0, HR_EINVAL
+ * (bad host), HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_set_answers(hr_router_t *router, const char *host,
+                                    const hr_answers_t *answers);
+
 /* ---- request locals --------------------------------------------------------- */
 
 /* Most request-local keys one router may register. */

@@ -244,6 +244,7 @@ typedef struct hr__host_s {
    * answered (router-level, no prefix), as an invoker of a core that is
    * no route; NULL when there is none.  The table holds a reference. */
   hr_route_t *fallback;
+  hr_answers_t answers;       /* hr_router_set_answers, all NULL by default */
 } hr__host_t;
 
 /* An immutable snapshot, in one block; it holds a reference on each of its
@@ -361,6 +362,13 @@ struct hr_router_s {
     void *udata;
   } locals[HR_MAX_LOCALS];
   _Atomic unsigned nlocals;
+  /* Writer side: hr_router_set_answers registrations (host NULL: the
+   * default), copied into each table's hosts at publication. */
+  struct hr__answers_reg_s {
+    char *host;
+    hr_answers_t answers;
+    struct hr__answers_reg_s *next;
+  } *answers;
   hr__table_t *retired;          /* writer side: replaced, not yet freed */
   size_t nretired;
   int used_call_rcu;             /* some table went to call_rcu */
@@ -370,6 +378,10 @@ struct hr_router_s {
  * answered (see hr__host_t.fallback), or NULL.  Inside a read-side
  * section. */
 const hr_route_t *hr__router_fallback(hr_router_t *r, hr_span_t host);
+
+/* The router's own answers for `host`'s table (all NULL when none).
+ * Inside a read-side section. */
+const hr_answers_t *hr__router_answers(hr_router_t *r, hr_span_t host);
 
 /* A core that is no route, for fallback invokers (pattern.c). */
 int hr__core_fallback(hr__mem_t *m, hr_span_t host, hr__core_t **out);

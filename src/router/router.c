@@ -112,6 +112,11 @@ void hr_router_free(hr_router_t *r) {
     r->mws = mw->next;
     hr__mem_free(&r->mem, mw);
   }
+  while (r->answers != NULL) {
+    struct hr__answers_reg_s *a = r->answers;
+    r->answers = a->next;
+    hr__mem_free(&r->mem, a); /* the host lives in the same block */
+  }
   hr__registry_free(&r->registry);
   pthread_mutex_destroy(&r->lock);
   mem = r->mem;
@@ -206,6 +211,27 @@ static int has_fallback_after(const hr_router_t *r, hr_span_t host) {
   return 0;
 }
 
+/* Copies into each host table the answers registered for it, or else the
+ * default registration. */
+static void attach_answers(const hr_router_t *r, hr__table_t *t) {
+  size_t i;
+  for (i = 0; i <= t->nhosts; i++) {
+    hr__host_t *h = i == 0 ? &t->def : (hr__host_t *)&t->hosts[i - 1];
+    const struct hr__answers_reg_s *a, *def = NULL, *own = NULL;
+    for (a = r->answers; a != NULL; a = a->next) {
+      if (a->host == NULL) def = a;
+      else if (h->name.len && hr_span_eq_nocase(hr_span_cstr(a->host), h->name)) own = a;
+    }
+    if (own != NULL || def != NULL) h->answers = (own ? own : def)->answers;
+  }
+}
+
+const hr_answers_t *hr__router_answers(hr_router_t *r, hr_span_t host) {
+  /* Pairs with the release store in publish(). */
+  const hr__table_t *t = atomic_load_explicit(&r->table, memory_order_acquire);
+  return &pick_host(t, host)->answers;
+}
+
 /* Gives each host table of `t` its fallback invoker (hr__host_t), when
  * some after-middleware applies.  Returns 0 or HR_ENOMEM. */
 static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
@@ -243,6 +269,7 @@ static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
     hr__table_discard(t);
     return rc;
   }
+  attach_answers(r, t);
   old = atomic_load_explicit(&r->table, memory_order_relaxed);
   /* Pairs with the acquire load in hr_router_match() and the server's
    * dispatch: the table and every invoker it references are complete
@@ -1137,6 +1164,50 @@ int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
   /* The caller's read-side section, if routes may change meanwhile (see
    * router.h): taking one per lookup would cost more than the lookup. */
   return match_impl(r, method, host, target, buf, buflen, out);
+}
+
+/* ---- the router's own answers ------------------------------------------------ */
+
+int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *answers) {
+  struct hr__answers_reg_s **pp, *a;
+  hr_route_t **routes;
+  size_t hl;
+  int rc;
+  if (r == NULL || (host != NULL && !valid_host_name(host))) return HR_EINVAL;
+  hl = host != NULL ? host_len(host) : 0;
+  pthread_mutex_lock(&r->lock);
+  for (pp = &r->answers; *pp != NULL; pp = &(*pp)->next)
+    if (((*pp)->host == NULL) == (host == NULL) &&
+        (host == NULL || hr_span_eq_nocase(hr_span_cstr((*pp)->host), hr_span_cstr(host))))
+      break;
+  if (answers != NULL && *pp == NULL) {
+    a = hr__mem_alloc(&r->mem, sizeof(*a) + hl + 1);
+    if (a == NULL) {
+      pthread_mutex_unlock(&r->lock);
+      return HR_ENOMEM;
+    }
+    memset(a, 0, sizeof(*a));
+    if (host != NULL) a->host = host_copy((char *)(a + 1), host);
+    *pp = a;
+  }
+  if (answers != NULL) {
+    (*pp)->answers = *answers;
+  } else if (*pp != NULL) {
+    a = *pp;
+    *pp = a->next;
+    hr__mem_free(&r->mem, a);
+  }
+  /* Publish the same routes with the new answers. */
+  routes = hr__mem_alloc(&r->mem, (r->nroutes ? r->nroutes : 1) * sizeof(*routes));
+  if (routes == NULL) {
+    pthread_mutex_unlock(&r->lock);
+    return HR_ENOMEM;
+  }
+  if (r->nroutes) memcpy(routes, r->routes, r->nroutes * sizeof(*routes));
+  rc = publish(r, routes, r->nroutes, NULL);
+  if (rc != 0) hr__mem_free(&r->mem, routes);
+  unlock_and_reclaim(r);
+  return rc;
 }
 
 /* ---- request locals ---------------------------------------------------------- */

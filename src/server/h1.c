@@ -18,28 +18,62 @@
 #include "http/head.h"
 #include "router/path.h"
 #include "server/internal.h"
+#include "util/rcu.h"
 
 /* Bytes kept free after a header section for the body to stream through. */
 #define HR__BODY_ROOM 4096
 
 /* ---- the server's own answers -------------------------------------------- */
 
-/* An error answer that ends the connection, straight into the output. */
-static int queue_error(hr__conn_t *c, int status) {
-  char body[64];
-  size_t n = strlen(hr_status_reason(status));
+/* The body of a server answer with `status`: the host's error_body hook
+ * (hr_answers_t) when it gives one, else the reason phrase as text.  `buf`
+ * holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type value.
+ * Returns the length.  The hook runs inside a read-side section. */
+#define HR__ERROR_BODY_MAX 1024
+static size_t error_body(hr__worker_t *w, hr_span_t host, int status, char *buf,
+                         const char **ctype) {
+  const hr_answers_t *an;
+  size_t n = 0, i;
+  const char *reason = hr_status_reason(status);
+  hr__rcu_read_lock();
+  an = hr__router_answers(w->server->router, host);
+  if (status >= 400 && an->error_body != NULL) { /* not for redirects */
+    const char *ct = NULL;
+    n = an->error_body(an->error_body_udata, status, buf, HR__ERROR_BODY_MAX, &ct);
+    if (n > HR__ERROR_BODY_MAX || ct == NULL) n = 0;
+    for (i = 0; n > 0 && ct[i] != '\0'; i++) /* a field value, or the default */
+      if (ct[i] == '\r' || ct[i] == '\n' || i > 200) n = 0;
+    if (n > 0) *ctype = ct;
+  }
+  hr__rcu_read_unlock();
+  if (n == 0) {
+    n = strlen(reason);
+    memcpy(buf, reason, n);
+    buf[n++] = '\n';
+    *ctype = "text/plain";
+  }
+  return n;
+}
+
+/* An error answer that ends the connection, straight into the output;
+ * *body_len gets the length of its body. */
+static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
+  char body[HR__ERROR_BODY_MAX], field[256];
+  const char *ctype;
+  hr_span_t none = {NULL, 0};
+  size_t n = error_body(c->w, c->ex != NULL ? c->ex->req.host : none, status, body, &ctype);
   hr__head_t h;
-  if (n > sizeof body - 1) n = sizeof body - 1;
+  int fl = snprintf(field, sizeof field, "Content-Type: %s\r\n", ctype);
   memset(&h, 0, sizeof(h));
   h.status = status;
   h.date.ptr = c->w->date;
   h.date.len = c->w->date_len;
-  h.fields = HR_SPAN_LIT("Content-Type: text/plain\r\n");
-  h.length = (int64_t)n + 1;
+  h.fields.ptr = field;
+  h.fields.len = (size_t)fl;
+  h.length = (int64_t)n;
   h.close = 1;
-  memcpy(body, hr_status_reason(status), n);
-  body[n] = '\n';
-  return hr__out_head(c, &h, (hr_span_t){body, n + 1});
+  *body_len = n;
+  return hr__out_head(c, &h, (hr_span_t){body, n});
 }
 
 int hr__h1_continue(hr__conn_t *c) {
@@ -52,6 +86,7 @@ int hr__h1_continue(hr__conn_t *c) {
 
 void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
   hr__exchange_t *ex = c->ex;
+  uint64_t body_len = 0;
   if (c->state == HR__C_CLOSED) return;
   if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
   hr__stat_inc(&c->w->st_bad);
@@ -65,16 +100,15 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
     hr__conn_drop_exchange(c, HR_ECLOSED); /* close after its answer */
     return;
   }
-  if (queue_error(c, status) != 0) {
+  if (queue_error(c, status, &body_len) != 0) {
     hr__conn_close(c);
     return;
   }
   /* A handler still running hears that the server answered in its place:
    * its response is complete on the wire, later calls answer HR_ECLOSED. */
   if (ex != NULL) {
-    size_t n = strlen(hr_status_reason(status));
     ex->sent_status = status;
-    ex->sent_bytes = (n > 63 ? 63 : n) + 1; /* queue_error's body */
+    ex->sent_bytes = body_len;
   }
   hr__conn_drop_exchange(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
 }
@@ -85,22 +119,17 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
 static void answer_internal(hr__exchange_t *ex) {
   hr_response_t *res = &ex->res;
   int status = ex->internal_status;
-  const char *reason = hr_status_reason(status);
-  char body[64];
-  size_t n = strlen(reason);
+  char body[HR__ERROR_BODY_MAX];
+  const char *ctype = NULL;
+  const hr_answers_t *an;
+  hr_handler_cb custom = NULL;
+  void *custom_udata = NULL;
+  size_t n = 0;
   int rc = 0;
   ex->discard_body = 1;
   ex->handler_active = 0;
   ex->internal_answer = 1;
-  if (status == 200) { /* OPTIONS: the Allow field is the answer */
-    n = 0;
-  } else {
-    memcpy(body, reason, n);
-    body[n++] = '\n';
-    rc = hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
-                               HR_SPAN_LIT("text/plain"));
-  }
-  if (rc == 0 && ex->internal_allow.len)
+  if (ex->internal_allow.len)
     rc = hr_response_add_field(res, HR_SPAN_LIT("Allow"), ex->internal_allow);
   if (rc == 0 && ex->internal_location.len)
     rc = hr_response_add_field(res, HR_SPAN_LIT("Location"), ex->internal_location);
@@ -109,6 +138,33 @@ static void answer_internal(hr__exchange_t *ex) {
     return;
   }
   if (status >= 400) hr__stat_inc(&ex->w->st_bad);
+  /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
+   * route's handler, inside a read-side section as handlers are. */
+  hr__rcu_read_lock();
+  an = hr__router_answers(ex->w->server->router,
+                          ex->req.authority.len ? ex->req.authority : ex->req.host);
+  if (status == 404 && an->not_found != NULL) {
+    custom = an->not_found;
+    custom_udata = an->not_found_udata;
+  } else if (status == 405 && an->method_not_allowed != NULL) {
+    custom = an->method_not_allowed;
+    custom_udata = an->method_not_allowed_udata;
+  }
+  if (custom != NULL) {
+    ex->handler_active = 1;
+    custom(&ex->req, res, custom_udata);
+    hr__rcu_read_unlock();
+    return;
+  }
+  hr__rcu_read_unlock();
+  if (status != 200) /* OPTIONS: the Allow field is the answer */
+    n = error_body(ex->w, ex->req.authority.len ? ex->req.authority : ex->req.host, status,
+                   body, &ctype);
+  if (ctype != NULL &&
+      hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype)) != 0) {
+    hr__h1_fail(ex->conn, 503, "out of memory");
+    return;
+  }
   hr_response_send(res, status, body, n);
 }
 

@@ -118,3 +118,11 @@ int hr_request_tls_client(hr_request_t *req, int format, hr_span_t *subject,
   return ex->conn->t->ops->tls_client(ex->conn->t, format == HR_TLS_DER, arena_alloc,
                                       &ex->arena, subject, cert);
 }
+
+hr_span_t hr_request_allow(const hr_request_t *req) {
+  hr_span_t none = {NULL, 0};
+  const hr__exchange_t *ex;
+  if (req == NULL) return none;
+  ex = HR__EX_OF_REQ(req);
+  return ex->internal_answer ? ex->internal_allow : none;
+}
