@@ -16,7 +16,14 @@
  * collection, so it is guarded by a uv_mutex_t.  Server set-up and graceful
  * shutdown on SIGINT and SIGTERM follow examples/hello.c.
  *
- *   rest [--host ADDR] [--port N] [--threads N]
+ * It also shows the handler API around the routes: a JSON list with query
+ * parameters (hr_request_query_get), a create from an HTML form
+ * (hr_request_form_get), head middleware that refuses writes without a
+ * token before their body is read (--token), a request id kept as a
+ * request local and sent as X-Request-Id, JSON bodies for what the router
+ * answers itself (hr_router_set_answers), and an access log (--access-log).
+ *
+ *   rest [--host ADDR] [--port N] [--threads N] [--token T] [--access-log]
  *   curl -i http://127.0.0.1:8081/items/1
  *   curl -i -X PUT -H 'Content-Type: text/plain' -H 'If-Match: "1-text"' \
  *        --data-binary 'new text' http://127.0.0.1:8081/items/1
@@ -54,11 +61,14 @@ typedef struct options_s {
   const char *host;
   int port;
   unsigned threads;
+  const char *token;  /* --token: writes need "Authorization: Bearer <token>" */
+  int access_log;     /* --access-log: Common Log Format lines on stderr */
 } options_t;
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: rest [--host ADDR] [--port N] [--threads N]\n"
+          "usage: rest [--host ADDR] [--port N] [--threads N] [--token T]\n"
+          "            [--access-log]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -67,6 +77,9 @@ static void usage(FILE *out) {
           "worker\n"
           "                 threads with SO_REUSEPORT listeners (default 1, "
           "max 256)\n"
+          "  --token T      PUT and POST need \"Authorization: Bearer T\";\n"
+          "                 refused before their body is read (default: none)\n"
+          "  --access-log   one Common Log Format line per request on stderr\n"
           "  --help         show this text\n"
           "\n"
           "Routes (:id is a decimal uint64; item 1 exists at start):\n"
@@ -77,7 +90,11 @@ static void usage(FILE *out) {
           "  PUT /items/:id  text/plain body (at most %d bytes) replaces the "
           "item:\n"
           "                  204 (201 when created) with the new ETag; 412 when\n"
-          "                  If-Match (or If-None-Match) fails; 400; 413; 415\n",
+          "                  If-Match (or If-None-Match) fails; 400; 413; 415\n"
+          "  GET /items?after=N&limit=N  JSON list of ids (limit 1..100, 20)\n"
+          "  POST /items     form body text=... creates an item: 201, Location\n"
+          "Errors are JSON: {\"status\":N,\"error\":\"...\"}; every response\n"
+          "carries X-Request-Id.\n",
           MAX_AGE, MAX_VALUE_BYTES);
 }
 
@@ -124,6 +141,8 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->host = "0.0.0.0";
   opts->port = 8081;
   opts->threads = 1;
+  opts->token = NULL;
+  opts->access_log = 0;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -147,6 +166,12 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || parse_number(value, 1, 256, &number) != 0)
         goto bad;
       opts->threads = (unsigned)number;
+    } else if ((r = option_value(argc, argv, &i, "--token", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->token = value;
+    } else if (strcmp(arg, "--access-log") == 0) {
+      opts->access_log = 1;
     } else {
       goto bad;
     }
@@ -381,14 +406,20 @@ static char *render_text(hr_request_t *req, const item_t *it, size_t *len) {
 /* ---- handlers ---------------------------------------------------------------- */
 
 /*
- * Sends a short text/plain error.  Every handler must complete its
+ * Sends a short JSON error.  Every handler must complete its
  * response exactly once; when even this fails (the client left: HR_ECLOSED)
  * the response is complete anyway.
  */
 static void send_error(hr_response_t *res, int status, const char *msg) {
+  char body[320];
+  size_t n = strlen(msg);
+  int len;
+  /* The messages are ours: drop the newline the text versions ended with. */
+  if (n > 0 && msg[n - 1] == '\n') n--;
+  len = snprintf(body, sizeof body, "{\"status\":%d,\"error\":\"%.*s\"}", status, (int)n, msg);
   (void)hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
-                              HR_SPAN_LIT("text/plain"));
-  (void)hr_response_send(res, status, msg, strlen(msg));
+                              HR_SPAN_LIT("application/json"));
+  (void)hr_response_send(res, status, body, (size_t)len);
 }
 
 /*
@@ -670,6 +701,162 @@ static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
     send_500(res, err);
 }
 
+/* ---- listing and creating: query strings and forms ------------------------ */
+
+/* A whole decimal in [min, max] from a query value; returns 0 or -1. */
+static int span_number(hr_span_t v, uint64_t min, uint64_t max, uint64_t *out) {
+  uint64_t n = 0;
+  size_t i;
+  if (v.len == 0 || v.len > 19) return -1;
+  for (i = 0; i < v.len; i++) {
+    if (v.ptr[i] < '0' || v.ptr[i] > '9') return -1;
+    n = n * 10 + (uint64_t)(v.ptr[i] - '0');
+  }
+  if (n < min || n > max) return -1;
+  *out = n;
+  return 0;
+}
+
+/*
+ * GET /items?after=N&limit=N: the ids after N, at most `limit`, as JSON.
+ * The query comes decoded from hr_request_query_get (a bad escape anywhere
+ * in it is HR_EPARSE).
+ */
+static void list_items(hr_request_t *req, hr_response_t *res, void *udata) {
+  store_t *store = udata;
+  uint64_t after = 0, limit = 20;
+  hr_span_t v;
+  char *out;
+  size_t cap, len, i, sent = 0;
+  int rc;
+  rc = hr_request_query_get(req, HR_SPAN_LIT("after"), NULL, &v);
+  if (rc == 0 && span_number(v, 0, UINT64_MAX / 10, &after) != 0) rc = HR_EPARSE;
+  if (rc == 0 || rc == HR_ENOTFOUND) {
+    rc = hr_request_query_get(req, HR_SPAN_LIT("limit"), NULL, &v);
+    if (rc == 0 && span_number(v, 1, 100, &limit) != 0) rc = HR_EPARSE;
+  }
+  if (rc != 0 && rc != HR_ENOTFOUND) {
+    send_error(res, 400, "after and limit are whole numbers, limit 1..100");
+    return;
+  }
+  cap = 16 + (size_t)limit * 22;
+  if ((out = hr_request_alloc(req, cap)) == NULL) {
+    send_500(res, HR_ENOMEM);
+    return;
+  }
+  len = (size_t)snprintf(out, cap, "{\"ids\":[");
+  uv_mutex_lock(&store->lock);
+  for (i = 0; i < store->n && sent < limit; i++) {
+    if (store->items[i].id <= after) continue;
+    len += (size_t)snprintf(out + len, cap - len, "%s%" PRIu64, sent ? "," : "",
+                            store->items[i].id);
+    sent++;
+  }
+  uv_mutex_unlock(&store->lock);
+  len += (size_t)snprintf(out + len, cap - len, "]}");
+  (void)hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("application/json"));
+  (void)hr_response_send(res, 200, out, len);
+}
+
+/* POST /items with an HTML form (text=...): a new item after the last. */
+static void create_item(hr_request_t *req, hr_response_t *res, void *udata) {
+  store_t *store = udata;
+  hr_span_t text;
+  char location[48];
+  uint64_t id;
+  int found, rc, n;
+  size_t at;
+  rc = hr_request_form_get(req, HR_SPAN_LIT("text"), NULL, &text);
+  if (rc == HR_EINVAL) {
+    send_error(res, 415, "send application/x-www-form-urlencoded with text=...");
+    return;
+  }
+  if (rc != 0 || !is_utf8((const unsigned char *)text.ptr, text.len)) {
+    send_error(res, 400, "the form needs text=..., in UTF-8");
+    return;
+  }
+  uv_mutex_lock(&store->lock);
+  id = store->n ? store->items[store->n - 1].id + 1 : 1;
+  at = store_find(store, id, &found);
+  rc = store_put(store, at, found, id, text.ptr, text.len) == NULL ? -1 : 0;
+  uv_mutex_unlock(&store->lock);
+  if (rc != 0) {
+    send_error(res, 507, "the collection is full");
+    return;
+  }
+  n = snprintf(location, sizeof(location), "/items/%" PRIu64, id);
+  (void)hr_response_add_field(res, HR_SPAN_LIT("Location"), (hr_span_t){location, (size_t)n});
+  (void)hr_response_send(res, 201, NULL, 0);
+}
+
+/* ---- middleware: authentication before the body, a request id -------------- */
+
+static hr_local_key_t request_id_key;
+static uv_mutex_t id_lock; /* worker loops share the counter */
+static uint64_t next_request_id;
+
+/* Head middleware (hr_router_use_head): a write without the token is
+ * refused before its body is read -- a 1 MB upload costs nothing. */
+static hr_next_t require_token(hr_request_t *req, hr_response_t *res, void *udata) {
+  const char *token = udata;
+  char want[256];
+  hr_span_t got, m = hr_request_method(req);
+  int n;
+  if (!hr_span_eq(m, HR_SPAN_LIT("PUT")) && !hr_span_eq(m, HR_SPAN_LIT("POST"))) return HR_NEXT;
+  n = snprintf(want, sizeof want, "Bearer %s", token);
+  if (hr_request_field(req, HR_SPAN_LIT("Authorization"), NULL, &got) == 0 &&
+      hr_span_eq(got, (hr_span_t){want, (size_t)n}))
+    return HR_NEXT;
+  (void)hr_response_add_field(res, HR_SPAN_LIT("WWW-Authenticate"), HR_SPAN_LIT("Bearer"));
+  send_error(res, 401, "a bearer token is needed to write");
+  return HR_ANSWERED;
+}
+
+/* Before-middleware: gives the request an id (a request local, in the
+ * request's memory) and sends it back as X-Request-Id. */
+static hr_next_t tag_request(hr_request_t *req, hr_response_t *res, void *udata) {
+  char *id = hr_request_alloc(req, 24);
+  int n;
+  (void)udata;
+  if (id == NULL) return HR_NEXT;
+  uv_mutex_lock(&id_lock);
+  n = snprintf(id, 24, "%" PRIu64, ++next_request_id);
+  uv_mutex_unlock(&id_lock);
+  (void)hr_request_set_local(req, request_id_key, id);
+  (void)hr_response_add_field(res, HR_SPAN_LIT("X-Request-Id"), (hr_span_t){id, (size_t)n});
+  return HR_NEXT;
+}
+
+/* ---- JSON errors for what the router answers itself ------------------------- */
+
+static size_t json_error_body(void *udata, int status, char *buf, size_t cap,
+                              const char **content_type) {
+  (void)udata;
+  *content_type = "application/json";
+  return (size_t)snprintf(buf, cap, "{\"status\":%d,\"error\":\"%s\"}", status,
+                          hr_status_reason(status));
+}
+
+static void not_found(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  send_error(res, 404, "no such resource");
+}
+
+static void method_not_allowed(hr_request_t *req, hr_response_t *res, void *udata) {
+  char msg[128];
+  hr_span_t allow = hr_request_allow(req); /* also in the Allow field already */
+  (void)udata;
+  snprintf(msg, sizeof msg, "allowed here: %.*s", (int)allow.len, allow.ptr);
+  send_error(res, 405, msg);
+}
+
+static void print_access(void *ctx, const char *line, size_t len, const hr_access_entry_t *e) {
+  (void)ctx;
+  (void)e;
+  fprintf(stderr, "%.*s\n", (int)len, line);
+}
+
 /*
  * Registers both routes.  :id is declared HR_PARAM_UINT64: the router's
  * invoker converts it before the handler runs, and a segment that is not a
@@ -688,7 +875,30 @@ static int add_routes(hr_router_t *router, store_t *store) {
                            &ro)) != 0)
     return err;
   ro.max_body_bytes = MAX_VALUE_BYTES;
-  return hr_router_add(router, "PUT", "/items/:id", put_item, store, &ro);
+  if ((err = hr_router_add(router, "PUT", "/items/:id", put_item, store, &ro)) != 0)
+    return err;
+  if ((err = hr_router_add(router, "GET", "/items", list_items, store, NULL)) != 0)
+    return err;
+  hr_route_options_init(&ro);
+  ro.max_body_bytes = MAX_VALUE_BYTES * 3 + 16; /* text=, %-encoded */
+  return hr_router_add(router, "POST", "/items", create_item, store, &ro);
+}
+
+/* Middleware, the request-id key and the JSON answers of the router. */
+static int add_middleware(hr_router_t *router, const options_t *opts) {
+  hr_answers_t answers;
+  int err;
+  if ((err = uv_mutex_init(&id_lock)) != 0) return err;
+  if ((err = hr_router_local_key(router, NULL, NULL, &request_id_key)) != 0) return err;
+  if ((err = hr_router_use(router, NULL, NULL, tag_request, NULL, NULL)) != 0) return err;
+  if (opts->token != NULL &&
+      (err = hr_router_use_head(router, NULL, "/items", require_token, (void *)opts->token)) != 0)
+    return err;
+  memset(&answers, 0, sizeof answers);
+  answers.not_found = not_found;
+  answers.method_not_allowed = method_not_allowed;
+  answers.error_body = json_error_body;
+  return hr_router_set_answers(router, NULL, &answers);
 }
 
 /* ---- graceful shutdown on SIGINT and SIGTERM ---------------------------- */
@@ -829,10 +1039,18 @@ int main(int argc, char **argv) {
     status = fail("hr_router_add", err);
     goto out;
   }
+  if ((err = add_middleware(router, &opts)) != 0) {
+    status = fail("middleware", err);
+    goto out;
+  }
 
   /* 3. The server.  Its default body limit (1 MiB) is above the PUT route's
    * own, which wins for that route. */
   hr_server_options_init(&so);
+  if (opts.access_log) {
+    so.access_log = print_access;
+    so.access_format = HR_ACCESS_COMMON;
+  }
   if ((err = hr_server_new(&server, router, &so)) != 0) {
     status = fail("hr_server_new", err);
     goto out;
