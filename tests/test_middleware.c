@@ -359,38 +359,38 @@ static void test_after_sees_every_answer(void **state) {
     assert_int_equal(hr_router_group(fx->router, "api.test", NULL, &g), 0);
     assert_int_equal(hr_group_add(g, "GET", "/only", h_trace, NULL, NULL), 0);
   }
+  static const struct {
+    const char *request, *status_line, *body;
+    unsigned long afters;
+    const char *log;
+  } cases[] = {
+      {"GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 1, "G:404,"},
+      /* typed parameter that does not convert: the route's chain */
+      {"GET /items/nope HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 2,
+       "P:404,G:404,"},
+      {"PUT /items/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+       "HTTP/1.1 405 Method Not Allowed", NULL, 1, "G:405,"},
+      {"OPTIONS /items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", NULL, 1, "G:200,"},
+      /* api.test has a table of its own: its 404 passes its middleware too */
+      {"GET /nope HTTP/1.1\r\nHost: api.test\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 2,
+       "H:404,G:404,"},
+      /* an absolute-form target's authority picks the table, not Host */
+      {"GET http://api.test/nope HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 2,
+       "H:404,G:404,"},
+      {"BREW /items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 501 Not Implemented", NULL, 1,
+       "G:501,"},
+      {"GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", "G,P,h", 2, "P:200,G:200,"},
+      /* a request the server refuses and closes on */
+      {"GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400 Bad Request", NULL, 1, "G:400,"},
+  };
+  size_t i;
   fx_start(fx, 1);
   c = fx_connect(fx);
-  assert_int_equal(rc_send_str(c, "GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
-  expect_afters(1, "G:404,");
-  assert_int_equal(rc_send_str(c, "GET /items/nope HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL); /* typed: route's chain */
-  expect_afters(2, "P:404,G:404,");
-  assert_int_equal(rc_send_str(c, "PUT /items/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 405 Method Not Allowed", NULL, NULL);
-  expect_afters(1, "G:405,");
-  assert_int_equal(rc_send_str(c, "OPTIONS /items/1 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 200 OK", NULL, NULL);
-  expect_afters(1, "G:200,");
-  /* api.test has a table of its own: its 404 passes its middleware too. */
-  assert_int_equal(rc_send_str(c, "GET /nope HTTP/1.1\r\nHost: api.test\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
-  expect_afters(2, "H:404,G:404,");
-  /* An absolute-form target's authority picks the table, not Host. */
-  assert_int_equal(rc_send_str(c, "GET http://api.test/nope HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
-  expect_afters(2, "H:404,G:404,");
-  assert_int_equal(rc_send_str(c, "BREW /items/1 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 501 Not Implemented", NULL, NULL);
-  expect_afters(1, "G:501,");
-  assert_int_equal(rc_send_str(c, "GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 200 OK", "G,P,h", NULL);
-  expect_afters(2, "P:200,G:200,");
-  /* A request the server refuses and closes on. */
-  assert_int_equal(rc_send_str(c, "GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
-  expect_response(c, "HTTP/1.1 400 Bad Request", NULL, NULL);
-  expect_afters(1, "G:400,");
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_int_equal(rc_send_str(c, cases[i].request), 0);
+    expect_response(c, cases[i].status_line, cases[i].body, NULL);
+    expect_afters(cases[i].afters, cases[i].log);
+  }
   fx_drop(fx, c);
 }
 
