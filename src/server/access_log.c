@@ -95,18 +95,46 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   }
 }
 
-void hr__access_log(hr__exchange_t *ex) {
+/* Decimal digits of v at w; returns their count. */
+static size_t put_u64(char *w, uint64_t v) {
+  char tmp[20];
+  size_t n = 0, i;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (i = 0; i < n; i++) w[i] = tmp[n - 1 - i];
+  return n;
+}
+
+/* The time of the line, rendered once a second per thread: the Common Log
+ * Format's "10/Oct/2000:13:55:36 +0000" and ISO 8601's
+ * "2000-10-10T13:55:36Z". */
+static const char *stamp(int json) {
   static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  static __thread time_t at = -1;
+  static __thread char clf[64], iso[64]; /* room for any int the compiler imagines */
+  time_t now = time(NULL);
+  if (now != at) {
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    snprintf(clf, sizeof clf, "%02d/%s/%04d:%02d:%02d:%02d +0000", tm.tm_mday,
+             months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    snprintf(iso, sizeof iso, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    at = now;
+  }
+  return json ? iso : clf;
+}
+
+void hr__access_log(hr__exchange_t *ex) {
   const hr_server_options_t *o = &ex->w->server->opts;
   hr_access_entry_t e;
-  struct tm tm;
-  time_t now = time(NULL);
   size_t cap, n = 0;
-  char *line, num[96];
+  char *line;
   int json = o->access_format == HR_ACCESS_JSON;
   fill_entry(ex, &e);
-  gmtime_r(&now, &tm);
   /* Fixed text plus every span escaped at its widest (6 bytes a byte). */
   cap = 256 + 6 * (e.method.len + e.target.len + e.host.len + e.referer.len +
                    e.user_agent.len);
@@ -115,9 +143,9 @@ void hr__access_log(hr__exchange_t *ex) {
 #define PUT(s, l) (memcpy(line + n, (s), (l)), n += (l))
 #define PUTS(s) PUT((s), strlen(s))
   if (json) {
-    n += (size_t)snprintf(line, cap, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02dZ\",\"peer\":\"",
-                          tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                          tm.tm_sec);
+    PUTS("{\"time\":\"");
+    PUTS(stamp(1));
+    PUTS("\",\"peer\":\"");
     PUTS(e.peer);
     PUTS("\",\"method\":\"");
     n += put_escaped(line + n, e.method, 1);
@@ -126,10 +154,12 @@ void hr__access_log(hr__exchange_t *ex) {
     PUTS(e.version == 10 ? "\",\"version\":\"HTTP/1.0" : e.version == 11 ? "\",\"version\":\"HTTP/1.1" : "\",\"version\":\"");
     PUTS("\",\"host\":\"");
     n += put_escaped(line + n, e.host, 1);
-    snprintf(num, sizeof num, "\",\"status\":%d,\"bytes\":%llu,\"duration_us\":%llu",
-                          e.status, (unsigned long long)e.bytes,
-                          (unsigned long long)e.duration_us);
-    PUTS(num);
+    PUTS("\",\"status\":");
+    n += put_u64(line + n, (uint64_t)(e.status > 0 ? e.status : 0));
+    PUTS(",\"bytes\":");
+    n += put_u64(line + n, e.bytes);
+    PUTS(",\"duration_us\":");
+    n += put_u64(line + n, e.duration_us);
     PUTS(",\"referer\":\"");
     n += put_escaped(line + n, e.referer, 1);
     PUTS("\",\"user_agent\":\"");
@@ -137,10 +167,9 @@ void hr__access_log(hr__exchange_t *ex) {
     PUTS("\"}");
   } else {
     PUTS(e.peer[0] ? e.peer : "-");
-    snprintf(num, sizeof num, " - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"",
-                          tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
-                          tm.tm_min, tm.tm_sec);
-    PUTS(num);
+    PUTS(" - - [");
+    PUTS(stamp(0));
+    PUTS("] \"");
     if (e.method.len && e.target.len) { /* as much of the request line as was read */
       n += put_escaped(line + n, e.method, 0);
       PUTS(" ");
@@ -149,8 +178,10 @@ void hr__access_log(hr__exchange_t *ex) {
     } else {
       PUTS("-");
     }
-    snprintf(num, sizeof num, "\" %d %llu", e.status, (unsigned long long)e.bytes);
-    PUTS(num);
+    PUTS("\" ");
+    n += put_u64(line + n, (uint64_t)(e.status > 0 ? e.status : 0));
+    PUTS(" ");
+    n += put_u64(line + n, e.bytes);
     if (o->access_format == HR_ACCESS_COMBINED) {
       PUTS(" \"");
       if (e.referer.len) n += put_escaped(line + n, e.referer, 0); else PUTS("-");
