@@ -10,6 +10,7 @@
  *   delegate.h  typed header values: types, delegates, the lookup cache
  *   tls.h     HTTPS listeners, certificates replaced while serving
  *   form.h    application/x-www-form-urlencoded pairs (queries, forms)
+ *   multipart.h  multipart/form-data as a streaming parser (uploads)
  */
 #ifndef HROUTE_H
 #define HROUTE_H
@@ -22,5 +23,6 @@
 #include "hroute/delegate.h"
 #include "hroute/tls.h"
 #include "hroute/form.h"
+#include "hroute/multipart.h"
 
 #endif /* HROUTE_H */

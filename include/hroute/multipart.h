@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * multipart/form-data (RFC 7578, on RFC 2046 §5.1's multipart syntax) as a
+ * streaming parser: fed the body in pieces as they arrive (for example
+ * from hr_request_read_body), it reports each part's headers (name,
+ * filename, Content-Type), then its data in pieces, then its end -- never
+ * holding the body, only one part's header section (at most
+ * max_header_bytes) and a boundary's length of data.
+ */
+#ifndef HROUTE_MULTIPART_H
+#define HROUTE_MULTIPART_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest boundary RFC 2046 §5.1.1 allows. */
+#define HR_MULTIPART_BOUNDARY_MAX 70
+
+/* A part's header section, as far as form-data uses it.  Spans point into
+ * the parser's header buffer: valid during on_part only. */
+typedef struct hr_multipart_part_s {
+  hr_span_t name;         /* Content-Disposition's name (required) */
+  hr_span_t filename;     /* its filename, empty when none */
+  hr_span_t content_type; /* the part's Content-Type, empty when none
+                             (text/plain then, RFC 7578 §4.4) */
+  size_t index;           /* 0 for the first part */
+} hr_multipart_part_t;
+
+/* What the parser calls.  A non-zero return from any of them stops the
+ * parse: hr_multipart_feed returns it. */
+typedef struct hr_multipart_cbs_s {
+  int (*on_part)(void *udata, const hr_multipart_part_t *part);
+  int (*on_data)(void *udata, hr_span_t data); /* valid during the call */
+  int (*on_part_end)(void *udata);
+} hr_multipart_cbs_t;
+
+/* Limits; 0 means the default in brackets. */
+typedef struct hr_multipart_limits_s {
+  size_t max_parts;        /* [100] more parts: HR_ETOOLARGE */
+  size_t max_header_bytes; /* [8192] a longer part header section: HR_ETOOLARGE */
+  uint64_t max_part_bytes; /* [no limit] more data in one part: HR_ETOOLARGE */
+} hr_multipart_limits_t;
+
+/* The parser's state: caller-owned, about 8.3 KB with the default header
+ * buffer; initialise with hr_multipart_init. */
+typedef struct hr_multipart_s {
+  hr_multipart_cbs_t cbs;
+  void *udata;
+  hr_multipart_limits_t limits;
+  char delim[HR_MULTIPART_BOUNDARY_MAX + 4]; /* "\r\n--" boundary */
+  size_t dlen;
+  int state;
+  int err;
+  size_t matched;   /* bytes of delim matched at the end of what was fed */
+  size_t nparts;
+  uint64_t part_bytes;
+  char *head;       /* the header section being collected */
+  size_t head_len, head_cap;
+  char head_inline[8192];
+} hr_multipart_t;
+
+/*
+ * Reads the boundary parameter of a Content-Type value: "multipart/form-data;
+ * boundary=..." (case-insensitive type and parameter name, the value quoted
+ * or not).  Returns 0 with *boundary pointing into `content_type`, or
+ * HR_EINVAL when it is not multipart/form-data, HR_EPARSE for a missing or
+ * invalid boundary (1 to 70 characters, RFC 2046 §5.1.1).
+ */
+HR_EXTERN int hr_multipart_boundary(hr_span_t content_type, hr_span_t *boundary);
+
+/*
+ * Prepares `mp` for a body with `boundary` (copied).  `limits` may be NULL.
+ * max_header_bytes above the inline buffer (8192) is HR_EINVAL in this
+ * version.  Returns 0, HR_EINVAL.  Any thread; one parser per body.
+ */
+HR_EXTERN int hr_multipart_init(hr_multipart_t *mp, hr_span_t boundary,
+                                const hr_multipart_cbs_t *cbs, void *udata,
+                                const hr_multipart_limits_t *limits);
+
+/*
+ * Feeds the next piece of the body (any size, split anywhere).  Returns 0,
+ * HR_EPARSE (not multipart/form-data syntax: a part without a name, a
+ * header line that is not one, bytes after the boundary that are not
+ * CRLF or "--"), HR_ETOOLARGE (a limit), or what a callback returned.
+ * After an error every later call returns it again.
+ */
+HR_EXTERN int hr_multipart_feed(hr_multipart_t *mp, hr_span_t data);
+
+/* The body ended: returns 0 when the closing boundary was seen, else
+ * HR_EPARSE (truncated), or the earlier error. */
+HR_EXTERN int hr_multipart_finish(hr_multipart_t *mp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_MULTIPART_H */
