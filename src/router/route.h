@@ -379,6 +379,10 @@ struct hr_router_s {
  * section. */
 const hr_route_t *hr__router_fallback(hr_router_t *r, hr_span_t host);
 
+/* The table a request for `host` (a Host value or an authority, port and
+ * trailing dot ignored) is matched in (match.c). */
+const hr__host_t *hr__pick_host(const hr__table_t *t, hr_span_t host);
+
 /* The router's own answers for `host`'s table (all NULL when none).
  * Inside a read-side section. */
 const hr_answers_t *hr__router_answers(hr_router_t *r, hr_span_t host);
