@@ -122,7 +122,7 @@ static void test_errors(void **state) {
       {"--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\nx", HR_EPARSE}, /* truncated */
       {"no boundary at all", HR_EPARSE},
       {"", HR_EPARSE},
-      {"--XyZ--", 0}, /* no parts */
+      {"--XyZ--", 0}, /* no parts: an empty form */
   };
   trace_t t;
   size_t i;
@@ -131,6 +131,17 @@ static void test_errors(void **state) {
     int rc = parse(cases[i].body, strlen(cases[i].body), strlen(cases[i].body), 0, NULL, &t);
     if (rc != cases[i].rc) fail_msg("case %zu: %s, want %s", i, hr_err_name(rc), hr_err_name(cases[i].rc));
   }
+}
+
+/* Quoted values: quoted-pairs undone, spaces before the quote skipped. */
+static void test_quoted_names(void **state) {
+  static const char b[] =
+      "--XyZ\r\nContent-Disposition: form-data; name = \"a;b\\\"c\"; filename=\"x\\\\y\"\r\n\r\n"
+      "v\r\n--XyZ--";
+  trace_t t;
+  (void)state;
+  assert_int_equal(parse(b, sizeof b - 1, sizeof b - 1, 0, NULL, &t), 0);
+  assert_string_equal(t.text, "[0 a;b\"c|x\\y|]v$");
 }
 
 static void test_limits(void **state) {
@@ -161,6 +172,13 @@ static void test_boundary_param(void **state) {
   assert_int_equal(b.len, 3);
   assert_memory_equal(b.ptr, "a b", 3);
   assert_int_equal(hr_multipart_boundary(HR_SPAN_LIT("text/plain; boundary=a"), &b), HR_EINVAL);
+  /* RFC 2046 bchars only, no trailing space */
+  assert_int_equal(hr_multipart_boundary(HR_SPAN_LIT("multipart/form-data; boundary=\"ab \""), &b),
+                   HR_EPARSE);
+  assert_int_equal(hr_multipart_boundary(HR_SPAN_LIT("multipart/form-data; boundary=a{b"), &b),
+                   HR_EPARSE);
+  assert_int_equal(hr_multipart_boundary(HR_SPAN_LIT("multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW"), &b),
+                   0);
   assert_int_equal(hr_multipart_boundary(HR_SPAN_LIT("multipart/form-data"), &b), HR_EPARSE);
   assert_int_equal(hr_multipart_boundary(HR_SPAN_LIT("multipart/form-data; boundary="), &b), HR_EPARSE);
   assert_int_equal(hr_multipart_boundary(
@@ -174,6 +192,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_split),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_quoted_names),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_boundary_param),
   };

@@ -82,6 +82,10 @@ static void test_answers(void **state) {
           "{\"error\":\"no such path\",\"path\":\"/nope\",\"by\":\"admin\"}", NULL);
   request(fx, "BREW /panel HTTP/1.1\r\nHost: admin.test\r\n\r\n", "HTTP/1.1 501 Not Implemented",
           "Not Implemented\n", "text/plain");
+  /* An absolute-form target's authority picks the table for the answers
+   * that close the connection too: admin.test has no error_body. */
+  request(fx, "POST http://admin.test/panel HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n",
+          "HTTP/1.1 413 Content Too Large", "Content Too Large\n", "text/plain");
   /* Redirects keep their text. */
   request(fx, "GET /items/../items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 301 Moved Permanently",
           "Moved Permanently\n", "text/plain");

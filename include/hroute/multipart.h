@@ -42,7 +42,8 @@ typedef struct hr_multipart_cbs_s {
 /* Limits; 0 means the default in brackets. */
 typedef struct hr_multipart_limits_s {
   size_t max_parts;        /* [100] more parts: HR_ETOOLARGE */
-  size_t max_header_bytes; /* [8192] a longer part header section: HR_ETOOLARGE */
+  size_t max_header_bytes; /* [8192] a longer part header section (with its
+                              final empty line): HR_ETOOLARGE */
   uint64_t max_part_bytes; /* [no limit] more data in one part: HR_ETOOLARGE */
 } hr_multipart_limits_t;
 
@@ -69,7 +70,8 @@ typedef struct hr_multipart_s {
  * boundary=..." (case-insensitive type and parameter name, the value quoted
  * or not).  Returns 0 with *boundary pointing into `content_type`, or
  * HR_EINVAL when it is not multipart/form-data, HR_EPARSE for a missing or
- * invalid boundary (1 to 70 characters, RFC 2046 §5.1.1).
+ * invalid boundary (RFC 2046 §5.1.1: 1 to 70 of DIGIT ALPHA ' ( ) + _ , -
+ * . / : = ? and space, not ending with a space).
  */
 HR_EXTERN int hr_multipart_boundary(hr_span_t content_type, hr_span_t *boundary);
 
@@ -91,8 +93,10 @@ HR_EXTERN int hr_multipart_init(hr_multipart_t *mp, hr_span_t boundary,
  */
 HR_EXTERN int hr_multipart_feed(hr_multipart_t *mp, hr_span_t data);
 
-/* The body ended: returns 0 when the closing boundary was seen, else
- * HR_EPARSE (truncated), or the earlier error. */
+/* The body ended: returns 0 when the closing boundary was seen (also with
+ * no part before it, as an empty form sends it; RFC 2046 asks for one, Go
+ * and browsers do not), else HR_EPARSE (truncated), or the earlier error.
+ * Quoted name and filename values come with their quoted-pairs undone. */
 HR_EXTERN int hr_multipart_finish(hr_multipart_t *mp);
 
 #ifdef __cplusplus

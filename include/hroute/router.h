@@ -213,8 +213,9 @@ typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
  *                       (400, 408, 413, 414, 431, 501, 503..., and 404/405
  *                       without a handler): writes at most `cap` bytes
  *                       (1024) to `buf`, sets *content_type (static storage,
- *                       a valid field value), returns the length; 0 keeps
- *                       the default text.  It must not block: it runs on
+ *                       a field value of at most 199 visible bytes), returns
+ *                       the length; 0 (or more than `cap`, or an invalid
+ *                       content type) keeps the default text.  It must not block: it runs on
  *                       the loop thread, for answers the server gives
  *                       before or instead of a handler.
  */

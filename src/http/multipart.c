@@ -33,6 +33,20 @@ static int lower_eq(hr_span_t a, const char *b) {
   return hr_span_eq_nocase(a, hr_span_cstr(b));
 }
 
+/* RFC 2046 §5.1.1: 1 to 70 of DIGIT ALPHA ' ( ) + _ , - . / : = ? and
+ * space, not ending with a space. */
+static int bchars_ok(hr_span_t b) {
+  size_t i;
+  if (b.len == 0 || b.len > HR_MULTIPART_BOUNDARY_MAX || b.ptr[b.len - 1] == ' ') return 0;
+  for (i = 0; i < b.len; i++) {
+    char c = b.ptr[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          strchr("'()+_,-./:=? ", c) != NULL))
+      return 0;
+  }
+  return 1;
+}
+
 int hr_multipart_boundary(hr_span_t ct, hr_span_t *boundary) {
   const char *p = ct.ptr, *end = ct.ptr + ct.len, *semi;
   hr_span_t type;
@@ -57,9 +71,8 @@ int hr_multipart_boundary(hr_span_t ct, hr_span_t *boundary) {
           val.ptr++;
           val.len -= 2;
         }
-        if (val.len == 0 || val.len > HR_MULTIPART_BOUNDARY_MAX) return HR_EPARSE;
-        for (i = 0; i < val.len; i++)
-          if (val.ptr[i] == '\r' || val.ptr[i] == '\n' || val.ptr[i] == '"') return HR_EPARSE;
+        if (!bchars_ok(val)) return HR_EPARSE;
+        (void)i;
         *boundary = val;
         return 0;
       }
@@ -71,12 +84,7 @@ int hr_multipart_boundary(hr_span_t ct, hr_span_t *boundary) {
 
 int hr_multipart_init(hr_multipart_t *mp, hr_span_t boundary, const hr_multipart_cbs_t *cbs,
                       void *udata, const hr_multipart_limits_t *limits) {
-  size_t i;
-  if (mp == NULL || cbs == NULL || boundary.len == 0 ||
-      boundary.len > HR_MULTIPART_BOUNDARY_MAX)
-    return HR_EINVAL;
-  for (i = 0; i < boundary.len; i++)
-    if (boundary.ptr[i] == '\r' || boundary.ptr[i] == '\n') return HR_EINVAL;
+  if (mp == NULL || cbs == NULL || !bchars_ok(boundary)) return HR_EINVAL;
   memset(mp, 0, offsetof(hr_multipart_t, head_inline));
   mp->cbs = *cbs;
   mp->udata = udata;
@@ -108,20 +116,33 @@ static int disposition(hr_span_t v, hr_multipart_part_t *part) {
     if (eq == NULL) return HR_EPARSE;
     key.ptr = q;
     key.len = (size_t)(eq - q);
-    if (eq + 1 < end && eq[1] == '"') {
-      const char *close = eq + 2;
-      while (close < end && *close != '"') close += *close == '\\' && close + 1 < end ? 2 : 1;
-      if (close >= end) return HR_EPARSE;
-      val.ptr = eq + 2;
-      val.len = (size_t)(close - eq - 2);
-      e = close + 1;
-    } else {
+    {
+      const char *qv = eq + 1;
+      while (qv < end && is_space(*qv)) qv++;
+      if (qv < end && *qv == '"') {
+        /* A quoted-string: its quoted-pairs undone in place (the header
+         * buffer is the parser's own). */
+        char *w = (char *)qv + 1;
+        const char *r = qv + 1;
+        while (r < end && *r != '"') {
+          if (*r == '\\' && r + 1 < end) r++;
+          *w++ = *r++;
+        }
+        if (r >= end) return HR_EPARSE;
+        val.ptr = qv + 1;
+        val.len = (size_t)(w - (qv + 1));
+        e = r + 1;
+        goto have_value;
+      }
+    }
+    {
       const char *n = memchr(eq + 1, ';', (size_t)(end - eq - 1));
       val.ptr = eq + 1;
       val.len = (size_t)((n ? n : end) - eq - 1);
       val = trim(val);
       e = n ? n : end;
     }
+  have_value:
     key = trim(key);
     if (lower_eq(key, "name")) part->name = val;
     else if (lower_eq(key, "filename")) part->filename = val;

@@ -41,8 +41,11 @@ static size_t error_body(hr__worker_t *w, hr_span_t host, int status, char *buf,
     const char *ct = NULL;
     n = an->error_body(an->error_body_udata, status, buf, HR__ERROR_BODY_MAX, &ct);
     if (n > HR__ERROR_BODY_MAX || ct == NULL) n = 0;
-    for (i = 0; n > 0 && ct[i] != '\0'; i++) /* a field value, or the default */
-      if (ct[i] == '\r' || ct[i] == '\n' || i > 200) n = 0;
+    /* A field value (visible bytes, spaces inside), at most 200 bytes, or
+     * the default text. */
+    for (i = 0; n > 0 && ct[i] != '\0'; i++)
+      if ((unsigned char)ct[i] < 0x20 || ct[i] == 0x7f || i >= 200) n = 0;
+    if (ct[0] == '\0' || ct[0] == ' ') n = 0;
     if (n > 0) *ctype = ct;
   }
   hr__rcu_read_unlock();
@@ -61,7 +64,11 @@ static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
   char body[HR__ERROR_BODY_MAX], field[256];
   const char *ctype;
   hr_span_t none = {NULL, 0};
-  size_t n = error_body(c->w, c->ex != NULL ? c->ex->req.host : none, status, body, &ctype);
+  /* The host table the request was (or would have been) routed by: an
+   * absolute-form target's authority wins over Host (RFC 9112 §3.2.2). */
+  hr_span_t host = c->ex == NULL ? none
+                   : c->ex->req.authority.len ? c->ex->req.authority : c->ex->req.host;
+  size_t n = error_body(c->w, host, status, body, &ctype);
   hr__head_t h;
   int fl = snprintf(field, sizeof field, "Content-Type: %s\r\n", ctype);
   memset(&h, 0, sizeof(h));
