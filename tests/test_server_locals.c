@@ -29,7 +29,7 @@ static hr_next_t mw_auth(hr_request_t *req, hr_response_t *res, void *udata) {
   (void)res;
   (void)udata;
   if (hr_request_field(req, HR_SPAN_LIT("X-User"), NULL, &u) != 0) return HR_NEXT;
-  assert_int_equal(hr_request_set_local(req, k_user, (void *)"placeholder"), 0);
+  assert_int_equal(hr_request_set_local(req, k_user, (void *)"first-value"), 0);
   snprintf(slot, 32, "%.*s", (int)u.len, u.ptr);
   assert_int_equal(hr_request_set_local(req, k_user, slot), 0); /* replaces: one destroy */
   assert_int_equal(hr_request_set_local(req, k_trace, (void *)"t-1"), 0);
@@ -77,7 +77,7 @@ static void test_locals(void **state) {
   expect_response(c, "HTTP/1.1 200 OK", "user=bob trace=t-1", NULL);
   fx_drop(fx, c);
   fx_stop(fx, 2000);
-  /* Two requests set the user twice each: the placeholder replaced, then
+  /* Two requests set the user twice each: the first value replaced, then
    * the value at the end of the exchange. */
   assert_int_equal(atomic_load(&destroyed), 4);
   assert_int_equal(atomic_load(&after_saw), 2);

@@ -314,7 +314,7 @@ static int query_ok(hr_span_t q) {
 static int method_known_slow(const hr__table_t *t, hr_span_t method, int mid) {
   size_t lo, hi;
   if (t->any_method) return 1;
-  /* GET and HEAD are never "not implemented" (RFC 9110 §9.1: every
+  /* GET and HEAD are always implemented (RFC 9110 §9.1: every
    * general-purpose server supports them): without a route, 404 or 405. */
   if (mid >= 0)
     return mid <= HR__M_HEAD || mid == HR__M_OPTIONS || ((t->std_methods >> mid) & 1);

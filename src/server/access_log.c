@@ -75,7 +75,7 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   memset(e, 0, sizeof(*e));
   e->method = r->method;
   e->target = r->target;
-  e->host = r->authority.len ? r->authority : r->host; /* the one that routed */
+  e->host = hr__route_host(r);
   e->version = r->version; /* 0 until the request line was checked */
   (void)hr_request_field(r, HR_SPAN_LIT("Referer"), NULL, &e->referer);
   (void)hr_request_field(r, HR_SPAN_LIT("User-Agent"), NULL, &e->user_agent);

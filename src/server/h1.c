@@ -64,10 +64,8 @@ static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
   char body[HR__ERROR_BODY_MAX], field[256];
   const char *ctype;
   hr_span_t none = {NULL, 0};
-  /* The host table the request was (or would have been) routed by: an
-   * absolute-form target's authority wins over Host (RFC 9112 §3.2.2). */
-  hr_span_t host = c->ex == NULL ? none
-                   : c->ex->req.authority.len ? c->ex->req.authority : c->ex->req.host;
+  /* The host table the request was (or would have been) routed by. */
+  hr_span_t host = c->ex == NULL ? none : hr__route_host(&c->ex->req);
   size_t n = error_body(c->w, host, status, body, &ctype);
   hr__head_t h;
   int fl = snprintf(field, sizeof field, "Content-Type: %s\r\n", ctype);
@@ -148,8 +146,7 @@ static void answer_internal(hr__exchange_t *ex) {
   /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
    * route's handler, inside a read-side section as handlers are. */
   hr__rcu_read_lock();
-  an = hr__router_answers(ex->w->server->router,
-                          ex->req.authority.len ? ex->req.authority : ex->req.host);
+  an = hr__router_answers(ex->w->server->router, hr__route_host(&ex->req));
   if (status == 404 && an->not_found != NULL) {
     custom = an->not_found;
     custom_udata = an->not_found_udata;
@@ -165,8 +162,7 @@ static void answer_internal(hr__exchange_t *ex) {
   }
   hr__rcu_read_unlock();
   if (status != 200) /* OPTIONS: the Allow field is the answer */
-    n = error_body(ex->w, ex->req.authority.len ? ex->req.authority : ex->req.host, status,
-                   body, &ctype);
+    n = error_body(ex->w, hr__route_host(&ex->req), status, body, &ctype);
   if (ctype != NULL &&
       hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype)) != 0) {
     hr__h1_fail(ex->conn, 503, "out of memory");

@@ -97,6 +97,13 @@ struct hr_request_s {
   void *objs[HR_MAX_PARAMS];        /* parameters parsed by a delegate */
 };
 
+/* The host a request is routed by: an absolute-form target's authority
+ * wins over the Host field (RFC 9112 §3.2.2), as in hr_router_match.  The
+ * server's answers, fallback middleware and access log use the same one. */
+static inline hr_span_t hr__route_host(const hr_request_t *r) {
+  return r->authority.len ? r->authority : r->host;
+}
+
 typedef enum {
   HR__PH_HEAD = 0, /* collecting a header section */
   HR__PH_BODY,     /* header section parsed, message body under way */

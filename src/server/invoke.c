@@ -199,9 +199,7 @@ void hr__invoke_end(hr__exchange_t *ex) {
      * may run from a timer or a later loop iteration). */
     const hr_route_t *f;
     hr__rcu_read_lock();
-    /* The table the request was matched in: an absolute-form target's
-     * authority wins over Host (RFC 9112 §3.2.2), as in the router. */
-    f = hr__router_fallback(ex->w->server->router, r->authority.len ? r->authority : r->host);
+    f = hr__router_fallback(ex->w->server->router, hr__route_host(r));
     if (f != NULL) run_after(f, r, status);
     hr__rcu_read_unlock();
   }
