@@ -18,6 +18,9 @@
  *   (d) the same leaves again once cached;
  *   hr_value_format() of a date, an entity tag and a Cache-Control value
  *   into a stack buffer (what hr_response_add_typed() does per field);
+ *   hr_value_parse() of Chrome's Accept (8 ranges) and a 20-pair Cookie
+ *   into an hr_mem_buffer_t over a stack buffer (what hr_request_typed()
+ *   does per field, into the request arena);
  *   cached hits per second from 1 thread and from 2 threads on the same
  *   router and type (thread i pinned to CPU i; fixed-duration passes, the
  *   1- and 2-thread passes interleaved so background load hits both).
@@ -277,14 +280,22 @@ static int measure_walk(hr_router_t *r, bench_counter_t *ctr, graph_t *g,
 }
 
 /* hr_value_format() of one value into a stack buffer. */
-static double format_pass(hr_router_t *r, hr_type_id_t type, const void *value,
-                          size_t iters) {
+/* One timed operation: a format or a parse of one value. */
+typedef struct op_s {
+  hr_router_t *r;
+  hr_type_id_t type;
+  const void *value; /* format: the value */
+  hr_span_t text;    /* parse: the field value */
+  size_t want_n;     /* parse: items the value must hold */
+} op_t;
+
+static double format_pass(const op_t *op, size_t iters) {
   char buf[256];
   uintptr_t acc = 0;
   double c0 = cpu_ns(), t0 = now_ns(), t1;
   size_t it, len = 0;
   for (it = 0; it < iters; it++) {
-    acc += (uintptr_t)hr_value_format(r, type, value, buf, sizeof buf, &len);
+    acc += (uintptr_t)hr_value_format(op->r, op->type, op->value, buf, sizeof buf, &len);
     acc += len + (unsigned char)buf[len - 1];
   }
   t1 = now_ns();
@@ -293,28 +304,76 @@ static double format_pass(hr_router_t *r, hr_type_id_t type, const void *value,
   return t1 - t0;
 }
 
-static int measure_format(hr_router_t *r, bench_counter_t *ctr, hr_type_id_t type,
-                          const void *value, const char *want, result_t *res) {
-  double ns[PASSES], one;
-  size_t iters, p, len;
-  unsigned long long before;
-  char buf[256];
-  int rc = hr_value_format(r, type, value, buf, sizeof buf, &len);
-  if (rc != 0 || len != strlen(want) || memcmp(buf, want, len) != 0) {
-    fprintf(stderr, "check: format of type %u: %s \"%.*s\", want \"%s\"\n", type,
-            hr_err_name(rc), rc == 0 ? (int)len : 0, buf, want);
-    return -1;
+/* The items of a parsed list value (the two list types timed here). */
+static size_t parsed_items(hr_type_id_t type, const void *value) {
+  return type == HR_TYPE_COOKIES ? ((const hr_cookies_t *)value)->n
+                                 : ((const hr_media_ranges_t *)value)->n;
+}
+
+/* Parses into an hr_mem_buffer_t over a stack buffer, as a handler's
+ * hr_request_typed() does into the request arena. */
+static double parse_pass(const op_t *op, size_t iters) {
+  _Alignas(8) char mem[4096];
+  union {
+    hr_cookies_t ck;
+    hr_media_ranges_t mr;
+  } v;
+  hr_mem_buffer_t mb;
+  uintptr_t acc = 0;
+  double c0 = cpu_ns(), t0 = now_ns(), t1;
+  size_t it;
+  for (it = 0; it < iters; it++) {
+    hr_mem_buffer_init(&mb, mem, sizeof mem);
+    acc += (uintptr_t)hr_value_parse(op->r, op->type, op->text, &v, &mb.mem);
+    acc += parsed_items(op->type, &v);
   }
+  t1 = now_ns();
+  last_share = (cpu_ns() - c0) / (t1 - t0);
+  sink += acc;
+  return t1 - t0;
+}
+
+static int check_op(const op_t *op, double (*pass)(const op_t *, size_t), const char *want) {
+  char buf[256];
+  size_t len;
+  int rc;
+  if (pass == format_pass) {
+    rc = hr_value_format(op->r, op->type, op->value, buf, sizeof buf, &len);
+    if (rc == 0 && len == strlen(want) && memcmp(buf, want, len) == 0) return 0;
+    fprintf(stderr, "check: format of type %u: %s \"%.*s\", want \"%s\"\n", op->type,
+            hr_err_name(rc), rc == 0 ? (int)len : 0, buf, want);
+  } else {
+    _Alignas(8) char mem[4096];
+    union {
+      hr_cookies_t ck;
+      hr_media_ranges_t mr;
+    } v;
+    hr_mem_buffer_t mb;
+    hr_mem_buffer_init(&mb, mem, sizeof mem);
+    rc = hr_value_parse(op->r, op->type, op->text, &v, &mb.mem);
+    if (rc == 0 && parsed_items(op->type, &v) == op->want_n) return 0;
+    fprintf(stderr, "check: parse of type %u (%s): %s, %zu items, want %zu\n", op->type,
+            want, hr_err_name(rc), rc == 0 ? parsed_items(op->type, &v) : 0, op->want_n);
+  }
+  return -1;
+}
+
+static int measure_op(const op_t *op, double (*pass)(const op_t *, size_t), const char *want,
+                      bench_counter_t *ctr, result_t *res) {
+  double ns[PASSES], one;
+  size_t iters, p;
+  unsigned long long before;
+  if (check_op(op, pass, want) != 0) return -1;
   for (iters = 1;; iters *= 2) {
-    one = format_pass(r, type, value, iters);
+    one = pass(op, iters);
     if (one >= PASS_NS / 10) break;
   }
   iters = (size_t)((double)iters * PASS_NS / one) + 1;
-  format_pass(r, type, value, iters);
+  pass(op, iters);
   before = bench_counter_calls(ctr);
   res->share = 1;
   for (p = 0; p < PASSES; p++) {
-    ns[p] = format_pass(r, type, value, iters) / (double)iters;
+    ns[p] = pass(op, iters) / (double)iters;
     if (last_share < res->share) res->share = last_share;
   }
   res->allocs = (double)(bench_counter_calls(ctr) - before) / ((double)iters * PASSES);
@@ -322,6 +381,18 @@ static int measure_format(hr_router_t *r, bench_counter_t *ctr, hr_type_id_t typ
   res->median = bench_median(ns, PASSES);
   res->best = bench_best(ns, PASSES);
   return 0;
+}
+
+static int measure_format(hr_router_t *r, bench_counter_t *ctr, hr_type_id_t type,
+                          const void *value, const char *want, result_t *res) {
+  op_t op = {r, type, value, {NULL, 0}, 0};
+  return measure_op(&op, format_pass, want, ctr, res);
+}
+
+static int measure_parse(hr_router_t *r, bench_counter_t *ctr, hr_type_id_t type,
+                         const char *text, size_t want_n, result_t *res) {
+  op_t op = {r, type, NULL, {text, strlen(text)}, want_n};
+  return measure_op(&op, parse_pass, text, ctr, res);
 }
 
 /* ---- threads ----------------------------------------------------------------- */
@@ -434,7 +505,15 @@ int main(int argc, char **argv) {
   hr_router_t *r = NULL;
   static graph_t g;
   static hr_type_id_t leaves[NLEAVES];
-  result_t hit, miss, walk, deep, fdate, fetag, fcc;
+  result_t hit, miss, walk, deep, fdate, fetag, fcc, paccept, pcookie;
+  /* What Chrome sends for a page, and a cookie jar of 20 pairs. */
+  static const char accept_text[] =
+      "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,"
+      "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7";
+  static const char cookies[] =
+      "sid=31d4d96e407aad42; lang=en-US; theme=dark; tz=Europe%2FBerlin; c4=v4; "
+      "c5=v5; c6=v6; c7=v7; c8=v8; c9=v9; c10=v10; c11=v11; c12=v12; c13=v13; "
+      "c14=v14; c15=v15; c16=v16; c17=v17; c18=v18; _ga=GA1.2.1234567890.1234567890";
   hr_date_t date = {784111777}; /* RFC 9110's example date */
   hr_etag_t etag = {HR_SPAN_INIT("v42"), 0};
   hr_cache_control_t cc;
@@ -483,6 +562,8 @@ int main(int argc, char **argv) {
                      "Sun, 06 Nov 1994 08:49:37 GMT", &fdate) != 0 ||
       measure_format(r, &ctr, HR_TYPE_ETAG, &etag, "\"v42\"", &fetag) != 0 ||
       measure_format(r, &ctr, HR_TYPE_CACHE_CONTROL, &cc, "max-age=60", &fcc) != 0 ||
+      measure_parse(r, &ctr, HR_TYPE_MEDIA_RANGES, accept_text, 8, &paccept) != 0 ||
+      measure_parse(r, &ctr, HR_TYPE_COOKIES, cookies, 20, &pcookie) != 0 ||
       measure_walk(r, &ctr, &g, leaves, &walk) != 0 ||
       measure_cached(r, &ctr, leaves, NLEAVES, 1, &deep) != 0)
     return 1;
@@ -554,6 +635,8 @@ int main(int argc, char **argv) {
   row("hr_value_format  HR_TYPE_DATE (IMF-fixdate)", &fdate);
   row("hr_value_format  HR_TYPE_ETAG (\"v42\")", &fetag);
   row("hr_value_format  HR_TYPE_CACHE_CONTROL (max-age=60)", &fcc);
+  row("hr_value_parse   HR_TYPE_MEDIA_RANGES (Chrome, 8)", &paccept);
+  row("hr_value_parse   HR_TYPE_COOKIES (20 pairs)", &pcookie);
   ratio_med = walk.median / hit.median;
   ratio_best = walk.best / hit.best;
   printf("\n(c) checked with hr_delegate_stats(): in each of the %d passes "

@@ -113,7 +113,7 @@ static void test_fallback_and_errors(void **state) {
   assert_int_equal(hr_value_format(r, t, NULL, buf, sizeof buf, &len), 0);
   assert_int_equal(len, 4);
   assert_memory_equal(buf, "text", 4);
-  assert_int_equal(hr_value_parse(r, t, HR_SPAN_LIT("x"), buf), HR_ENODELEGATE);
+  assert_int_equal(hr_value_parse(r, t, HR_SPAN_LIT("x"), buf, NULL), HR_ENODELEGATE);
   /* unknown ids: refused, never cached */
   assert_int_equal(hr_delegate_lookup(r, 0, &l), HR_EINVAL);
   assert_int_equal(hr_delegate_lookup(r, t + 1, &l), HR_EINVAL);
@@ -197,9 +197,10 @@ static void test_builtin_through_registry(void **state) {
   assert_int_equal(hr_value_format(r, HR_TYPE_DATE, &d, buf, 10, &len), HR_ENOSPC);
   assert_int_equal(len, 29);
   assert_int_equal(hr_value_parse(r, HR_TYPE_DATE,
-                                  HR_SPAN_LIT("Sunday, 06-Nov-94 08:49:37 GMT"), &back), 0);
+                                  HR_SPAN_LIT("Sunday, 06-Nov-94 08:49:37 GMT"), &back,
+                                  NULL), 0);
   assert_int_equal(back.seconds, 784111777);
-  assert_int_equal(hr_value_parse(r, HR_TYPE_DATE, HR_SPAN_LIT("yesterday"), &back),
+  assert_int_equal(hr_value_parse(r, HR_TYPE_DATE, HR_SPAN_LIT("yesterday"), &back, NULL),
                    HR_EPARSE);
   hr_router_free(r);
 }

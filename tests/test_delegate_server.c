@@ -31,10 +31,11 @@ static int hexv(char c) {
   return -1;
 }
 
-static int rgb_parse(hr_span_t t, void *value, void *udata) {
+static int rgb_parse(hr_span_t t, void *value, const hr_mem_t *mem, void *udata) {
   rgb_t *v = value;
   unsigned x[6];
   size_t i;
+  (void)mem;
   (void)udata;
   if (t.len != 6) return HR_EPARSE;
   for (i = 0; i < 6; i++) {
@@ -195,12 +196,20 @@ static void test_preconditions_in_order(void **state) {
       /* 3. If-None-Match after a passing If-Match */
       {"GET", "If-Match: \"v42\"\r\nIf-None-Match: \"v42\"\r\n", "HTTP/1.1 304 Not Modified"},
       {"PUT", "If-None-Match: *\r\n", "HTTP/1.1 412 Precondition Failed"},
-      /* An If-Match that cannot be read (17 tags, more than a list holds)
-       * fails closed: no lost update. */
+      /* Long lists are read whole: the 17th tag matches (once past a cap
+       * of 16); without it, none does. */
       {"PUT",
        "If-Match: \"t0\", \"t1\", \"t2\", \"t3\", \"t4\", \"t5\", \"t6\", \"t7\", \"t8\", "
        "\"t9\", \"t10\", \"t11\", \"t12\", \"t13\", \"t14\", \"t15\", \"v42\"\r\n",
+       "HTTP/1.1 200 OK"},
+      {"PUT",
+       "If-Match: \"t0\", \"t1\", \"t2\", \"t3\", \"t4\", \"t5\", \"t6\", \"t7\", \"t8\", "
+       "\"t9\", \"t10\", \"t11\", \"t12\", \"t13\", \"t14\", \"t15\", \"t16\"\r\n",
        "HTTP/1.1 412 Precondition Failed"},
+      /* An If-Match that cannot be read fails closed: no lost update. */
+      {"PUT", "If-Match: \"x\", v42\r\n", "HTTP/1.1 412 Precondition Failed"},
+      /* Tags split over two field lines are one list (RFC 9110 §5.3). */
+      {"PUT", "If-Match: \"x\"\r\nIf-Match: \"v42\"\r\n", "HTTP/1.1 200 OK"},
   };
   fx_t *fx = *state;
   size_t i;
@@ -239,7 +248,9 @@ static void test_typed_field_allocates_nothing(void **state) {
   }
   fx_stats(fx, &before);
   for (i = 0; i < 200; i++) {
-    assert_int_equal(rc_send_str(c, "GET /doc HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    /* The tag list goes into the request arena, whose blocks are reused. */
+    assert_int_equal(rc_send_str(c, "GET /doc HTTP/1.1\r\nHost: a\r\n"
+                                    "If-None-Match: \"a\", \"b\", W/\"c\"\r\n\r\n"), 0);
     expect_response(c, "HTTP/1.1 200 OK", "body", NULL);
   }
   fx_stats(fx, &after);
@@ -264,7 +275,7 @@ static void h_negotiate(hr_request_t *req, hr_response_t *res, void *udata) {
   size_t i;
   for (i = 0; i < 2; i++)
     assert_int_equal(hr_value_parse(router, HR_TYPE_MEDIA_TYPE, hr_span_cstr(names[i]),
-                                    &offers[i]),
+                                    &offers[i], NULL),
                      0);
   rc = hr_request_typed(req, HR_SPAN_LIT("Accept"), HR_TYPE_MEDIA_RANGES, &accept);
   if (rc == HR_ENOTFOUND) accept.n = 0;
@@ -303,6 +314,55 @@ static void test_accept_parameters(void **state) {
   negotiate_expect(fx, "application/json;q=0, text/*;q=0", "HTTP/1.1 406 Not Acceptable", "");
 }
 
+/* Answers "<cookies> <value of c<last>> <Accept ranges> <pick>": lists of
+ * any length, from the request arena. */
+static void h_many(hr_request_t *req, hr_response_t *res, void *udata) {
+  static const hr_media_type_t offers[1] = {{HR_SPAN_INIT("text"), HR_SPAN_INIT("x17"), 0, NULL}};
+  hr_cookies_t ck;
+  hr_media_ranges_t mr;
+  char name[16], body[128];
+  hr_span_t v;
+  int n;
+  (void)udata;
+  if (hr_request_typed(req, HR_SPAN_LIT("Cookie"), HR_TYPE_COOKIES, &ck) != 0 ||
+      hr_request_typed(req, HR_SPAN_LIT("Accept"), HR_TYPE_MEDIA_RANGES, &mr) != 0) {
+    hr_response_send(res, 400, "unreadable", 10);
+    return;
+  }
+  snprintf(name, sizeof name, "c%zu", ck.n - 1);
+  v = hr_cookies_get(&ck, hr_span_cstr(name));
+  n = snprintf(body, sizeof body, "%zu %.*s %zu %d", ck.n, (int)v.len, v.ptr, mr.n,
+               hr_media_negotiate(&mr, offers, 1));
+  hr_response_send(res, 200, body, (size_t)n);
+}
+
+/* A browser's 40 cookies, over two Cookie lines, and an Accept with 18
+ * ranges read whole through the server (no fixed item cap). */
+static void test_long_lists(void **state) {
+  fx_t *fx = *state;
+  char req[4096];
+  size_t len;
+  int i;
+  rc_t *c;
+  fx_route(fx, "GET", "/many", h_many, NULL);
+  fx_start(fx, 1);
+  len = (size_t)snprintf(req, sizeof req, "GET /many HTTP/1.1\r\nHost: a\r\nCookie: ");
+  for (i = 0; i < 40; i++)
+    len += (size_t)snprintf(req + len, sizeof req - len, "%sc%d=v%d",
+                            i == 0 ? "" : i == 20 ? "\r\nCookie: " : "; ", i, i);
+  len += (size_t)snprintf(req + len, sizeof req - len, "\r\nAccept: ");
+  for (i = 0; i < 18; i++)
+    len += (size_t)snprintf(req + len, sizeof req - len, "%stext/x%d;q=0.%d",
+                            i ? ", " : "", i, i % 10);
+  len += (size_t)snprintf(req + len, sizeof req - len, "\r\n\r\n");
+  assert_true(len < sizeof req);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, req), 0);
+  /* text/x17 has q=0.7: the 18th range decides. */
+  expect_response(c, "HTTP/1.1 200 OK", "40 v39 18 0", NULL);
+  fx_drop(fx, c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_param_of_user_type, fx_setup, fx_teardown),
@@ -313,6 +373,7 @@ int main(void) {
                                       fx_teardown),
       cmocka_unit_test_setup_teardown(test_accept_parameters, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_preconditions_in_order, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_long_lists, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

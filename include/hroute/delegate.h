@@ -48,22 +48,38 @@ typedef uint32_t hr_type_id_t;
 #define HR_MAX_INTERFACES 8
 
 /*
+ * Memory a parser takes for the items of a list-valued type (the ranges of
+ * an Accept field, the pairs of a Cookie field, a media type's
+ * parameters): alloc(ctx, size) returns `size` bytes aligned to at least 8
+ * (enough for every built-in type), or NULL when there is none.  The
+ * memory must outlive the parsed value; the parser never frees it.  In a
+ * handler, hr_request_typed() passes the request's arena; elsewhere, an
+ * hr_mem_buffer_t serves a caller-sized buffer.
+ */
+typedef struct hr_mem_s {
+  void *(*alloc)(void *ctx, size_t size);
+  void *ctx;
+} hr_mem_t;
+
+/*
  * A header delegate for one value type.
  *   format  writes `value` as a field value into buf[0..cap): returns 0 with
  *           *len the bytes written, or HR_ENOSPC with *len the bytes needed
  *           (nothing useful in buf then).  Other errors: HR_EINVAL (a value
  *           that cannot be written, e.g. a cookie name that is not a token).
  *   parse   reads the field value `text` (not NUL-terminated) into `value`:
- *           returns 0, or HR_EPARSE for malformed input (it never reads
- *           outside `text`).  Pointers it stores into `value` point into
- *           `text`, unless the type says otherwise.
+ *           returns 0, HR_EPARSE for malformed input (it never reads
+ *           outside `text`), or HR_ENOMEM when `mem` (which may be NULL:
+ *           no memory at all) could not give the room a list needs.
+ *           Pointers it stores into `value` point into `text` or into
+ *           memory from `mem`, unless the type says otherwise.
  * Either may be NULL (format-only or parse-only delegates).  `udata` is
  * passed back unchanged.  Both may run on any thread, concurrently.
  */
 typedef struct hr_delegate_s {
   int (*format)(const void *value, char *buf, size_t cap, size_t *len,
                 void *udata);
-  int (*parse)(hr_span_t text, void *value, void *udata);
+  int (*parse)(hr_span_t text, void *value, const hr_mem_t *mem, void *udata);
   void *udata;
 } hr_delegate_t;
 
@@ -125,10 +141,32 @@ HR_EXTERN int hr_value_format(hr_router_t *router, hr_type_id_t type,
                               const void *value, char *buf, size_t cap,
                               size_t *len);
 
-/* Parses `text` into `value` of `type` through its delegate.  Returns 0,
- * HR_EPARSE, HR_ENODELEGATE (no delegate, or one without parse), HR_EINVAL. */
+/* Parses `text` into `value` of `type` through its delegate, taking any
+ * memory its lists need from `mem` (NULL: none; enough for types without
+ * lists).  Returns 0, HR_EPARSE, HR_ENOMEM (as hr_delegate_t.parse),
+ * HR_ENODELEGATE (no delegate, or one without parse), HR_EINVAL. */
 HR_EXTERN int hr_value_parse(hr_router_t *router, hr_type_id_t type,
-                             hr_span_t text, void *value);
+                             hr_span_t text, void *value, const hr_mem_t *mem);
+
+/*
+ * A bump allocator over caller storage, for parsing outside a request.
+ * After hr_mem_buffer_init(&b, buf, cap), b.mem hands out 8-byte-aligned
+ * pieces of buf[0..cap) (buf 8-byte aligned; NULL with cap 0 is allowed).
+ * b.need counts every byte asked for, including requests that did not fit:
+ * when a parse returns HR_ENOMEM, a buffer of b.need bytes is what that
+ * parse asked for (the built-in types ask once per value, so it is enough;
+ * hr_mem_buffer_init again before retrying).  Nothing is freed: reuse the
+ * buffer once the values are no longer used.  Not thread-safe.
+ */
+typedef struct hr_mem_buffer_s {
+  hr_mem_t mem;
+  char *buf;
+  size_t cap;
+  size_t used; /* bytes handed out, padding included */
+  size_t need; /* bytes asked for, padding included */
+} hr_mem_buffer_t;
+
+HR_EXTERN void hr_mem_buffer_init(hr_mem_buffer_t *b, void *buf, size_t cap);
 
 /* Lookup counters, summed over threads. */
 typedef struct hr_delegate_stats_s {
@@ -163,12 +201,14 @@ typedef struct hr_date_s {
   int64_t seconds;
 } hr_date_t;
 
-/* Most parameters, ranges, tags, directives, cookies, links kept per value;
- * more in the input is HR_EPARSE (items are never dropped for lack of
- * room).  What each parser ignores by design (accept-ext parameters after
+/* List-valued types keep their items in arrays the parser takes from an
+ * hr_mem_t, sized to the field: there is no fixed cap on items (a Cookie
+ * field with 100 cookies parses), only the server's field-size limit.  The
+ * built-in parsers take one piece of memory per value, sized by counting
+ * the field's separators.  To format a value, point the arrays at your own
+ * storage.  What each parser ignores by design (accept-ext parameters after
  * q, a field-name list on no-cache/private, unknown cookie attributes) is
  * stated in its source file. */
-#define HR_MAX_ITEMS 16
 
 /* A name=value parameter.  Names are as written (compare them with
  * hr_span_eq_nocase); a quoted value is given without its quotes, with any
@@ -185,7 +225,7 @@ typedef struct hr_media_type_s {
   hr_span_t type;    /* "text" ("*" in a range) */
   hr_span_t subtype; /* "html" ("*" in a range) */
   size_t nparams;
-  hr_mparam_t params[HR_MAX_ITEMS];
+  hr_mparam_t *params; /* nparams items */
 } hr_media_type_t;
 
 /* One media range with its weight: q in thousandths (0..1000). */
@@ -196,7 +236,7 @@ typedef struct hr_media_range_s {
 
 typedef struct hr_media_ranges_s {
   size_t n;
-  hr_media_range_t ranges[HR_MAX_ITEMS];
+  hr_media_range_t *ranges; /* n items */
 } hr_media_ranges_t;
 
 /*
@@ -223,7 +263,7 @@ typedef struct hr_etag_s {
 typedef struct hr_etag_list_s {
   int any; /* "*" */
   size_t n;
-  hr_etag_t tags[HR_MAX_ITEMS];
+  hr_etag_t *tags; /* n items */
 } hr_etag_list_t;
 
 /* Cache-Control directives; -1 means absent for the numeric ones (seconds;
@@ -236,7 +276,7 @@ typedef struct hr_cache_control_s {
       is_public : 1, is_private : 1, immutable : 1;
   /* Directives not listed above, as written (name, value). */
   size_t n_ext;
-  hr_mparam_t ext[HR_MAX_ITEMS];
+  hr_mparam_t *ext; /* n_ext items */
 } hr_cache_control_t;
 
 typedef enum hr_same_site_e {
@@ -254,24 +294,33 @@ typedef struct hr_set_cookie_s {
   hr_same_site_t same_site;
 } hr_set_cookie_t;
 
-/* Cookie: name=value pairs (RFC 6265 §4.2). */
+/* One name=value pair of a Cookie field. */
+typedef struct hr_cookie_s {
+  hr_span_t name, value;
+} hr_cookie_t;
+
+/* Cookie: name=value pairs (RFC 6265 §4.2), in field order; a name may
+ * appear more than once (look it up with hr_cookies_get). */
 typedef struct hr_cookies_s {
   size_t n;
-  struct {
-    hr_span_t name, value;
-  } pairs[HR_MAX_ITEMS];
+  hr_cookie_t *pairs; /* n items */
 } hr_cookies_t;
+
+/* The value of the first cookie named `name` (exact, case-sensitive
+ * comparison: RFC 6265 §5.4), or an empty span with ptr NULL when there is
+ * none.  Any thread. */
+HR_EXTERN hr_span_t hr_cookies_get(const hr_cookies_t *cookies, hr_span_t name);
 
 /* Link: <target>; rel="..."; other params (RFC 8288 §3). */
 typedef struct hr_link_s {
   hr_span_t target; /* URI-Reference, without the angle brackets */
   size_t nparams;   /* rel, title, type, ... as hr_mparam_t */
-  hr_mparam_t params[HR_MAX_ITEMS];
+  hr_mparam_t *params; /* nparams items */
 } hr_link_t;
 
 typedef struct hr_links_s {
   size_t n;
-  hr_link_t links[HR_MAX_ITEMS];
+  hr_link_t *links; /* n items */
 } hr_links_t;
 
 /* ---- using typed values in requests and responses ------------------------ */
@@ -288,13 +337,18 @@ typedef struct hr_links_s {
 HR_EXTERN int hr_response_add_typed(hr_response_t *res, hr_span_t name,
                                     hr_type_id_t type, const void *value);
 
+/* An hr_mem_t over the request's arena (hr_request_alloc): what
+ * hr_request_typed() parses with, for hr_value_parse() on other text in a
+ * handler.  The memory lives as long as the request.  Loop thread. */
+HR_EXTERN hr_mem_t hr_request_mem(hr_request_t *req);
+
 /*
  * Reads field `name` of the request as a value of `type` (the first line
  * with that name; list-valued types read every line with that name,
- * combined as RFC 9110 §5.3 allows).  Spans in `value` point into the
- * request and live as long as it.  Returns 0, HR_ENOTFOUND (no such field),
- * HR_EPARSE (malformed: the handler decides; typically 400),
- * HR_ENODELEGATE, HR_EINVAL.  Loop thread.
+ * combined as RFC 9110 §5.3 allows).  Spans and item arrays in `value`
+ * point into the request and its arena and live as long as it.  Returns 0,
+ * HR_ENOTFOUND (no such field), HR_EPARSE (malformed: the handler decides;
+ * typically 400), HR_ENOMEM, HR_ENODELEGATE, HR_EINVAL.  Loop thread.
  */
 HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
                                hr_type_id_t type, void *value);
@@ -315,10 +369,8 @@ HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
  * answers is sent, returns 1 (the response is complete); otherwise returns
  * 0 and the handler goes on (and sends the full response, or performs the
  * change).  Malformed conditional fields are ignored, as §13.1 requires,
- * except an If-Match that cannot be read (malformed, or more tags than a
- * list holds), which fails closed with 412 rather than let the change
- * through.
- * Returns a negative error code when the answer could not be sent.  Loop
+ * except a malformed If-Match, which fails closed with 412 rather than let
+ * the change through.  Returns a negative error code when the answer could not be sent.  Loop
  * thread.
  */
 HR_EXTERN int hr_response_not_modified(hr_request_t *req, hr_response_t *res,

@@ -95,8 +95,16 @@ static int64_t get_number(const hr_cache_control_t *cc, int i) {
   return *(const int64_t *)((const char *)cc + known[i].off);
 }
 
+/* Room for the directives hroute does not know: taken from `mem` at the
+ * first one, one per comma in the field, plus one. */
+typedef struct ext_room_s {
+  const hr_mem_t *mem;
+  hr_span_t text;
+  size_t left;
+} ext_room_t;
+
 static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc,
-                           unsigned *flags) {
+                           unsigned *flags, ext_room_t *room) {
   hr_mparam_t d;
   int k, has_value = 0;
   if (hr__lex_token(lx, &d.name) != 0) return HR_EPARSE;
@@ -114,8 +122,16 @@ static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc,
   }
   k = find_known(d.name);
   if (k < 0) {
-    if (cc->n_ext == HR_MAX_ITEMS) return HR_EPARSE;
+    if (cc->ext == NULL) {
+      void *ext;
+      room->left = hr__count_byte(room->text, ',') + 1;
+      if (hr__mem_items(room->mem, room->left, sizeof(hr_mparam_t), &ext, 0, 0, NULL) != 0)
+        return HR_ENOMEM;
+      cc->ext = ext;
+    }
+    if (room->left == 0) return HR_EPARSE; /* cannot happen: see above */
     cc->ext[cc->n_ext++] = d;
+    room->left--;
     return 0;
   }
   switch (known[k].kind) {
@@ -146,17 +162,23 @@ static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc,
   return HR_EPARSE;
 }
 
-static int parse_cache_control(hr_span_t text, void *value, void *udata) {
+static int parse_cache_control(hr_span_t text, void *value, const hr_mem_t *mem,
+                               void *udata) {
   hr_cache_control_t *cc = value;
   hr__lex_t lx;
   unsigned flags = 0;
+  ext_room_t room;
+  int rc;
   (void)udata;
   memset(cc, 0, sizeof *cc);
   cc->max_age = cc->s_maxage = cc->max_stale = cc->min_fresh = -1;
+  room.mem = mem;
+  room.text = text;
+  room.left = 0;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
-    if (parse_directive(&lx, cc, &flags) != 0 || hr__lex_list_after(&lx) != 0)
-      return HR_EPARSE;
+    if ((rc = parse_directive(&lx, cc, &flags, &room)) != 0) return rc;
+    if (hr__lex_list_after(&lx) != 0) return HR_EPARSE;
   }
   set_flags(cc, flags);
   return 0;
@@ -170,7 +192,7 @@ static int format_cache_control(const void *value, char *buf, size_t cap,
   int first = 1;
   unsigned flags = get_flags(cc);
   (void)udata;
-  if (cc->n_ext > HR_MAX_ITEMS) return HR_EINVAL;
+  if (cc->n_ext > 0 && cc->ext == NULL) return HR_EINVAL;
   hr__out_init(&o, buf, cap);
   for (i = 0; i < NKNOWN; i++) {
     int64_t v = 0;

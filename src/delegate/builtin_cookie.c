@@ -187,7 +187,7 @@ static int cookie_date(hr_span_t text, int64_t *out) {
   fixdate[24] = (char)('0' + s % 10);
   for (i = 0; i < 7; i++) {
     memcpy(fixdate, &wname[3 * i], 3);
-    if (hr__delegate_date.parse((hr_span_t){fixdate, sizeof fixdate}, &d,
+    if (hr__delegate_date.parse((hr_span_t){fixdate, sizeof fixdate}, &d, NULL,
                                 NULL) == 0) {
       *out = d.seconds < 0 ? 0 : d.seconds;
       return 1;
@@ -236,10 +236,12 @@ static void attribute(hr_set_cookie_t *sc, hr_span_t name, hr_span_t value) {
   }
 }
 
-static int parse_set_cookie(hr_span_t text, void *value, void *udata) {
+static int parse_set_cookie(hr_span_t text, void *value, const hr_mem_t *mem,
+                            void *udata) {
   hr_set_cookie_t *sc = value;
   const char *p, *end, *semi;
   (void)udata;
+  (void)mem;
   memset(sc, 0, sizeof *sc);
   sc->expires = sc->max_age = -1;
   if (text.len == 0) return HR_EPARSE;
@@ -322,19 +324,28 @@ static int format_set_cookie(const void *value, char *buf, size_t cap,
 
 /* ---- Cookie ------------------------------------------------------------- */
 
-static int parse_cookies(hr_span_t text, void *value, void *udata) {
+/* At most one pair per ";", plus one. */
+static int parse_cookies(hr_span_t text, void *value, const hr_mem_t *mem,
+                         void *udata) {
   hr_cookies_t *c = value;
   const char *p, *end;
+  size_t room;
+  void *pairs;
   (void)udata;
   c->n = 0;
+  c->pairs = NULL;
   if (text.len == 0) return HR_EPARSE;
+  room = hr__count_byte(text, ';') + 1;
+  if (hr__mem_items(mem, room, sizeof(hr_cookie_t), &pairs, 0, 0, NULL) != 0)
+    return HR_ENOMEM;
+  c->pairs = pairs;
   p = text.ptr;
   end = text.ptr + text.len;
   for (;;) {
     const char *semi = memchr(p, ';', (size_t)(end - p));
     if (semi == NULL) semi = end;
     if (trim(p, semi).len > 0) {
-      if (c->n == HR_MAX_ITEMS) return HR_EPARSE;
+      if (c->n == room) return HR_EPARSE; /* cannot happen: see `room` */
       if (parse_pair(p, semi, &c->pairs[c->n].name, &c->pairs[c->n].value))
         return HR_EPARSE;
       c->n++;
@@ -351,7 +362,7 @@ static int format_cookies(const void *value, char *buf, size_t cap, size_t *len,
   hr__out_t o;
   size_t i;
   (void)udata;
-  if (c->n == 0 || c->n > HR_MAX_ITEMS) return HR_EINVAL;
+  if (c->n == 0 || c->pairs == NULL) return HR_EINVAL;
   hr__out_init(&o, buf, cap);
   for (i = 0; i < c->n; i++) {
     if (i > 0) hr__out_bytes(&o, "; ", 2);
@@ -359,6 +370,15 @@ static int format_cookies(const void *value, char *buf, size_t cap, size_t *len,
       return HR_EINVAL;
   }
   return hr__out_finish(&o, len);
+}
+
+hr_span_t hr_cookies_get(const hr_cookies_t *c, hr_span_t name) {
+  hr_span_t none = {NULL, 0};
+  size_t i;
+  if (c == NULL || c->pairs == NULL) return none;
+  for (i = 0; i < c->n; i++)
+    if (hr_span_eq(c->pairs[i].name, name)) return c->pairs[i].value;
+  return none;
 }
 
 const hr_delegate_t hr__delegate_set_cookie = {format_set_cookie,

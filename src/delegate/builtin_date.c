@@ -160,11 +160,12 @@ static int time_of_day(hr__lex_t *lx, int *h, int *mi, int *s) {
          lit(lx, ":") && digits(lx, 2, s);
 }
 
-static int parse_date(hr_span_t text, void *value, void *udata) {
+static int parse_date(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
   hr__lex_t lx;
   int wd, y = 0, m = 0, d = 0, h = 0, mi = 0, s = 0, ok;
   int64_t days;
   (void)udata;
+  (void)mem;
   hr__lex_init(&lx, text);
   for (wd = 0; wd < 7; wd++)
     if (lit(&lx, wday_short[wd])) break;

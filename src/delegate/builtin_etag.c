@@ -45,9 +45,10 @@ static int format_tag(hr__out_t *o, const hr_etag_t *e) {
   return 0;
 }
 
-static int parse_etag(hr_span_t text, void *value, void *udata) {
+static int parse_etag(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
   hr__lex_t lx;
   (void)udata;
+  (void)mem;
   hr__lex_init(&lx, text);
   if (parse_tag(&lx, value) != 0 || lx.p != lx.end) return HR_EPARSE;
   return 0;
@@ -62,19 +63,30 @@ static int format_etag(const void *value, char *buf, size_t cap, size_t *len,
   return hr__out_finish(&o, len);
 }
 
-static int parse_etag_list(hr_span_t text, void *value, void *udata) {
+/* At most one tag per comma, plus one (a comma inside a tag only makes
+ * the room larger). */
+static int parse_etag_list(hr_span_t text, void *value, const hr_mem_t *mem,
+                           void *udata) {
   hr_etag_list_t *l = value;
   hr__lex_t lx;
+  size_t room;
+  void *tags;
   (void)udata;
   l->any = 0;
   l->n = 0;
+  l->tags = NULL;
   if (text.len == 1 && text.ptr[0] == '*') {
     l->any = 1;
     return 0;
   }
+  if (text.len == 0) return 0;
+  room = hr__count_byte(text, ',') + 1;
+  if (hr__mem_items(mem, room, sizeof(hr_etag_t), &tags, 0, 0, NULL) != 0)
+    return HR_ENOMEM;
+  l->tags = tags;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
-    if (l->n == HR_MAX_ITEMS) return HR_EPARSE;
+    if (l->n == room) return HR_EPARSE; /* cannot happen: see `room` */
     if (parse_tag(&lx, &l->tags[l->n++]) != 0) return HR_EPARSE;
     if (hr__lex_list_after(&lx) != 0) return HR_EPARSE;
   }
@@ -87,7 +99,7 @@ static int format_etag_list(const void *value, char *buf, size_t cap,
   hr__out_t o;
   size_t i;
   (void)udata;
-  if (l->n > HR_MAX_ITEMS || (l->any && l->n != 0)) return HR_EINVAL;
+  if ((l->any && l->n != 0) || (l->n > 0 && l->tags == NULL)) return HR_EINVAL;
   hr__out_init(&o, buf, cap);
   if (l->any) hr__out_char(&o, '*');
   for (i = 0; i < l->n; i++) {

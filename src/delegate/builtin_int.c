@@ -10,10 +10,11 @@
 #include "delegate/builtin.h"
 #include "delegate/lex.h"
 
-static int parse_u64(hr_span_t text, void *value, void *udata) {
+static int parse_u64(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
   hr__lex_t lx;
   uint64_t v;
   (void)udata;
+  (void)mem;
   hr__lex_init(&lx, text);
   if (hr__lex_digits(&lx, UINT64_MAX, &v, NULL) != 0 || lx.p != lx.end)
     return HR_EPARSE;
@@ -30,11 +31,12 @@ static int format_u64(const void *value, char *buf, size_t cap, size_t *len,
   return hr__out_finish(&o, len);
 }
 
-static int parse_i64(hr_span_t text, void *value, void *udata) {
+static int parse_i64(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
   hr__lex_t lx;
   uint64_t mag;
   int neg;
   (void)udata;
+  (void)mem;
   hr__lex_init(&lx, text);
   neg = hr__lex_eat(&lx, '-');
   /* The magnitude of INT64_MIN is INT64_MAX + 1. */

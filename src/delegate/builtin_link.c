@@ -23,10 +23,18 @@ static int is_target_char(unsigned char c) {
   return c >= 0x21 && c <= 0x7E && c != '<' && c != '>';
 }
 
-static int parse_link_value(hr__lex_t *lx, hr_link_t *l) {
+/* Where the parameters of the links in one field go: one array, with room
+ * for one parameter per ";" in the field. */
+typedef struct pool_s {
+  hr_mparam_t *next;
+  size_t left;
+} pool_t;
+
+static int parse_link_value(hr__lex_t *lx, hr_link_t *l, pool_t *pool) {
   const char *start;
   int r;
   l->nparams = 0;
+  l->params = NULL;
   if (!hr__lex_eat(lx, '<')) return HR_EPARSE;
   start = lx->p;
   while (lx->p < lx->end && is_target_char((unsigned char)*lx->p)) lx->p++;
@@ -37,20 +45,39 @@ static int parse_link_value(hr__lex_t *lx, hr_link_t *l) {
     hr_mparam_t p;
     r = hr__lex_param(lx, &p, HR__PARAM_BWS | HR__PARAM_NOVALUE);
     if (r != 1) return r;
-    if (l->nparams == HR_MAX_ITEMS) return HR_EPARSE;
-    l->params[l->nparams++] = p;
+    /* Each parameter follows a ";" the pool was counted from. */
+    if (pool->left == 0) return HR_EPARSE;
+    if (l->params == NULL) l->params = pool->next;
+    *pool->next++ = p;
+    pool->left--;
+    l->nparams++;
   }
 }
 
-static int parse_links(hr_span_t text, void *value, void *udata) {
+/* At most one link per comma, plus one (commas inside "<...>" or quotes
+ * only make the room larger), and one parameter per ";", in one piece of
+ * memory. */
+static int parse_links(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
   hr_links_t *links = value;
   hr__lex_t lx;
+  pool_t pool;
+  size_t room;
+  void *items, *params;
   (void)udata;
   links->n = 0;
+  links->links = NULL;
+  if (text.len == 0) return 0;
+  room = hr__count_byte(text, ',') + 1;
+  pool.left = hr__count_byte(text, ';');
+  if (hr__mem_items(mem, room, sizeof(hr_link_t), &items, pool.left, sizeof(hr_mparam_t),
+                    &params) != 0)
+    return HR_ENOMEM;
+  links->links = items;
+  pool.next = params;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
-    if (links->n == HR_MAX_ITEMS) return HR_EPARSE;
-    if (parse_link_value(&lx, &links->links[links->n++]) != 0 ||
+    if (links->n == room) return HR_EPARSE; /* cannot happen: see `room` */
+    if (parse_link_value(&lx, &links->links[links->n++], &pool) != 0 ||
         hr__lex_list_after(&lx) != 0)
       return HR_EPARSE;
   }
@@ -63,11 +90,11 @@ static int format_links(const void *value, char *buf, size_t cap, size_t *len,
   hr__out_t o;
   size_t i, j;
   (void)udata;
-  if (links->n > HR_MAX_ITEMS) return HR_EINVAL;
+  if (links->n > 0 && links->links == NULL) return HR_EINVAL;
   hr__out_init(&o, buf, cap);
   for (i = 0; i < links->n; i++) {
     const hr_link_t *l = &links->links[i];
-    if (l->nparams > HR_MAX_ITEMS) return HR_EINVAL;
+    if (l->nparams > 0 && l->params == NULL) return HR_EINVAL;
     for (j = 0; j < l->target.len; j++)
       if (!is_target_char((unsigned char)l->target.ptr[j])) return HR_EINVAL;
     if (i > 0) hr__out_bytes(&o, ", ", 2);

@@ -32,13 +32,22 @@ static const hr_span_t star = HR_SPAN_INIT("*");
 
 /* ---- media type --------------------------------------------------------- */
 
+/* Where the parameters of the media types in one field go: one array for
+ * the whole field, with room for one parameter per ";" in it. */
+typedef struct pool_s {
+  hr_mparam_t *next;
+  size_t left;
+} pool_t;
+
 /* type "/" subtype parameters.  With q non-NULL (a media range), the first
  * "q" parameter is the weight, stored in *q in thousandths, and the
- * parameters after it are skipped. */
-static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q) {
+ * parameters after it are skipped.  The parameters are consecutive items
+ * of `pool`. */
+static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q, pool_t *pool) {
   hr_mparam_t p;
   int r, have_q = 0;
   mt->nparams = 0;
+  mt->params = pool->next;
   if (hr__lex_token(lx, &mt->type) != 0 || !hr__lex_eat(lx, '/') ||
       hr__lex_token(lx, &mt->subtype) != 0)
     return HR_EPARSE;
@@ -62,15 +71,20 @@ static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q) {
       have_q = 1;
       continue;
     }
-    if (mt->nparams == HR_MAX_ITEMS) return HR_EPARSE;
-    mt->params[mt->nparams++] = p;
+    /* Each parameter follows a ";" the pool was counted from, so it
+     * cannot run out; the check keeps that an invariant, not a hope. */
+    if (pool->left == 0) return HR_EPARSE;
+    *pool->next++ = p;
+    pool->left--;
+    mt->nparams++;
   }
+  if (mt->nparams == 0) mt->params = NULL;
   return r;
 }
 
 static int format_params(hr__out_t *o, const hr_media_type_t *mt, int range) {
   size_t i;
-  if (mt->nparams > HR_MAX_ITEMS) return HR_EINVAL;
+  if (mt->nparams > 0 && mt->params == NULL) return HR_EINVAL;
   for (i = 0; i < mt->nparams; i++) {
     /* In a range, a "q" parameter would be read back as the weight. */
     if (range && hr_span_eq_nocase(mt->params[i].name, HR_SPAN_LIT("q")))
@@ -90,11 +104,21 @@ static int format_media(hr__out_t *o, const hr_media_type_t *mt, int range) {
   return format_params(o, mt, range);
 }
 
-static int parse_media_type(hr_span_t text, void *value, void *udata) {
+static int parse_media_type(hr_span_t text, void *value, const hr_mem_t *mem,
+                            void *udata) {
+  hr_media_type_t *mt = value;
   hr__lex_t lx;
+  pool_t pool;
+  void *params;
   (void)udata;
+  mt->nparams = 0;
+  mt->params = NULL;
+  pool.left = hr__count_byte(text, ';');
+  if (hr__mem_items(mem, pool.left, sizeof(hr_mparam_t), &params, 0, 0, NULL) != 0)
+    return HR_ENOMEM;
+  pool.next = params;
   hr__lex_init(&lx, text);
-  if (parse_media(&lx, value, NULL) != 0 || lx.p != lx.end) return HR_EPARSE;
+  if (parse_media(&lx, mt, NULL, &pool) != 0 || lx.p != lx.end) return HR_EPARSE;
   return 0;
 }
 
@@ -109,18 +133,33 @@ static int format_media_type(const void *value, char *buf, size_t cap,
 
 /* ---- media ranges ------------------------------------------------------- */
 
-static int parse_media_ranges(hr_span_t text, void *value, void *udata) {
+/* Accept: at most one range per comma, plus one, and one parameter per ";"
+ * (q included), in one piece of memory. */
+static int parse_media_ranges(hr_span_t text, void *value, const hr_mem_t *mem,
+                              void *udata) {
   hr_media_ranges_t *mr = value;
   hr__lex_t lx;
+  pool_t pool;
+  size_t room;
+  void *ranges, *params;
   (void)udata;
   mr->n = 0;
+  mr->ranges = NULL;
+  if (text.len == 0) return 0;
+  room = hr__count_byte(text, ',') + 1;
+  pool.left = hr__count_byte(text, ';');
+  if (hr__mem_items(mem, room, sizeof(hr_media_range_t), &ranges, pool.left,
+                    sizeof(hr_mparam_t), &params) != 0)
+    return HR_ENOMEM;
+  mr->ranges = ranges;
+  pool.next = params;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
     hr_media_range_t *r;
-    if (mr->n == HR_MAX_ITEMS) return HR_EPARSE;
+    if (mr->n == room) return HR_EPARSE; /* cannot happen: see `room` */
     r = &mr->ranges[mr->n++];
     r->q = 1000;
-    if (parse_media(&lx, &r->media, &r->q) != 0) return HR_EPARSE;
+    if (parse_media(&lx, &r->media, &r->q, &pool) != 0) return HR_EPARSE;
     if (hr_span_eq(r->media.type, star) && !hr_span_eq(r->media.subtype, star))
       return HR_EPARSE;
     if (hr__lex_list_after(&lx) != 0) return HR_EPARSE;
@@ -134,7 +173,7 @@ static int format_media_ranges(const void *value, char *buf, size_t cap,
   hr__out_t o;
   size_t i;
   (void)udata;
-  if (mr->n > HR_MAX_ITEMS) return HR_EINVAL;
+  if (mr->n > 0 && mr->ranges == NULL) return HR_EINVAL;
   hr__out_init(&o, buf, cap);
   for (i = 0; i < mr->n; i++) {
     int q = mr->ranges[i].q;
@@ -176,58 +215,70 @@ static int value_eq(const hr_mparam_t *a, const hr_mparam_t *b) {
   return i == a->value.len && j == b->value.len;
 }
 
-/* How specific `range` is for `offer`, or -1 when it does not match
+/* How specific a matching range is: compared level first, then whether no
+ * parameter of the range is missing from the offer, then how many matched. */
+typedef struct rank_s {
+  int level;   /* -1: no match; 0 "*" alone, 1 type with "*", 2 both named */
+  int full;    /* 1 when the offer has every parameter of the range */
+  size_t matched;
+} rank_t;
+
+static int rank_above(const rank_t *a, const rank_t *b) {
+  if (a->level != b->level) return a->level > b->level;
+  if (a->full != b->full) return a->full > b->full;
+  return a->matched > b->matched;
+}
+
+/* How specific `range` is for `offer`, or level -1 when it does not match
  * (RFC 9110 §12.5.1).  A parameter of the range matches the offer's of
  * that name, case-insensitively; one the offer has with another value
  * rules the range out; one the offer does not have is no conflict
  * ("Accept: application/json; charset=utf-8" accepts the offer
  * application/json), but a range the offer meets without such parameters
  * is more specific, so that with "text/html;level=1, text/html;q=0.7" a
- * plain text/html gets 0.7, as in the RFC's example.  Order: type level
- * ("*" alone, then a type with "*", then both named), then none missing,
- * then parameters matched. */
-static int specificity(const hr_media_type_t *range,
-                       const hr_media_type_t *offer) {
-  size_t i, j, np = range->nparams, matched = 0, missing = 0;
-  int level;
-  if (np > HR_MAX_ITEMS) return -1;
+ * plain text/html gets 0.7, as in the RFC's example. */
+static rank_t specificity(const hr_media_type_t *range, const hr_media_type_t *offer) {
+  rank_t no = {-1, 0, 0}, r = {0, 1, 0};
+  size_t i, j;
   if (hr_span_eq(range->type, star)) {
-    level = 0;
+    r.level = 0;
   } else if (!hr_span_eq_nocase(range->type, offer->type)) {
-    return -1;
+    return no;
   } else if (hr_span_eq(range->subtype, star)) {
-    level = 1;
+    r.level = 1;
   } else if (!hr_span_eq_nocase(range->subtype, offer->subtype)) {
-    return -1;
+    return no;
   } else {
-    level = 2;
+    r.level = 2;
   }
-  for (i = 0; i < np; i++) {
+  for (i = 0; i < range->nparams; i++) {
     const hr_mparam_t *rp = &range->params[i];
-    for (j = 0; j < offer->nparams && j < HR_MAX_ITEMS; j++)
+    for (j = 0; j < offer->nparams; j++)
       if (hr_span_eq_nocase(rp->name, offer->params[j].name)) break;
-    if (j == offer->nparams || j == HR_MAX_ITEMS)
-      missing++;
+    if (j == offer->nparams)
+      r.full = 0;
     else if (value_eq(rp, &offer->params[j]))
-      matched++;
+      r.matched++;
     else
-      return -1;
+      return no;
   }
-  return ((level * 2 + (missing == 0)) * (HR_MAX_ITEMS + 1)) + (int)matched;
+  return r;
 }
 
 int hr_media_negotiate(const hr_media_ranges_t *ranges,
                        const hr_media_type_t *offers, size_t n) {
-  size_t i, k, nr;
+  size_t i, k;
   int best = -1, best_q = 0;
   if (offers == NULL || n == 0) return -1;
   if (ranges == NULL || ranges->n == 0) return 0;
-  nr = ranges->n < HR_MAX_ITEMS ? ranges->n : HR_MAX_ITEMS;
+  if (ranges->ranges == NULL) return -1;
   for (i = 0; i < n && i <= (size_t)INT32_MAX; i++) {
-    int spec = -1, q = 0;
-    for (k = 0; k < nr; k++) {
-      int s = specificity(&ranges->ranges[k].media, &offers[i]);
-      if (s > spec) {
+    rank_t spec = {-1, 0, 0};
+    int q = 0;
+    if (offers[i].nparams > 0 && offers[i].params == NULL) continue;
+    for (k = 0; k < ranges->n; k++) {
+      rank_t s = specificity(&ranges->ranges[k].media, &offers[i]);
+      if (s.level >= 0 && rank_above(&s, &spec)) {
         spec = s;
         q = ranges->ranges[k].q;
       }

@@ -11,13 +11,6 @@
 
 /* ---- character classes -------------------------------------------------- */
 
-int hr__is_tchar(unsigned char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-      (c >= 'A' && c <= 'Z'))
-    return 1;
-  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 int hr__is_token(hr_span_t s) {
   size_t i;
   if (s.len == 0) return 0;

@@ -16,11 +16,11 @@
 
 #include "hroute/delegate.h"
 #include "hroute/error.h"
+#include "util/text.h"
 
 /* ---- character classes (RFC 9110 §5.6.2, §5.6.4; RFC 5234 B.1) ---------- */
 
-/* tchar: "!#$%&'*+-.^_`|~", DIGIT, ALPHA. */
-int hr__is_tchar(unsigned char c);
+/* tchar: hr__is_tchar() in util/text.h. */
 
 /* 1 when `s` is a non-empty run of tchar. */
 int hr__is_token(hr_span_t s);

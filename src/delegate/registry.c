@@ -296,14 +296,15 @@ int hr_value_format(hr_router_t *r, hr_type_id_t type, const void *value,
   return rc == 0 ? HR_ENODELEGATE : rc;
 }
 
-int hr_value_parse(hr_router_t *r, hr_type_id_t type, hr_span_t text, void *value) {
+int hr_value_parse(hr_router_t *r, hr_type_id_t type, hr_span_t text, void *value,
+                   const hr_mem_t *mem) {
   hr_lookup_t l;
   int rc;
   if (r == NULL || value == NULL) return HR_EINVAL;
   rc = hr__registry_lookup(&r->registry, type, &l);
   if (rc != 0) return rc;
   if (l.delegate->parse == NULL) return HR_ENODELEGATE;
-  return l.delegate->parse(text, value, l.delegate->udata);
+  return l.delegate->parse(text, value, mem, l.delegate->udata);
 }
 
 void hr_delegate_stats(hr_router_t *r, hr_delegate_stats_t *out) {

@@ -70,8 +70,20 @@ static const char *list_separator(hr_type_id_t type) {
   }
 }
 
+static void *request_alloc(void *ctx, size_t size) {
+  return hr_request_alloc(ctx, size);
+}
+
+hr_mem_t hr_request_mem(hr_request_t *req) {
+  hr_mem_t m;
+  m.alloc = request_alloc;
+  m.ctx = req;
+  return m;
+}
+
 int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
                      void *value) {
+  hr_mem_t mem = hr_request_mem((hr_request_t *)req);
   hr_lookup_t l;
   size_t cursor = 0, lines = 0, total = 0, i;
   hr_span_t v, first = {NULL, 0};
@@ -85,7 +97,7 @@ int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
     total += v.len + 2;
   }
   if (lines == 0) return HR_ENOTFOUND;
-  if (lines == 1) return l.delegate->parse(first, value, l.delegate->udata);
+  if (lines == 1) return l.delegate->parse(first, value, &mem, l.delegate->udata);
   sep = list_separator(type);
   if (sep == NULL) return HR_EPARSE; /* one value, several lines */
   /* Joined in the request's arena: lives as long as the request. */
@@ -103,7 +115,7 @@ int hr_request_typed(const hr_request_t *req, hr_span_t name, hr_type_id_t type,
   }
   v.ptr = joined;
   v.len = (size_t)(w - joined);
-  return l.delegate->parse(v, value, l.delegate->udata);
+  return l.delegate->parse(v, value, &mem, l.delegate->udata);
 }
 
 

@@ -90,6 +90,7 @@ void hr__worker_ctx_prepare(hr__worker_t *w) {
 static int parse_objects(hr__exchange_t *ex, const hr_route_t *inv) {
   hr_request_t *r = &ex->req;
   hr__registry_t *reg = &ex->w->server->router->registry;
+  hr_mem_t mem = hr_request_mem(r);
   size_t i;
   for (i = 0; i < r->nparams; i++) {
     unsigned t = (unsigned)inv->core->ptypes[i];
@@ -102,7 +103,7 @@ static int parse_objects(hr__exchange_t *ex, const hr_route_t *inv) {
       return -1;
     r->objs[i] = hr__arena_alloc(&ex->arena, dt->value_size);
     if (r->objs[i] == NULL ||
-        l.delegate->parse(r->params[i].value, r->objs[i], l.delegate->udata) != 0)
+        l.delegate->parse(r->params[i].value, r->objs[i], &mem, l.delegate->udata) != 0)
       return -1;
   }
   return 0;

@@ -4,7 +4,9 @@
  * the delegate, the rest is a field value.  No input may crash or read
  * outside the value; whatever parses must format, and the formatted text
  * must parse and format back to the same bytes (the canonical form is a
- * fixed point).
+ * fixed point).  Each parse first runs with no memory, then with exactly
+ * the bytes that run asked for (hr_mem_buffer_t.need) in a heap block of
+ * that size, so ASan sees any item written past what a parser counted.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,12 +33,31 @@ typedef union value_u {
   hr_set_cookie_t f;
 } value_t;
 
+/* Parses `text` with exactly the memory it needs; *block is that memory
+ * (free it after the value).  Returns as the parser. */
+static int parse_exact(const hr_delegate_t *d, hr_span_t text, value_t *v, void **block) {
+  hr_mem_buffer_t b;
+  int rc;
+  *block = NULL;
+  hr_mem_buffer_init(&b, NULL, 0);
+  rc = d->parse(text, v, &b.mem, d->udata);
+  if (rc != HR_ENOMEM) return rc;
+  if (b.need == 0) abort(); /* HR_ENOMEM without asking for memory */
+  *block = malloc(b.need);
+  if (*block == NULL) return HR_ENOMEM;
+  hr_mem_buffer_init(&b, *block, b.need);
+  rc = d->parse(text, v, &b.mem, d->udata);
+  if (rc == HR_ENOMEM) abort(); /* need was not enough */
+  return rc;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const hr_delegate_t *d;
   value_t v1, v2;
   char *in, out1[8192], out2[8192];
   size_t n1 = 0, n2 = 0;
   hr_span_t text;
+  void *m1 = NULL, *m2 = NULL;
   if (size < 1) return 0;
   d = delegates[data[0] % (sizeof(delegates) / sizeof(delegates[0]))];
   in = malloc(size - 1 ? size - 1 : 1); /* exact size: ASan sees over-reads */
@@ -44,14 +65,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(in, data + 1, size - 1);
   text.ptr = in;
   text.len = size - 1;
-  if (d->parse(text, &v1, d->udata) == 0 &&
+  if (parse_exact(d, text, &v1, &m1) == 0 &&
       d->format(&v1, out1, sizeof(out1), &n1, d->udata) == 0) {
     text.ptr = out1;
     text.len = n1;
-    if (d->parse(text, &v2, d->udata) != 0) abort();
+    if (parse_exact(d, text, &v2, &m2) != 0) abort();
     if (d->format(&v2, out2, sizeof(out2), &n2, d->udata) != 0) abort();
     if (n1 != n2 || memcmp(out1, out2, n1) != 0) abort();
   }
+  free(m1);
+  free(m2);
   free(in);
   return 0;
 }
