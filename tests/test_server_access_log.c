@@ -99,7 +99,8 @@ static void test_common(void **state) {
   send_and_read(fx, "GET /hello/caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", 0);
   send_and_read(fx, "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n", 0); /* refused: 400 */
   send_and_read(fx, "GET /a b c\r\n\r\n", 0); /* a request line cut short */
-  wait_lines(7);
+  send_and_read(fx, "GET /b HTTP/1.0\r\nNo-Colon\r\n\r\n", 0); /* a bad field line */
+  wait_lines(8);
   expect_line(0, "127.0.0.1 - - [] \"GET /hello/x HTTP/1.1\" 200 5");
   expect_line(1, "127.0.0.1 - - [] \"GET /nowhere HTTP/1.1\" 404 10");
   expect_line(2, "127.0.0.1 - - [] \"DELETE /hello/x HTTP/1.1\" 501 16");
@@ -109,7 +110,9 @@ static void test_common(void **state) {
    * no request line to report. */
   expect_line(5, "127.0.0.1 - - [] \"-\" 400 12");
   expect_line(6, "127.0.0.1 - - [] \"GET /a\" 400 12"); /* as much as was read */
-  assert_int_equal(logs.durations_ok, 7);
+  /* The request line was whole: it is logged whole, version included. */
+  expect_line(7, "127.0.0.1 - - [] \"GET /b HTTP/1.0\" 400 12");
+  assert_int_equal(logs.durations_ok, 8);
 }
 
 static void test_combined_and_json(void **state) {

@@ -76,7 +76,7 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   e->method = r->method;
   e->target = r->target;
   e->host = hr__route_host(r);
-  e->version = r->version; /* 0 until the request line was checked */
+  e->version = r->version; /* 0 until the request line's version was read */
   (void)hr_request_field(r, HR_SPAN_LIT("Referer"), NULL, &e->referer);
   (void)hr_request_field(r, HR_SPAN_LIT("User-Agent"), NULL, &e->user_agent);
   if (ex->res.state == HR__RES_DONE && !ex->aborted) {

@@ -42,6 +42,16 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
   return 0;
 }
 
+/* The version is known from here on, also when the header section that
+ * follows is refused (the access log then names the whole request line);
+ * check_request() checks it again with the section. */
+static int on_version_complete(llhttp_t *p) {
+  hr__exchange_t *c = ex_of(p);
+  if (llhttp_get_http_major(p) == 1 && llhttp_get_http_minor(p) <= 1)
+    c->req.version = llhttp_get_http_minor(p) == 0 ? 10 : 11;
+  return 0;
+}
+
 static int new_field(hr__exchange_t *c) {
   hr_request_t *r = &c->req;
   if (r->nfields == r->fields_cap) {
@@ -219,6 +229,7 @@ static int on_message_complete(llhttp_t *p) {
 
 const llhttp_settings_t hr__parser_settings = {
     .on_url = on_url,
+    .on_version_complete = on_version_complete,
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_header_field_complete = on_header_field_complete,
