@@ -107,7 +107,9 @@ typedef struct hr_server_options_s {
   /* listen(2) backlog.  511. */
   int backlog;
   /* Access log: NULL (the default) is off, and costs nothing per request;
-   * else called once per request with a line in access_format. */
+   * else called once per request with a line in access_format.  While it is
+   * on, each connection keeps its peer's address as text (48 bytes more per
+   * connection), read from the socket at its first line. */
   hr_access_log_cb access_log;
   void *access_log_ctx;
   hr_access_format_t access_format;

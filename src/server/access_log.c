@@ -68,10 +68,14 @@ static size_t put_escaped(char *w, hr_span_t s, int json) {
   return n;
 }
 
+_Static_assert(HR__PEER_TEXT == sizeof(((hr_access_entry_t *)0)->peer),
+              "the connection's peer room holds an entry's peer");
+
 static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   hr_request_t *r = &ex->req;
   struct sockaddr_storage ss;
   int len = (int)sizeof ss;
+  char *cached;
   memset(e, 0, sizeof(*e));
   e->method = r->method;
   e->target = r->target;
@@ -87,12 +91,20 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
     e->bytes = ex->sent_status ? ex->sent_bytes : ex->res.written;
   }
   e->duration_us = (uv_hrtime() - ex->t_first) / 1000;
-  if (ex->conn != NULL && hr_request_peer(r, (struct sockaddr *)&ss, &len) == 0) {
+  if (ex->conn == NULL) return; /* detached: the peer is gone */
+  cached = hr__conn_peer_text(ex->conn);
+  if (cached != NULL && cached[0] != '\0') {
+    memcpy(e->peer, cached, HR__PEER_TEXT);
+    return;
+  }
+  if (hr_request_peer(r, (struct sockaddr *)&ss, &len) == 0) {
     if (ss.ss_family == AF_INET)
       uv_ip4_name((const struct sockaddr_in *)&ss, e->peer, sizeof e->peer);
     else if (ss.ss_family == AF_INET6)
       uv_ip6_name((const struct sockaddr_in6 *)&ss, e->peer, sizeof e->peer);
   }
+  /* A connection's peer does not change: render it once. */
+  if (cached != NULL) memcpy(cached, e->peer, HR__PEER_TEXT);
 }
 
 /* Decimal digits of v at w; returns their count. */

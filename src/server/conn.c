@@ -414,10 +414,11 @@ void hr__conn_framing_lost(hr__conn_t *c) {
 
 hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
                          hr__transport_init_fn init, void *arg) {
-  hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c) + tsize);
+  size_t peer = w->server->opts.access_log != NULL ? HR__PEER_TEXT : 0;
+  hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c) + peer + tsize);
   if (c == NULL) return NULL;
-  memset(c, 0, sizeof(*c));
-  c->t = (hr__transport_t *)(c + 1);
+  memset(c, 0, sizeof(*c) + peer);
+  c->t = (hr__transport_t *)((char *)(c + 1) + peer);
   if (init(c->t, arg, &conn_events, c) != 0) {
     hr__mem_free(&w->mem, c);
     return NULL;
@@ -434,6 +435,10 @@ hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
   update_reading(c);
   update_timer(c);
   return c;
+}
+
+char *hr__conn_peer_text(hr__conn_t *c) {
+  return c->w->server->opts.access_log != NULL ? (char *)(c + 1) : NULL;
 }
 
 /* ---- connections without a socket ----------------------------------------- */

@@ -232,8 +232,14 @@ struct hr__conn_s {
 };
 
 /* conn.c */
+/* Room for the peer's address as text, kept with each connection record
+ * while the server has an access log (and only then): the log renders it
+ * once per connection instead of once per line. */
+#define HR__PEER_TEXT 48
+/* That room (empty until the log fills it), or NULL without an access log. */
+char *hr__conn_peer_text(hr__conn_t *c);
 /* A new connection on `w` with a transport made by `init` in the same
- * allocation (`tsize` bytes).  Returns NULL when out of memory or when
+ * allocation (`tsize` bytes, after the peer text room when there is one).  Returns NULL when out of memory or when
  * init fails (it then owns nothing). */
 typedef int (*hr__transport_init_fn)(hr__transport_t *t, void *arg,
                                      const hr__transport_events_t *ev,
