@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "fixture.h"
 #include "held.h"
@@ -448,6 +449,87 @@ static void test_head_middleware(void **state) {
   assert_int_equal(ta_calls(), 2); /* /free and the keyed upload: no refused one */
 }
 
+/* ---- hr_request_outcome --------------------------------------------------------- */
+
+static struct {
+  hr_outcome_t o;
+  int rc, status;
+} seen; /* written by the after-middleware, read after alog.ev */
+
+static void mw_outcome(hr_request_t *req, int status, void *udata) {
+  (void)udata;
+  pthread_mutex_lock(&alog.mu);
+  seen.rc = hr_request_outcome(req, &seen.o);
+  seen.status = status;
+  pthread_mutex_unlock(&alog.mu);
+  ev_signal(&alog.ev);
+}
+
+/* In the handler the response has not completed: HR_ESTATE, as its body. */
+static void h_outcome(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_outcome_t o;
+  (void)udata;
+  if (hr_request_outcome(req, &o) == HR_ESTATE)
+    hr_response_send(res, 200, "HR_ESTATE", 9);
+  else
+    hr_response_send(res, 500, NULL, 0);
+}
+
+static uint64_t now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* After-middleware read what went out: the status, the body bytes exactly
+ * as the client received them (none for HEAD), and a duration that fits
+ * between the client's send and its reading the response, for the
+ * handler's answers and the server's own. */
+static void test_after_outcome(void **state) {
+  static const struct {
+    const char *request, *status_line;
+    int head;
+  } cases[] = {
+      {"GET /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", 0},
+      {"HEAD /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", 1},
+      {"GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", 0},
+      {"DELETE /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 501 Not Implemented", 0},
+      {"GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400 Bad Request", 0},
+  };
+  fx_t *fx = *state;
+  hr_outcome_t o;
+  size_t i;
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_outcome, NULL), 0);
+  fx_route(fx, "GET", "/o", h_outcome, NULL);
+  assert_int_equal(hr_request_outcome(NULL, &o), HR_EINVAL);
+  fx_start(fx, 1);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rc_t *c = fx_connect(fx);
+    rc_response_t r;
+    uint64_t t0 = now_us(), elapsed;
+    assert_int_equal(rc_send_str(c, cases[i].request), 0);
+    if (cases[i].head)
+      expect_head_response(c, cases[i].status_line, &r);
+    else
+      expect_response(c, cases[i].status_line, NULL, &r);
+    elapsed = now_us() - t0;
+    alog_seen++;
+    assert_true(ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS));
+    pthread_mutex_lock(&alog.mu);
+    assert_int_equal(seen.rc, 0);
+    assert_int_equal(seen.o.status, r.status);
+    assert_int_equal(seen.status, r.status);
+    assert_int_equal(seen.o.bytes, r.body_len);
+    if (seen.o.duration_us > elapsed)
+      fail_msg("%s: %llu us on the server, %llu us at the client", cases[i].request,
+               (unsigned long long)seen.o.duration_us, (unsigned long long)elapsed);
+    pthread_mutex_unlock(&alog.mu);
+    if (i == 0) assert_string_equal(r.body, "HR_ESTATE");
+    rc_response_free(&r);
+    fx_drop(fx, c);
+  }
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, mw_setup, mw_teardown)
 
 int main(void) {
@@ -461,6 +543,7 @@ int main(void) {
       T(test_added_while_serving),
       T(test_after_sees_every_answer),
       T(test_head_middleware),
+      T(test_after_outcome),
   };
   pthread_mutex_init(&alog.mu, NULL);
   return cmocka_run_group_tests(tests, NULL, NULL);

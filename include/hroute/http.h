@@ -139,6 +139,23 @@ HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
  * Allow value; empty otherwise.  Valid while the request is. */
 HR_EXTERN hr_span_t hr_request_allow(const hr_request_t *req);
 
+/* What went out for a request, once its response completed. */
+typedef struct hr_outcome_s {
+  int status;           /* as sent; 0 when the exchange was lost before one */
+  uint64_t bytes;       /* body bytes of the response (0 for HEAD and 304) */
+  uint64_t duration_us; /* the request's first byte to the response's
+                           completion (its last byte queued for writing) */
+} hr_outcome_t;
+
+/*
+ * Fills *out for a request whose response completed: in after-middleware
+ * (hr_after_cb), for every answer, the server's own included; the access
+ * log reports the same figures.  Returns 0, HR_EINVAL (NULL argument) or
+ * HR_ESTATE (the response has not completed: before or in the handler).
+ * Loop thread.
+ */
+HR_EXTERN int hr_request_outcome(const hr_request_t *req, hr_outcome_t *out);
+
 /*
  * Sets the value of request-local `key` (hr_router_local_key) on `req`,
  * replacing the value set before (whose destructor then runs).  NULL

@@ -83,14 +83,10 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   e->version = r->version; /* 0 until the request line's version was read */
   (void)hr_request_field(r, HR_SPAN_LIT("Referer"), NULL, &e->referer);
   (void)hr_request_field(r, HR_SPAN_LIT("User-Agent"), NULL, &e->user_agent);
-  if (ex->res.state == HR__RES_DONE && !ex->aborted) {
-    e->status = ex->res.status;
-    e->bytes = ex->res.written;
-  } else {
-    e->status = ex->sent_status;
-    e->bytes = ex->sent_status ? ex->sent_bytes : ex->res.written;
-  }
-  e->duration_us = (uv_hrtime() - ex->t_first) / 1000;
+  /* hr__invoke_end ran first (hr__exchange_free). */
+  e->status = ex->outcome.status;
+  e->bytes = ex->outcome.bytes;
+  e->duration_us = ex->outcome.duration_us;
   if (ex->conn == NULL) return; /* detached: the peer is gone */
   cached = hr__conn_peer_text(ex->conn);
   if (cached != NULL && cached[0] != '\0') {

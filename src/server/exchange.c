@@ -32,7 +32,7 @@ hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
   hr__head_scan_init(&ex->hscan);
   ex->rpos = c->msg_start;
   ex->head_started = ex->last_activity = uv_now(w->loop);
-  if (w->server->opts.access_log != NULL) ex->t_first = uv_hrtime(); /* only then */
+  ex->t_first = uv_hrtime();
   return ex;
 }
 

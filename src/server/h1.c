@@ -105,6 +105,7 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
     hr__conn_drop_exchange(c, HR_ECLOSED); /* close after its answer */
     return;
   }
+  if (ex != NULL) ex->t_done = uv_hrtime(); /* complete before a byte is written */
   if (queue_error(c, status, &body_len) != 0) {
     hr__conn_close(c);
     return;

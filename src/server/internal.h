@@ -144,7 +144,8 @@ struct hr__exchange_s {
   uint64_t head_started;   /* loop time of the first byte */
   uint64_t last_activity;  /* loop time of the last body bytes */
   uint64_t t_start, t_done; /* uv_hrtime(): handler start, response done */
-  uint64_t t_first;         /* uv_hrtime() at the first byte (access log on) */
+  uint64_t t_first;         /* uv_hrtime() at the first byte */
+  hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
   uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
   unsigned handler_active : 1; /* handler ran, response not complete */

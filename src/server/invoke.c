@@ -183,12 +183,19 @@ void hr__invoke_end(hr__exchange_t *ex) {
   int status;
   if (ex->ended) return;
   ex->ended = 1;
-  /* The status that went out: the handler's, the one the server answered
-   * in its place, or 0 when the connection was lost first. */
-  if (ex->res.state == HR__RES_DONE && !ex->aborted)
-    status = ex->res.status;
-  else
-    status = ex->sent_status;
+  /* What went out: the handler's response, the answer the server gave in
+   * its place, or nothing when the connection was lost first. */
+  if (ex->res.state == HR__RES_DONE && !ex->aborted) {
+    ex->outcome.status = ex->res.status;
+    ex->outcome.bytes = ex->res.written;
+  } else {
+    ex->outcome.status = ex->sent_status;
+    ex->outcome.bytes = ex->sent_status ? ex->sent_bytes : ex->res.written;
+  }
+  /* To the completion (t_done: before any of it was written), or to now
+   * when there was none. */
+  ex->outcome.duration_us = ((ex->t_done ? ex->t_done : uv_hrtime()) - ex->t_first) / 1000;
+  status = ex->outcome.status;
   if (inv != NULL) {
     /* The route's chain, also when the server answered before it ran (a
      * typed parameter that did not convert, a context that could not be

@@ -119,6 +119,15 @@ int hr_request_tls_client(hr_request_t *req, int format, hr_span_t *subject,
                                       &ex->arena, subject, cert);
 }
 
+int hr_request_outcome(const hr_request_t *req, hr_outcome_t *out) {
+  const hr__exchange_t *ex;
+  if (req == NULL || out == NULL) return HR_EINVAL;
+  ex = HR__EX_OF_REQ(req);
+  if (!ex->ended) return HR_ESTATE;
+  *out = ex->outcome;
+  return 0;
+}
+
 hr_span_t hr_request_allow(const hr_request_t *req) {
   hr_span_t none = {NULL, 0};
   const hr__exchange_t *ex;
