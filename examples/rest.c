@@ -776,12 +776,17 @@ static void create_item(hr_request_t *req, hr_response_t *res, void *udata) {
     return;
   }
   uv_mutex_lock(&store->lock);
+  /* After the highest id; none is left after UINT64_MAX (a PUT may have
+   * made it): refuse rather than wrap around onto an existing item. */
   id = store->n ? store->items[store->n - 1].id + 1 : 1;
-  at = store_find(store, id, &found);
-  rc = store_put(store, at, found, id, text.ptr, text.len) == NULL ? -1 : 0;
+  rc = id == 0 ? -2 : 0;
+  if (rc == 0) {
+    at = store_find(store, id, &found);
+    rc = store_put(store, at, found, id, text.ptr, text.len) == NULL ? -1 : 0;
+  }
   uv_mutex_unlock(&store->lock);
   if (rc != 0) {
-    send_error(res, 507, "the collection is full");
+    send_error(res, 507, rc == -2 ? "no id is left after the highest one" : "the collection is full");
     return;
   }
   n = snprintf(location, sizeof(location), "/items/%" PRIu64, id);
@@ -799,13 +804,12 @@ static uint64_t next_request_id;
  * refused before its body is read -- a 1 MB upload costs nothing. */
 static hr_next_t require_token(hr_request_t *req, hr_response_t *res, void *udata) {
   const char *token = udata;
-  char want[256];
   hr_span_t got, m = hr_request_method(req);
-  int n;
   if (!hr_span_eq(m, HR_SPAN_LIT("PUT")) && !hr_span_eq(m, HR_SPAN_LIT("POST"))) return HR_NEXT;
-  n = snprintf(want, sizeof want, "Bearer %s", token);
-  if (hr_request_field(req, HR_SPAN_LIT("Authorization"), NULL, &got) == 0 &&
-      hr_span_eq(got, (hr_span_t){want, (size_t)n}))
+  /* "Bearer " then the token, whatever its length. */
+  if (hr_request_field(req, HR_SPAN_LIT("Authorization"), NULL, &got) == 0 && got.len > 7 &&
+      memcmp(got.ptr, "Bearer ", 7) == 0 &&
+      hr_span_eq((hr_span_t){got.ptr + 7, got.len - 7}, hr_span_cstr(token)))
     return HR_NEXT;
   (void)hr_response_add_field(res, HR_SPAN_LIT("WWW-Authenticate"), HR_SPAN_LIT("Bearer"));
   send_error(res, 401, "a bearer token is needed to write");
@@ -894,7 +898,7 @@ static int add_middleware(hr_router_t *router, const options_t *opts) {
   if (opts->token != NULL &&
       (err = hr_router_use_head(router, NULL, "/items", require_token, (void *)opts->token)) != 0)
     return err;
-  memset(&answers, 0, sizeof answers);
+  hr_answers_init(&answers);
   answers.not_found = not_found;
   answers.method_not_allowed = method_not_allowed;
   answers.error_body = json_error_body;

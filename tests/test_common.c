@@ -77,6 +77,11 @@ static void test_status_reasons(void **state) {
       {500, "Internal Server Error"},
       {503, "Service Unavailable"},
       {505, "HTTP Version Not Supported"},
+      {103, "Early Hints"},
+      {425, "Too Early"},
+      {451, "Unavailable For Legal Reasons"},
+      {507, "Insufficient Storage"},
+      {511, "Network Authentication Required"},
       {299, ""},
       {999, ""},
   };

@@ -382,6 +382,11 @@ static const canon_t canon_cases[] = {
     {K_MEDIA_RANGES, "a/b;level=1;q=0.5;ext=x;y=\"z\"", "a/b;level=1;q=0.5"},
     {K_MEDIA_RANGES, "", ""},
     {K_MEDIA_RANGES, ",, a/b ,,c/d,", "a/b, c/d"},
+    /* Java's HttpURLConnection default: "*" alone and ".2" */
+    {K_MEDIA_RANGES, "text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2",
+     "text/html, image/gif, image/jpeg, */*;q=0.2, */*;q=0.2"},
+    {K_MEDIA_RANGES, "*", "*/*"},
+    {K_MEDIA_RANGES, "a/b;q=.125", "a/b;q=0.125"},
     {K_MEDIA_RANGES,
      "text/html,application/xhtml+xml,application/xml;q=0.9,"
      "image/avif,*/*;q=0.8",
@@ -482,6 +487,12 @@ static const canon_t canon_cases[] = {
     {K_COOKIES, " a = \"x\" ;\tb=; ", "a=x; b="},
     {K_COOKIES, "a=1;;b=2;", "a=1; b=2"},
     {K_COOKIES, "a=b=c", "a=b=c"},
+    /* pairs that cannot be read are left out, the rest kept (§5.2) */
+    {K_COOKIES, "a=1; b", "a=1"},
+    {K_COOKIES, "a=1; =2", "a=1"},
+    {K_COOKIES, "a=1; b\"=2", "a=1"},
+    {K_COOKIES, "a=1;;b", "a=1"},
+    {K_COOKIES, "cart[1]=x; sid=1; a@b=2; x:y=3; =anon; novalue", "sid=1"},
 
     /* RFC 8288 §3.5 examples (folded lines joined) */
     {K_LINK,
@@ -643,7 +654,10 @@ static const bad_t bad_cases[] = {
     {K_MEDIA_RANGES, "text/html;q=0.1234"},
     {K_MEDIA_RANGES, "text/html;q="},
     {K_MEDIA_RANGES, "text/html;q"},
-    {K_MEDIA_RANGES, "text/html;q=.5"},
+    {K_MEDIA_RANGES, "text/html;q=."},
+    {K_MEDIA_RANGES, "text/html;q=.5000"},
+    {K_MEDIA_RANGES, "text/html;q=.x"},
+    {K_MEDIA_RANGES, "text/html;q=..5"},
     {K_MEDIA_RANGES, "text/html;q=-1"},
     {K_MEDIA_RANGES, "text/html;q=01"},
     {K_MEDIA_RANGES, "text/html;q=0.5x"},
@@ -727,15 +741,12 @@ static const bad_t bad_cases[] = {
     {K_COOKIES, ";"},
     {K_COOKIES, " ; ;"},
     {K_COOKIES, "a"},
-    {K_COOKIES, "a=1; b"},
     {K_COOKIES, "=1"},
-    {K_COOKIES, "a=1; =2"},
     {K_COOKIES, "a b=1"},
     {K_COOKIES, "a=1\x01"},
-    {K_COOKIES, "a=1; b\"=2"},
     {K_COOKIES, "(a)=1"},
-    {K_COOKIES, "a=1;;b"},
-    {K_COOKIES, "a=1, b=2; c"},
+    {K_COOKIES, "novalue; =x; (a)=1"},
+    {K_COOKIES, "a\x7f=1; ;"},
 
     {K_LINK, "http://x"},
     {K_LINK, "<http://x"},
@@ -985,6 +996,38 @@ static void test_mem_buffer(void **state) {
   assert_true(hr_span_eq(mr.ranges[1].media.params[0].value, HR_SPAN_LIT("1")));
   assert_int_equal(mr.ranges[2].q, 800);
   assert_null(mr.ranges[0].media.params);
+  /* A buffer that is not 8-byte aligned: its first bytes are skipped. */
+  hr_mem_buffer_init(&mb, buf + 1, need + 7);
+  assert_int_equal(hr__delegate_media_ranges.parse(HR_SPAN_LIT(accept), &mr, &mb.mem, NULL), 0);
+  assert_int_equal((uintptr_t)mr.ranges % 8, 0);
+  hr_mem_buffer_init(&mb, buf + 1, 7);
+  assert_null(mb.buf);
+  assert_int_equal(mb.cap, 0);
+  /* Memory follows the items, not the separators: empty elements and
+   * separators inside quotes cost nothing. */
+  hr_mem_buffer_init(&mb, NULL, 0);
+  assert_int_equal(hr__delegate_media_ranges.parse(HR_SPAN_LIT(",,, ,\t,,"), &mr, &mb.mem, NULL),
+                   0);
+  assert_int_equal(mb.need, 0);
+  assert_int_equal(mr.n, 0);
+  hr_mem_buffer_init(&mb, NULL, 0);
+  assert_int_equal(hr__delegate_media_ranges.parse(HR_SPAN_LIT(",,a/b;;x=\",;,\";;,,"), &mr,
+                                                   &mb.mem, NULL),
+                   HR_ENOMEM);
+  assert_int_equal(mb.need, (sizeof(hr_media_range_t) + sizeof(hr_mparam_t) + 7) / 8 * 8);
+  {
+    hr_cookies_t ck;
+    hr_etag_list_t el;
+    hr_mem_buffer_init(&mb, NULL, 0);
+    assert_int_equal(hr__delegate_cookies.parse(HR_SPAN_LIT(";;; ;a=1;;;"), &ck, &mb.mem, NULL),
+                     HR_ENOMEM);
+    assert_int_equal(mb.need, (sizeof(hr_cookie_t) + 7) / 8 * 8);
+    hr_mem_buffer_init(&mb, NULL, 0);
+    assert_int_equal(hr__delegate_etag_list.parse(HR_SPAN_LIT(", W/\"a,b,c\",,\"d\","), &el,
+                                                  &mb.mem, NULL),
+                     HR_ENOMEM);
+    assert_int_equal(mb.need, (2 * sizeof(hr_etag_t) + 7) / 8 * 8);
+  }
   /* No memory: an empty list and a list without items still parse. */
   assert_int_equal(hr__delegate_media_ranges.parse(HR_SPAN_LIT(""), &mr, NULL, NULL), 0);
   assert_int_equal(mr.n, 0);
@@ -1018,6 +1061,19 @@ static void test_cookies_get(void **state) {
   got = hr_cookies_get(&v.ck, HR_SPAN_LIT("b"));
   assert_null(got.ptr);
   assert_null(hr_cookies_get(NULL, HR_SPAN_LIT("a")).ptr);
+  assert_int_equal(v.ck.dropped, 0);
+  release(copy);
+  /* What browsers send besides well-formed pairs: counted, left out. */
+  assert_int_equal(parse(K_COOKIES, "cart[1]=x; sid=s1; novalue; a=1, b=2; =anon; c=\x01",
+                         &v, &copy), 0);
+  assert_int_equal(v.ck.n, 2);
+  assert_int_equal(v.ck.dropped, 4);
+  assert_true(hr_span_eq(hr_cookies_get(&v.ck, HR_SPAN_LIT("sid")), HR_SPAN_LIT("s1")));
+  assert_true(hr_span_eq(hr_cookies_get(&v.ck, HR_SPAN_LIT("a")), HR_SPAN_LIT("1, b=2")));
+  assert_null(hr_cookies_get(&v.ck, HR_SPAN_LIT("cart[1]")).ptr);
+  release(copy);
+  /* Nothing readable at all: HR_EPARSE. */
+  assert_int_equal(parse(K_COOKIES, "novalue; =x; (a)=1", &v, &copy), HR_EPARSE);
   release(copy);
 }
 

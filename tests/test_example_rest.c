@@ -235,6 +235,34 @@ static void test_rest_example(void **state) {
            "HTTP/1.1 400 Bad Request",
            "{\"status\":400,\"error\":\"after and limit are whole numbers, limit 1..100\"}",
            NULL);
+  /* The highest id taken by a PUT: a create has no id left and says so
+   * (it must not wrap around onto item 0, or over an existing one). */
+  exchange(c,
+           "PUT /items/18446744073709551615 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer sekrit\r\n"
+           "Content-Type: text/plain\r\nContent-Length: 3\r\n\r\nmax",
+           "HTTP/1.1 201 Created", "", &r);
+  expect_field(&r, "Location", "/items/18446744073709551615", 0);
+  rc_response_free(&r);
+  exchange(c,
+           "POST /items HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer sekrit\r\n"
+           "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 6\r\n\r\n"
+           "text=x",
+           "HTTP/1.1 507 Insufficient Storage",
+           "{\"status\":507,\"error\":\"no id is left after the highest one\"}", NULL);
+  /* A wrong token, and one longer than any buffer: refused, no overflow. */
+  exchange(c,
+           "POST /items HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer sekrit-not\r\n"
+           "Content-Length: 0\r\n\r\n",
+           "HTTP/1.1 401 Unauthorized",
+           "{\"status\":401,\"error\":\"a bearer token is needed to write\"}", NULL);
+  {
+    char req[1024];
+    memset(req, 0, sizeof req);
+    snprintf(req, sizeof req, "POST /items HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %0600d\r\n"
+             "Content-Length: 0\r\n\r\n", 7);
+    exchange(c, req, "HTTP/1.1 401 Unauthorized",
+             "{\"status\":401,\"error\":\"a bearer token is needed to write\"}", NULL);
+  }
   rc_close(c);
 
   /* No token: refused from the head, before the 60 KB body is sent. */

@@ -53,6 +53,7 @@ static struct {
 static void mw_a(hr_request_t *req, int status, void *udata) {
   size_t n;
   (void)req;
+  trace_len = 0; /* the exchange is over: the next request starts afresh */
   pthread_mutex_lock(&alog.mu);
   n = strlen(alog.text);
   snprintf(alog.text + n, sizeof alog.text - n, "%s:%d,", (const char *)udata, status);
@@ -338,10 +339,21 @@ static void test_added_while_serving(void **state) {
   expect_afters(2, "M:200,L:200,");
 }
 
+/* A before-middleware that shows, as X-Trace, which before-middleware ran
+ * ahead of it. */
+static hr_next_t mw_expose(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("X-Trace"), (hr_span_t){trace, trace_len});
+  return HR_NEXT;
+}
+
 /* Every answer passes the after-middleware: the server's own (404, 405,
  * the automatic OPTIONS, 501, 400) through the router-level middleware of
  * the request's host; a route's through its chain, also when the server
- * answered before the chain ran (a typed parameter that did not convert). */
+ * answered before the chain ran (a typed parameter that did not convert).
+ * The router's own answers pass the router-level before-middleware first
+ * (X-Trace); a request refused as malformed passes none. */
 static void test_after_sees_every_answer(void **state) {
   fx_t *fx = *state;
   hr_route_options_t o;
@@ -350,6 +362,7 @@ static void test_after_sees_every_answer(void **state) {
   use(fx, NULL, NULL, "G");           /* every host, every path */
   use(fx, "api.test", NULL, "H");     /* one host */
   use(fx, NULL, "/items", "P");       /* a prefix: routes under it only */
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, mw_expose, NULL, NULL), 0);
   hr_route_options_init(&o);
   o.param_types = &ti;
   o.nparam_types = 1;
@@ -363,33 +376,43 @@ static void test_after_sees_every_answer(void **state) {
   static const struct {
     const char *request, *status_line, *body;
     unsigned long afters;
-    const char *log;
+    const char *log, *xtrace;
   } cases[] = {
-      {"GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 1, "G:404,"},
-      /* typed parameter that does not convert: the route's chain */
+      {"GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 1, "G:404,",
+       "G"},
+      /* typed parameter that does not convert: the route's after-chain */
       {"GET /items/nope HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 2,
-       "P:404,G:404,"},
+       "P:404,G:404,", "G"},
       {"PUT /items/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
-       "HTTP/1.1 405 Method Not Allowed", NULL, 1, "G:405,"},
-      {"OPTIONS /items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", NULL, 1, "G:200,"},
+       "HTTP/1.1 405 Method Not Allowed", NULL, 1, "G:405,", "G"},
+      {"OPTIONS /items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", NULL, 1, "G:200,",
+       "G"},
       /* api.test has a table of its own: its 404 passes its middleware too */
       {"GET /nope HTTP/1.1\r\nHost: api.test\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 2,
-       "H:404,G:404,"},
+       "H:404,G:404,", "G,H"},
       /* an absolute-form target's authority picks the table, not Host */
       {"GET http://api.test/nope HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", NULL, 2,
-       "H:404,G:404,"},
+       "H:404,G:404,", "G,H"},
       {"BREW /items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 501 Not Implemented", NULL, 1,
-       "G:501,"},
-      {"GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", "G,P,h", 2, "P:200,G:200,"},
+       "G:501,", "G"},
+      {"GET /items/7 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", "G,P,h", 2, "P:200,G:200,",
+       "G,P"},
       /* a request the server refuses and closes on */
-      {"GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400 Bad Request", NULL, 1, "G:400,"},
+      {"GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400 Bad Request", NULL, 1, "G:400,",
+       NULL},
   };
   size_t i;
   fx_start(fx, 1);
   c = fx_connect(fx);
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rc_response_t r;
     assert_int_equal(rc_send_str(c, cases[i].request), 0);
-    expect_response(c, cases[i].status_line, cases[i].body, NULL);
+    expect_response(c, cases[i].status_line, cases[i].body, &r);
+    if (cases[i].xtrace != NULL)
+      expect_field(&r, "X-Trace", cases[i].xtrace, 0);
+    else
+      expect_no_field(&r, "X-Trace");
+    rc_response_free(&r);
     expect_afters(cases[i].afters, cases[i].log);
   }
   fx_drop(fx, c);
@@ -447,6 +470,48 @@ static void test_head_middleware(void **state) {
   expect_afters(1, "A:200,");
   fx_drop(fx, c);
   assert_int_equal(ta_calls(), 2); /* /free and the keyed upload: no refused one */
+}
+
+/* Refuses any request with X-Deny, routed or not. */
+static hr_next_t mw_gate(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t v;
+  (void)udata;
+  if (hr_request_field(req, HR_SPAN_LIT("X-Deny"), NULL, &v) != 0) return HR_NEXT;
+  hr_response_send(res, 401, "denied", 6);
+  return HR_ANSWERED;
+}
+
+/* A router-level before-middleware answers in the router's place too: a
+ * path no route has, a method the path lacks, and the custom not_found
+ * handler never runs. */
+static void test_before_answers_for_router(void **state) {
+  fx_t *fx = *state;
+  hr_answers_t an;
+  rc_t *c;
+  hr_answers_init(&an);
+  an.not_found = ta_text;
+  an.not_found_udata = "custom 404";
+  assert_int_equal(hr_router_set_answers(fx->router, NULL, &an), 0);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, mw_gate, mw_a, "A"), 0);
+  fx_route(fx, "GET", "/x", ta_text, "x");
+  fx_route(fx, "POST", "/y", ta_text, "y"); /* so that POST /x is a 405, not a 501 */
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /nowhere HTTP/1.1\r\nHost: a\r\nX-Deny: 1\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "denied", NULL);
+  expect_afters(1, "A:401,");
+  assert_int_equal(rc_send_str(c, "POST /x HTTP/1.1\r\nHost: a\r\nX-Deny: 1\r\n"
+                                  "Content-Length: 2\r\n\r\nhi"), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "denied", NULL);
+  expect_afters(1, "A:401,");
+  /* Without X-Deny the router's answers: the custom 404, the 405. */
+  assert_int_equal(rc_send_str(c, "GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "custom 404", NULL);
+  expect_afters(1, "A:200,");
+  assert_int_equal(rc_send_str(c, "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 405 Method Not Allowed", NULL, NULL);
+  expect_afters(1, "A:405,");
+  fx_drop(fx, c);
 }
 
 /* ---- hr_request_outcome --------------------------------------------------------- */
@@ -520,6 +585,7 @@ static void test_after_outcome(void **state) {
     assert_int_equal(seen.o.status, r.status);
     assert_int_equal(seen.status, r.status);
     assert_int_equal(seen.o.bytes, r.body_len);
+    assert_int_equal(seen.o.completed, 1);
     if (seen.o.duration_us > elapsed)
       fail_msg("%s: %llu us on the server, %llu us at the client", cases[i].request,
                (unsigned long long)seen.o.duration_us, (unsigned long long)elapsed);
@@ -528,6 +594,78 @@ static void test_after_outcome(void **state) {
     rc_response_free(&r);
     fx_drop(fx, c);
   }
+}
+
+/* A streamed body: 10 bytes in two writes, or (udata "hold") 7 bytes and
+ * then held open. */
+static void h_stream(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  if (udata != NULL) {
+    hr_response_start(res, 200, HR_LENGTH_UNKNOWN);
+    hr_response_write(res, "partial", 7);
+    held_take(&held_default, res);
+    return;
+  }
+  hr_response_start(res, 200, 10);
+  hr_response_write(res, "01234", 5);
+  hr_response_write(res, "56789", 5);
+  hr_response_end(res);
+}
+
+static int end_rc;
+static ev_t end_ev;
+static void end_stream(hr_response_t *res, void *udata) {
+  (void)udata;
+  end_rc = hr_response_end(res);
+  ev_signal(&held_default.ev_done); /* completed: held_release leaves it */
+  ev_signal(&end_ev); /* after the store: the test thread reads it then */
+}
+
+/* Streamed responses: HEAD counts no body bytes whatever the handler
+ * wrote; a stream the client cuts off reports its status line and the
+ * bytes queued so far, as not completed (the after-callback's status: 0). */
+static void test_outcome_streams(void **state) {
+  fx_t *fx = *state;
+  rc_response_t r;
+  rc_t *c;
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_outcome, NULL), 0);
+  fx_route(fx, "GET", "/s", h_stream, NULL);
+  fx_route(fx, "GET", "/cut", h_stream, "hold");
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /s HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "0123456789", NULL);
+  alog_seen++;
+  assert_true(ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS));
+  assert_int_equal(seen.o.bytes, 10);
+  assert_int_equal(seen.o.completed, 1);
+  assert_int_equal(rc_send_str(c, "HEAD /s HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_head_response(c, "HTTP/1.1 200 OK", &r);
+  rc_response_free(&r);
+  alog_seen++;
+  assert_true(ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS));
+  assert_int_equal(seen.o.status, 200);
+  assert_int_equal(seen.o.bytes, 0);
+  assert_int_equal(seen.o.completed, 1);
+  assert_int_equal(rc_send_str(c, "GET /cut HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&held_default.ev_held, 1, RC_TIMEOUT_MS));
+  fx_drop(fx, c);
+  assert_true(ev_wait(&held_default.ev_aborted, 1, RC_TIMEOUT_MS));
+  /* The handler ends its stream late: HR_ECLOSED, and the exchange ends. */
+  ev_init(&end_ev);
+  assert_int_equal(hr_response_post(held_default.res, end_stream, NULL), 0);
+  assert_true(ev_wait(&end_ev, 1, RC_TIMEOUT_MS));
+  ev_destroy(&end_ev);
+  assert_int_equal(end_rc, HR_ECLOSED);
+  alog_seen++;
+  assert_true(ev_wait(&alog.ev, alog_seen, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&alog.mu);
+  assert_int_equal(seen.rc, 0);
+  assert_int_equal(seen.status, 0);
+  assert_int_equal(seen.o.status, 200);
+  assert_int_equal(seen.o.bytes, 7);
+  assert_int_equal(seen.o.completed, 0);
+  pthread_mutex_unlock(&alog.mu);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, mw_setup, mw_teardown)
@@ -544,6 +682,8 @@ int main(void) {
       T(test_after_sees_every_answer),
       T(test_head_middleware),
       T(test_after_outcome),
+      T(test_before_answers_for_router),
+      T(test_outcome_streams),
   };
   pthread_mutex_init(&alog.mu, NULL);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "held.h"
 
 static struct {
   pthread_mutex_t mu;
@@ -100,7 +101,9 @@ static void test_common(void **state) {
   send_and_read(fx, "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n", 0); /* refused: 400 */
   send_and_read(fx, "GET /a b c\r\n\r\n", 0); /* a request line cut short */
   send_and_read(fx, "GET /b HTTP/1.0\r\nNo-Colon\r\n\r\n", 0); /* a bad field line */
-  wait_lines(8);
+  send_and_read(fx, "GET /c HTTP/1.10\r\nHost: a\r\n\r\n", 0); /* not a version */
+  send_and_read(fx, "GET /d HTTP/1.1 x\r\nHost: a\r\n\r\n", 0);
+  wait_lines(10);
   expect_line(0, "127.0.0.1 - - [] \"GET /hello/x HTTP/1.1\" 200 5");
   expect_line(1, "127.0.0.1 - - [] \"GET /nowhere HTTP/1.1\" 404 10");
   expect_line(2, "127.0.0.1 - - [] \"DELETE /hello/x HTTP/1.1\" 501 16");
@@ -112,7 +115,10 @@ static void test_common(void **state) {
   expect_line(6, "127.0.0.1 - - [] \"GET /a\" 400 12"); /* as much as was read */
   /* The request line was whole: it is logged whole, version included. */
   expect_line(7, "127.0.0.1 - - [] \"GET /b HTTP/1.0\" 400 12");
-  assert_int_equal(logs.durations_ok, 8);
+  /* A version the request line did not end after is none. */
+  expect_line(8, "127.0.0.1 - - [] \"GET /c\" 400 12");
+  expect_line(9, "127.0.0.1 - - [] \"GET /d\" 400 12");
+  assert_int_equal(logs.durations_ok, 10);
 }
 
 static void test_combined_and_json(void **state) {
@@ -160,12 +166,33 @@ static void test_stray_crlf(void **state) {
   assert_int_equal(logs.n, 1);
 }
 
+/* An exchange that outlives its connection (the client resets while the
+ * handler holds the response) is logged with the peer all the same. */
+static void test_detached_peer(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  held_init(&held_default);
+  fx_route(fx, "GET", "/hold", held_handler, "held");
+  start(fx, HR_ACCESS_COMMON);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /hold HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&held_default.ev_held, 1, RC_TIMEOUT_MS));
+  rc_set_rst_on_close(c);
+  fx_drop(fx, c); /* a reset */
+  assert_true(ev_wait(&held_default.ev_aborted, 1, RC_TIMEOUT_MS));
+  assert_int_equal(held_complete(&held_default, 1, 200, NULL), HR_ECLOSED);
+  wait_lines(1);
+  expect_line(0, "127.0.0.1 - - [] \"GET /hold HTTP/1.1\" 0 0");
+  held_destroy(&held_default);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_common, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_combined_and_json, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_json, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_stray_crlf, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_detached_peer, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,7 +49,7 @@ static void test_answers(void **state) {
   fx_t *fx = *state;
   hr_answers_t a, b;
   hr_group_t *g;
-  memset(&a, 0, sizeof a);
+  hr_answers_init(&a);
   a.not_found = h_json_404;
   a.not_found_udata = "default";
   a.method_not_allowed = h_json_405;
@@ -59,7 +59,7 @@ static void test_answers(void **state) {
   assert_int_equal(hr_router_group(fx->router, "admin.test", NULL, &g), 0);
   assert_int_equal(hr_group_add(g, "GET", "/panel", ta_text, "panel", NULL), 0);
   assert_int_equal(hr_router_set_answers(fx->router, NULL, &a), 0);
-  memset(&b, 0, sizeof b);
+  hr_answers_init(&b);
   b.not_found = h_json_404;
   b.not_found_udata = "admin";
   assert_int_equal(hr_router_set_answers(fx->router, "admin.test", &b), 0);

@@ -151,7 +151,8 @@ HR_EXTERN int hr_value_parse(hr_router_t *router, hr_type_id_t type,
 /*
  * A bump allocator over caller storage, for parsing outside a request.
  * After hr_mem_buffer_init(&b, buf, cap), b.mem hands out 8-byte-aligned
- * pieces of buf[0..cap) (buf 8-byte aligned; NULL with cap 0 is allowed).
+ * pieces of buf[0..cap) (a buf that is not 8-byte aligned loses its first
+ * bytes up to the next such address; NULL with cap 0 is allowed).
  * b.need counts every byte asked for, including requests that did not fit:
  * when a parse returns HR_ENOMEM, a buffer of b.need bytes is what that
  * parse asked for (the built-in types ask once per value, so it is enough;
@@ -294,16 +295,22 @@ typedef struct hr_set_cookie_s {
   hr_same_site_t same_site;
 } hr_set_cookie_t;
 
-/* One name=value pair of a Cookie field. */
+/* One name=value pair of a Cookie field: the value without the one pair
+ * of DQUOTEs that may wrap it (sid="a b" reads as a b). */
 typedef struct hr_cookie_s {
   hr_span_t name, value;
 } hr_cookie_t;
 
 /* Cookie: name=value pairs (RFC 6265 §4.2), in field order; a name may
- * appear more than once (look it up with hr_cookies_get). */
+ * appear more than once (look it up with hr_cookies_get).  A pair that
+ * cannot be read (no "=", a name that is not a token such as "cart[1]", a
+ * control byte in the value) is left out and counted, as RFC 6265 §5.2
+ * drops such a cookie, so that the others stay readable; a field without
+ * one readable pair is HR_EPARSE. */
 typedef struct hr_cookies_s {
   size_t n;
   hr_cookie_t *pairs; /* n items */
+  size_t dropped;     /* pairs left out (parsing only; ignored by format) */
 } hr_cookies_t;
 
 /* The value of the first cookie named `name` (exact, case-sensitive

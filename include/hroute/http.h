@@ -139,12 +139,16 @@ HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
  * Allow value; empty otherwise.  Valid while the request is. */
 HR_EXTERN hr_span_t hr_request_allow(const hr_request_t *req);
 
-/* What went out for a request, once its response completed. */
+/* What went out for a request, once its exchange ended. */
 typedef struct hr_outcome_s {
-  int status;           /* as sent; 0 when the exchange was lost before one */
-  uint64_t bytes;       /* body bytes of the response (0 for HEAD and 304) */
+  int status;           /* the status line sent; 0 when none was */
+  int completed;        /* 1: the response completed; 0: the exchange was
+                           lost first (status and bytes say how far it got) */
+  uint64_t bytes;       /* body bytes queued for the client (none for HEAD
+                           and 304) */
   uint64_t duration_us; /* the request's first byte to the response's
-                           completion (its last byte queued for writing) */
+                           completion (its last byte queued for writing),
+                           or to the end of the exchange when it was lost */
 } hr_outcome_t;
 
 /*
@@ -356,8 +360,9 @@ HR_EXTERN int hr_response_post(hr_response_t *res, hr_post_cb cb,
 /* The request this response answers. */
 HR_EXTERN hr_request_t *hr_response_request(hr_response_t *res);
 
-/* Returns the standard reason phrase for `status` ("OK", "Not Found", ...)
- * or "" for codes without one (static storage, RFC 9110 §15). */
+/* Returns the standard reason phrase for `status` ("OK", "Not Found", ...:
+ * RFC 9110 §15 and the rest of the IANA status code registry) or "" for
+ * codes without one (static storage). */
 HR_EXTERN const char *hr_status_reason(int status);
 
 #ifdef __cplusplus

@@ -180,7 +180,13 @@ typedef enum hr_next_e {
  * Runs before the handler, on the loop thread, with the request and the
  * response the handler will get.  It may add response fields and go on, or
  * answer itself (a 401, a cached body...) and return HR_ANSWERED.  `udata`
- * is the pointer given to hr_router_use / hr_group_use.
+ * is the pointer given to hr_router_use / hr_group_use.  The router's own
+ * answers (404, also for a typed parameter that does not convert; 405; the
+ * automatic OPTIONS; redirects; 501; and the hr_answers_t handlers) pass
+ * the router-level before-middleware registered without a prefix, for
+ * every host or the request's host table, first, so security fields and
+ * request ids reach them too, and such a middleware may answer in their
+ * place.  A request refused as malformed (400, 413, 431...) passes none.
  */
 typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
                                   void *udata);
@@ -229,6 +235,10 @@ typedef struct hr_answers_s {
                        const char **content_type);
   void *error_body_udata;
 } hr_answers_t;
+
+/* Fills *answers with the defaults: every member NULL (the server's own
+ * bodies).  Any thread. */
+HR_EXTERN void hr_answers_init(hr_answers_t *answers);
 
 /*
  * Sets the router's own answers for the table of `host` (NULL: the default

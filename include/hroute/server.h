@@ -38,7 +38,6 @@ typedef enum hr_log_level_e {
  * target and route (HR_LOG_WARN). */
 typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
 
-/* Server settings; hr_server_options_init() fills the defaults shown. */
 /* What an access-log line says (hr_server_options_t.access_log). */
 typedef enum hr_access_format_e {
   /* Common Log Format: host - - [10/Oct/2000:13:55:36 +0000] "GET /a HTTP/1.1"
@@ -60,8 +59,10 @@ typedef enum hr_access_format_e {
  * Host field. */
 typedef struct hr_access_entry_s {
   hr_span_t method, target, host, referer, user_agent;
-  int version;          /* 10 or 11; 0 when the request line was not read
-                           whole (method and target may then be partial) */
+  int version;          /* 10 or 11; 0 when the request line's version was
+                           not parsed: the request was cut short, or refused
+                           before (method and target may then be partial or
+                           empty, and the line says "-") */
   int status;           /* as sent; 0 when no response went out */
   uint64_t bytes;       /* body bytes of the response */
   uint64_t duration_us; /* request's first byte to the response completed */
@@ -75,6 +76,7 @@ typedef struct hr_access_entry_s {
 typedef void (*hr_access_log_cb)(void *ctx, const char *line, size_t len,
                                  const hr_access_entry_t *entry);
 
+/* Server settings; hr_server_options_init() fills the defaults shown. */
 typedef struct hr_server_options_s {
   const hr_allocator_t *allocator; /* NULL: libc */
   /* Request line longer than this (bytes, without CRLF) -> 414.  8192. */

@@ -7,11 +7,13 @@
  * parse a span that is not NUL-terminated (HR_EPARSE on malformed input,
  * never reading outside it), no state.  A list-valued parser takes one
  * piece of memory per value from the caller's hr_mem_t, sized by counting
- * the separators in the field (an upper bound on its items), and only when
+ * the field (hr__count_list), and only when
  * there is an item to store.
  */
 #ifndef HR_DELEGATE_BUILTIN_H
 #define HR_DELEGATE_BUILTIN_H
+
+#include <stdlib.h>
 
 #include "hroute/delegate.h"
 #include "hroute/error.h"
@@ -28,8 +30,32 @@ extern const hr_delegate_t hr__delegate_set_cookie;
 extern const hr_delegate_t hr__delegate_cookies;
 extern const hr_delegate_t hr__delegate_link;
 
-/* How many bytes of `text` equal `c`. */
-size_t hr__count_byte(hr_span_t text, char c);
+/*
+ * An upper bound on the items of a list, so that memory follows what the
+ * field holds: the separators while they are at most one per 4 bytes,
+ * else an exact count (empty elements, ",,,," or ";;", cost nothing).  *items counts the elements separated by `sep` that
+ * hold more than whitespace; with `params` non-NULL, *params counts the
+ * ";"-parameters within elements ("a/b;q=1" has one), and `sep` must not be
+ * ';'.  Separators inside a quoted-string (HR__COUNT_QUOTES: backslash
+ * escapes honoured; HR__COUNT_ETAGS: an opaque tag, no escapes) or inside
+ * "<...>" (HR__COUNT_ANGLE) do not count.  HR__COUNT_FIRST counts the
+ * element before the first separator too (off: only what follows a
+ * separator, e.g. a media type's parameters with sep ';').
+ */
+/* A parser found more items than hr__count_list counted: a bug in the
+ * count for that input.  Debug builds (the tests, the fuzz targets) stop
+ * there, so the bug is found; release builds refuse the value. */
+#ifdef NDEBUG
+#define HR__ROOM_SHORT() HR_EPARSE
+#else
+#define HR__ROOM_SHORT() (abort(), HR_EPARSE)
+#endif
+
+#define HR__COUNT_FIRST 1u
+#define HR__COUNT_QUOTES 2u
+#define HR__COUNT_ETAGS 4u
+#define HR__COUNT_ANGLE 8u
+void hr__count_list(hr_span_t text, char sep, unsigned flags, size_t *items, size_t *params);
 
 /* Takes one piece of `mem` for n1 items of s1 bytes followed (8-byte
  * aligned) by n2 items of s2 bytes (p2 may be NULL with n2 0).  *p1 and *p2

@@ -96,7 +96,7 @@ static int64_t get_number(const hr_cache_control_t *cc, int i) {
 }
 
 /* Room for the directives hroute does not know: taken from `mem` at the
- * first one, one per comma in the field, plus one. */
+ * first one, as many as the field has directives. */
 typedef struct ext_room_s {
   const hr_mem_t *mem;
   hr_span_t text;
@@ -124,12 +124,12 @@ static int parse_directive(hr__lex_t *lx, hr_cache_control_t *cc,
   if (k < 0) {
     if (cc->ext == NULL) {
       void *ext;
-      room->left = hr__count_byte(room->text, ',') + 1;
+      hr__count_list(room->text, ',', HR__COUNT_FIRST | HR__COUNT_QUOTES, &room->left, NULL);
       if (hr__mem_items(room->mem, room->left, sizeof(hr_mparam_t), &ext, 0, 0, NULL) != 0)
         return HR_ENOMEM;
       cc->ext = ext;
     }
-    if (room->left == 0) return HR_EPARSE; /* cannot happen: see above */
+    if (room->left == 0) return HR__ROOM_SHORT();
     cc->ext[cc->n_ext++] = d;
     room->left--;
     return 0;

@@ -12,12 +12,17 @@
  *
  * Reading follows the lenient algorithms of §5.2 (Set-Cookie) and §5.4
  * (Cookie, whose server side §5 leaves to us), except that a name must be a
- * token and a value may hold no control bytes, both HR_EPARSE otherwise:
+ * token and a value may hold no control bytes:
  *  - pairs and attributes are split at ";", and at their first "=", then
  *    trimmed of SP and HTAB; a value wrapped in one pair of DQUOTEs is
  *    stored without them; empty pieces ("a=1;;b=2", a trailing ";") are
- *    skipped, and a piece without "=" is HR_EPARSE (§5.2 drops such a
- *    cookie; a Cookie field with no pair at all is HR_EPARSE too);
+ *    skipped;
+ *  - in a Cookie field, a pair that cannot be read (no "=", a name that is
+ *    not a token such as PHP's "cart[1]", an empty name, a control byte in
+ *    the value) is dropped and counted in hr_cookies_t.dropped, as §5.2
+ *    drops such a cookie and as browsers send them: the other pairs stay
+ *    readable.  A Cookie field with no readable pair is HR_EPARSE;
+ *  - a Set-Cookie whose name=value cannot be read is HR_EPARSE;
  *  - attribute names are case-insensitive; an attribute whose value cannot
  *    be used, and any unknown attribute, is ignored (nothing is stored);
  *    when an attribute repeats, the last usable one counts (§5.3);
@@ -324,7 +329,7 @@ static int format_set_cookie(const void *value, char *buf, size_t cap,
 
 /* ---- Cookie ------------------------------------------------------------- */
 
-/* At most one pair per ";", plus one. */
+/* Room for the pairs (the non-empty pieces between ";"), counted first. */
 static int parse_cookies(hr_span_t text, void *value, const hr_mem_t *mem,
                          void *udata) {
   hr_cookies_t *c = value;
@@ -333,9 +338,10 @@ static int parse_cookies(hr_span_t text, void *value, const hr_mem_t *mem,
   void *pairs;
   (void)udata;
   c->n = 0;
+  c->dropped = 0;
   c->pairs = NULL;
   if (text.len == 0) return HR_EPARSE;
-  room = hr__count_byte(text, ';') + 1;
+  hr__count_list(text, ';', HR__COUNT_FIRST, &room, NULL);
   if (hr__mem_items(mem, room, sizeof(hr_cookie_t), &pairs, 0, 0, NULL) != 0)
     return HR_ENOMEM;
   c->pairs = pairs;
@@ -345,10 +351,11 @@ static int parse_cookies(hr_span_t text, void *value, const hr_mem_t *mem,
     const char *semi = memchr(p, ';', (size_t)(end - p));
     if (semi == NULL) semi = end;
     if (trim(p, semi).len > 0) {
-      if (c->n == room) return HR_EPARSE; /* cannot happen: see `room` */
-      if (parse_pair(p, semi, &c->pairs[c->n].name, &c->pairs[c->n].value))
-        return HR_EPARSE;
-      c->n++;
+      if (c->n == room) return HR__ROOM_SHORT();
+      if (parse_pair(p, semi, &c->pairs[c->n].name, &c->pairs[c->n].value) == 0)
+        c->n++;
+      else
+        c->dropped++;
     }
     if (semi == end) break;
     p = semi + 1;

@@ -63,8 +63,7 @@ static int format_etag(const void *value, char *buf, size_t cap, size_t *len,
   return hr__out_finish(&o, len);
 }
 
-/* At most one tag per comma, plus one (a comma inside a tag only makes
- * the room larger). */
+/* Room for the tags, counted first (a comma inside a tag is the tag's). */
 static int parse_etag_list(hr_span_t text, void *value, const hr_mem_t *mem,
                            void *udata) {
   hr_etag_list_t *l = value;
@@ -80,13 +79,13 @@ static int parse_etag_list(hr_span_t text, void *value, const hr_mem_t *mem,
     return 0;
   }
   if (text.len == 0) return 0;
-  room = hr__count_byte(text, ',') + 1;
+  hr__count_list(text, ',', HR__COUNT_FIRST | HR__COUNT_ETAGS, &room, NULL);
   if (hr__mem_items(mem, room, sizeof(hr_etag_t), &tags, 0, 0, NULL) != 0)
     return HR_ENOMEM;
   l->tags = tags;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
-    if (l->n == room) return HR_EPARSE; /* cannot happen: see `room` */
+    if (l->n == room) return HR__ROOM_SHORT();
     if (parse_tag(&lx, &l->tags[l->n++]) != 0) return HR_EPARSE;
     if (hr__lex_list_after(&lx) != 0) return HR_EPARSE;
   }

@@ -24,7 +24,7 @@ static int is_target_char(unsigned char c) {
 }
 
 /* Where the parameters of the links in one field go: one array, with room
- * for one parameter per ";" in the field. */
+ * for every parameter counted in the field. */
 typedef struct pool_s {
   hr_mparam_t *next;
   size_t left;
@@ -45,8 +45,8 @@ static int parse_link_value(hr__lex_t *lx, hr_link_t *l, pool_t *pool) {
     hr_mparam_t p;
     r = hr__lex_param(lx, &p, HR__PARAM_BWS | HR__PARAM_NOVALUE);
     if (r != 1) return r;
-    /* Each parameter follows a ";" the pool was counted from. */
-    if (pool->left == 0) return HR_EPARSE;
+    /* The pool was counted from the same field. */
+    if (pool->left == 0) return HR__ROOM_SHORT();
     if (l->params == NULL) l->params = pool->next;
     *pool->next++ = p;
     pool->left--;
@@ -54,8 +54,8 @@ static int parse_link_value(hr__lex_t *lx, hr_link_t *l, pool_t *pool) {
   }
 }
 
-/* At most one link per comma, plus one (commas inside "<...>" or quotes
- * only make the room larger), and one parameter per ";", in one piece of
+/* Room for the links and their parameters, counted first (commas and
+ * semicolons inside "<...>" or quotes are theirs), in one piece of
  * memory. */
 static int parse_links(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
   hr_links_t *links = value;
@@ -67,8 +67,8 @@ static int parse_links(hr_span_t text, void *value, const hr_mem_t *mem, void *u
   links->n = 0;
   links->links = NULL;
   if (text.len == 0) return 0;
-  room = hr__count_byte(text, ',') + 1;
-  pool.left = hr__count_byte(text, ';');
+  hr__count_list(text, ',', HR__COUNT_FIRST | HR__COUNT_QUOTES | HR__COUNT_ANGLE, &room,
+                 &pool.left);
   if (hr__mem_items(mem, room, sizeof(hr_link_t), &items, pool.left, sizeof(hr_mparam_t),
                     &params) != 0)
     return HR_ENOMEM;
@@ -76,7 +76,7 @@ static int parse_links(hr_span_t text, void *value, const hr_mem_t *mem, void *u
   pool.next = params;
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
-    if (links->n == room) return HR_EPARSE; /* cannot happen: see `room` */
+    if (links->n == room) return HR__ROOM_SHORT();
     if (parse_link_value(&lx, &links->links[links->n++], &pool) != 0 ||
         hr__lex_list_after(&lx) != 0)
       return HR_EPARSE;

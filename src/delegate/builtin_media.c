@@ -15,6 +15,11 @@
  *    checked for parameter syntax (name=value) and then ignored (RFC 9110
  *    dropped them).  A weight written as a quoted-string is malformed.
  *  - A range "*" "/" subtype other than "*" is malformed.
+ *  - Two spellings that Java's HttpURLConnection sends by default
+ *    ("text/html, image/gif, image/jpeg, *; q=.2, *" "/" "*; q=.2") are read
+ *    as their evident meaning rather than refused: a range "*" alone is
+ *    "*" "/" "*", and a qvalue ".2" is "0.2".  Other qvalues outside the
+ *    grammar (q=1.5, q=0.0001) stay malformed.
  *  - Negotiation: a range matches an offer when type and subtype match (or
  *    are "*"; ASCII case-insensitive) and every parameter of the range is on
  *    the offer with an equal value.  Parameter names and values compare
@@ -33,7 +38,7 @@ static const hr_span_t star = HR_SPAN_INIT("*");
 /* ---- media type --------------------------------------------------------- */
 
 /* Where the parameters of the media types in one field go: one array for
- * the whole field, with room for one parameter per ";" in it. */
+ * the whole field, with room for every parameter counted in it. */
 typedef struct pool_s {
   hr_mparam_t *next;
   size_t left;
@@ -48,20 +53,30 @@ static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q, pool_t *pool)
   int r, have_q = 0;
   mt->nparams = 0;
   mt->params = pool->next;
-  if (hr__lex_token(lx, &mt->type) != 0 || !hr__lex_eat(lx, '/') ||
-      hr__lex_token(lx, &mt->subtype) != 0)
+  if (hr__lex_token(lx, &mt->type) != 0) return HR_EPARSE;
+  if (q != NULL && hr_span_eq(mt->type, star) && hr__lex_peek(lx) != '/') {
+    mt->subtype = star; /* "*" alone: Java's default Accept */
+  } else if (!hr__lex_eat(lx, '/') || hr__lex_token(lx, &mt->subtype) != 0) {
     return HR_EPARSE;
+  }
   while ((r = hr__lex_param(lx, &p, HR__PARAM_EMPTY)) == 1) {
     if (have_q) continue; /* an old accept-ext: ignored */
     if (q != NULL && hr_span_eq_nocase(p.name, HR_SPAN_LIT("q"))) {
       /* qvalue: "0" [ "." 0*3DIGIT ] / "1" [ "." 0*3"0" ] */
-      size_t i;
-      int v, scale = 100;
-      if (p.quoted || p.value.len > 5) return HR_EPARSE;
-      if (p.value.ptr[0] != '0' && p.value.ptr[0] != '1') return HR_EPARSE;
-      v = (p.value.ptr[0] - '0') * 1000;
-      if (p.value.len > 1 && p.value.ptr[1] != '.') return HR_EPARSE;
-      for (i = 2; i < p.value.len; i++, scale /= 10) {
+      size_t i, dot = 1;
+      int v = 0, scale = 100;
+      if (p.quoted || p.value.len == 0 || p.value.len > 5) return HR_EPARSE;
+      if (p.value.ptr[0] == '.') {
+        dot = 0; /* ".2": Java's spelling of 0.2 */
+        if (p.value.len == 1) return HR_EPARSE;
+      } else if (p.value.ptr[0] == '0' || p.value.ptr[0] == '1') {
+        v = (p.value.ptr[0] - '0') * 1000;
+      } else {
+        return HR_EPARSE;
+      }
+      if (p.value.len > dot && p.value.ptr[dot] != '.') return HR_EPARSE;
+      if (dot == 0 && p.value.len > 4) return HR_EPARSE; /* .dddd */
+      for (i = dot + 1; i < p.value.len; i++, scale /= 10) {
         char c = p.value.ptr[i];
         if (c < '0' || c > '9') return HR_EPARSE;
         v += (c - '0') * scale;
@@ -71,9 +86,9 @@ static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q, pool_t *pool)
       have_q = 1;
       continue;
     }
-    /* Each parameter follows a ";" the pool was counted from, so it
-     * cannot run out; the check keeps that an invariant, not a hope. */
-    if (pool->left == 0) return HR_EPARSE;
+    /* The pool was counted from the same field, so it cannot run out; the
+     * check keeps that an invariant, not a hope. */
+    if (pool->left == 0) return HR__ROOM_SHORT();
     *pool->next++ = p;
     pool->left--;
     mt->nparams++;
@@ -113,7 +128,7 @@ static int parse_media_type(hr_span_t text, void *value, const hr_mem_t *mem,
   (void)udata;
   mt->nparams = 0;
   mt->params = NULL;
-  pool.left = hr__count_byte(text, ';');
+  hr__count_list(text, ';', HR__COUNT_QUOTES, &pool.left, NULL);
   if (hr__mem_items(mem, pool.left, sizeof(hr_mparam_t), &params, 0, 0, NULL) != 0)
     return HR_ENOMEM;
   pool.next = params;
@@ -133,8 +148,8 @@ static int format_media_type(const void *value, char *buf, size_t cap,
 
 /* ---- media ranges ------------------------------------------------------- */
 
-/* Accept: at most one range per comma, plus one, and one parameter per ";"
- * (q included), in one piece of memory. */
+/* Accept: room for its ranges and their parameters (q included), counted
+ * first, in one piece of memory. */
 static int parse_media_ranges(hr_span_t text, void *value, const hr_mem_t *mem,
                               void *udata) {
   hr_media_ranges_t *mr = value;
@@ -146,8 +161,7 @@ static int parse_media_ranges(hr_span_t text, void *value, const hr_mem_t *mem,
   mr->n = 0;
   mr->ranges = NULL;
   if (text.len == 0) return 0;
-  room = hr__count_byte(text, ',') + 1;
-  pool.left = hr__count_byte(text, ';');
+  hr__count_list(text, ',', HR__COUNT_FIRST | HR__COUNT_QUOTES, &room, &pool.left);
   if (hr__mem_items(mem, room, sizeof(hr_media_range_t), &ranges, pool.left,
                     sizeof(hr_mparam_t), &params) != 0)
     return HR_ENOMEM;
@@ -156,7 +170,7 @@ static int parse_media_ranges(hr_span_t text, void *value, const hr_mem_t *mem,
   hr__lex_init(&lx, text);
   while (hr__lex_list_next(&lx)) {
     hr_media_range_t *r;
-    if (mr->n == room) return HR_EPARSE; /* cannot happen: see `room` */
+    if (mr->n == room) return HR__ROOM_SHORT();
     r = &mr->ranges[mr->n++];
     r->q = 1000;
     if (parse_media(&lx, &r->media, &r->q, &pool) != 0) return HR_EPARSE;
@@ -240,6 +254,7 @@ static int rank_above(const rank_t *a, const rank_t *b) {
 static rank_t specificity(const hr_media_type_t *range, const hr_media_type_t *offer) {
   rank_t no = {-1, 0, 0}, r = {0, 1, 0};
   size_t i, j;
+  if (range->nparams > 0 && range->params == NULL) return no; /* not a value */
   if (hr_span_eq(range->type, star)) {
     r.level = 0;
   } else if (!hr_span_eq_nocase(range->type, offer->type)) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reason phrases for status codes (RFC 9110 §15) and rendering of the status
- * line.
+ * Reason phrases for status codes: RFC 9110 §15, and the IANA registry's
+ * others (RFC 4918 WebDAV, RFC 6585, RFC 7725, RFC 8297, RFC 8470).
  */
 #include "hroute/http.h"
 
@@ -9,6 +9,8 @@ const char *hr_status_reason(int status) {
   switch (status) {
     case 100: return "Continue";
     case 101: return "Switching Protocols";
+    case 102: return "Processing";
+    case 103: return "Early Hints";
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
@@ -16,6 +18,8 @@ const char *hr_status_reason(int status) {
     case 204: return "No Content";
     case 205: return "Reset Content";
     case 206: return "Partial Content";
+    case 207: return "Multi-Status";
+    case 208: return "Already Reported";
     case 300: return "Multiple Choices";
     case 301: return "Moved Permanently";
     case 302: return "Found";
@@ -44,16 +48,24 @@ const char *hr_status_reason(int status) {
     case 417: return "Expectation Failed";
     case 421: return "Misdirected Request";
     case 422: return "Unprocessable Content";
+    case 423: return "Locked";
+    case 424: return "Failed Dependency";
+    case 425: return "Too Early";
     case 426: return "Upgrade Required";
     case 428: return "Precondition Required";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     case 505: return "HTTP Version Not Supported";
+    case 506: return "Variant Also Negotiates";
+    case 507: return "Insufficient Storage";
+    case 508: return "Loop Detected";
+    case 511: return "Network Authentication Required";
     default: return "";
   }
 }

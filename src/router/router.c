@@ -196,13 +196,15 @@ static void unlock_and_reclaim(hr_router_t *r) {
  * invokers left out are marked retired, and the old table is reclaimed
  * after a grace period.  On error nothing changed and `routes` is the
  * caller's. */
-/* Whether some after-middleware of the router applies to a request of
- * `host` that no route answered: router-level, no prefix, every host or
- * this one. */
-static int has_fallback_after(const hr_router_t *r, hr_span_t host) {
+/* Whether some before- or after-middleware of the router applies to a
+ * request of `host` that the router answers itself: router-level, no
+ * prefix, every host or this one (head middleware do not: such a request's
+ * body is discarded unread anyway). */
+static int has_fallback_mw(const hr_router_t *r, hr_span_t host) {
   const hr__mwreg_t *reg;
   for (reg = r->mws; reg != NULL; reg = reg->next)
-    if (reg->mw.after != NULL && reg->group == NULL && reg->prefix[0] == '\0' &&
+    if ((reg->mw.after != NULL || (reg->mw.before != NULL && !reg->mw.head)) &&
+        reg->group == NULL && reg->prefix[0] == '\0' &&
         (reg->host == NULL || hr_span_eq_nocase(hr_span_cstr(reg->host), host)))
       return 1;
   return 0;
@@ -230,7 +232,7 @@ const hr_answers_t *hr__router_answers(hr_router_t *r, hr_span_t host) {
 }
 
 /* Gives each host table of `t` its fallback invoker (hr__host_t), when
- * some after-middleware applies.  Returns 0 or HR_ENOMEM. */
+ * some middleware applies.  Returns 0 or HR_ENOMEM. */
 static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
   hr__mwlist_t mws = {r->mws};
   size_t i;
@@ -239,7 +241,7 @@ static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
     hr__core_t *core;
     hr_route_t *inv;
     int rc;
-    if (!has_fallback_after(r, h->name)) continue;
+    if (!has_fallback_mw(r, h->name)) continue;
     if ((rc = hr__core_fallback(&r->mem, h->name, &core)) != 0) return rc;
     rc = hr__invoker_new(&r->mem, core, &mws, &inv); /* takes a core reference */
     hr__core_unref(&r->mem, core);
@@ -600,6 +602,10 @@ int hr_router_add(hr_router_t *r, const char *methods, const char *pattern,
 }
 
 /* ---- the router's own answers ------------------------------------------------ */
+
+void hr_answers_init(hr_answers_t *answers) {
+  if (answers != NULL) memset(answers, 0, sizeof(*answers));
+}
 
 int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *answers) {
   struct hr__answers_reg_s **pp, *a;

@@ -73,9 +73,6 @@ _Static_assert(HR__PEER_TEXT == sizeof(((hr_access_entry_t *)0)->peer),
 
 static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   hr_request_t *r = &ex->req;
-  struct sockaddr_storage ss;
-  int len = (int)sizeof ss;
-  char *cached;
   memset(e, 0, sizeof(*e));
   e->method = r->method;
   e->target = r->target;
@@ -87,20 +84,28 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   e->status = ex->outcome.status;
   e->bytes = ex->outcome.bytes;
   e->duration_us = ex->outcome.duration_us;
-  if (ex->conn == NULL) return; /* detached: the peer is gone */
-  cached = hr__conn_peer_text(ex->conn);
-  if (cached != NULL && cached[0] != '\0') {
-    memcpy(e->peer, cached, HR__PEER_TEXT);
-    return;
+  /* Rendered when the connection was made (hr__access_peer), and copied
+   * into the exchange if it outlived its connection. */
+  if (ex->conn != NULL) {
+    const char *room = hr__conn_peer_text(ex->conn);
+    if (room != NULL) memcpy(e->peer, room, HR__PEER_TEXT);
+  } else if (ex->peer_text != NULL) {
+    memcpy(e->peer, ex->peer_text, HR__PEER_TEXT);
   }
-  if (hr_request_peer(r, (struct sockaddr *)&ss, &len) == 0) {
-    if (ss.ss_family == AF_INET)
-      uv_ip4_name((const struct sockaddr_in *)&ss, e->peer, sizeof e->peer);
-    else if (ss.ss_family == AF_INET6)
-      uv_ip6_name((const struct sockaddr_in6 *)&ss, e->peer, sizeof e->peer);
-  }
-  /* A connection's peer does not change: render it once. */
-  if (cached != NULL) memcpy(cached, e->peer, HR__PEER_TEXT);
+  e->peer[HR__PEER_TEXT - 1] = '\0';
+}
+
+void hr__access_peer(hr__conn_t *c) {
+  struct sockaddr_storage ss;
+  int len = (int)sizeof ss;
+  char *room = hr__conn_peer_text(c);
+  if (room == NULL) return;
+  room[0] = '\0';
+  if (c->t->ops->peer(c->t, (struct sockaddr *)&ss, &len) != 0) return;
+  if (ss.ss_family == AF_INET)
+    uv_ip4_name((const struct sockaddr_in *)&ss, room, HR__PEER_TEXT);
+  else if (ss.ss_family == AF_INET6)
+    uv_ip6_name((const struct sockaddr_in6 *)&ss, room, HR__PEER_TEXT);
 }
 
 /* Decimal digits of v at w; returns their count. */

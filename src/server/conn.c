@@ -427,6 +427,7 @@ hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
   c->refs = 1; /* the transport, until its closed event */
   c->state = HR__C_OPEN;
   hr__tnode_init(&c->timer);
+  if (peer != 0) hr__access_peer(c);
   c->next = w->conns;
   if (w->conns != NULL) w->conns->prev = c;
   w->conns = c;

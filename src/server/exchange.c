@@ -91,6 +91,12 @@ void hr__exchange_abort(hr__exchange_t *ex, int body_status) {
 
 void hr__exchange_detach(hr__exchange_t *ex) {
   hr__worker_t *w = ex->w;
+  const char *room = hr__conn_peer_text(ex->conn);
+  if (room != NULL) { /* the access log still names the peer */
+    char *copy = hr__arena_alloc(&ex->arena, HR__PEER_TEXT);
+    if (copy != NULL) memcpy(copy, room, HR__PEER_TEXT);
+    ex->peer_text = copy;
+  }
   ex->conn = NULL;
   atomic_store_explicit(&ex->where, HR__EX_DETACHED, memory_order_relaxed);
   ex->next = w->detached;

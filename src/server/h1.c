@@ -119,9 +119,30 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
   hr__conn_drop_exchange(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
 }
 
+/* The before-middleware of the router's own answers: the router-level
+ * ones without a prefix, for every host or the request's (the host's
+ * fallback invoker), as a route's before-chain runs.  Returns 1 when one
+ * answered (or the connection went away meanwhile), else 0. */
+static int run_fallback_before(hr__exchange_t *ex) {
+  const hr_route_t *f;
+  size_t i;
+  int answered = 0;
+  hr__rcu_read_lock();
+  f = hr__router_fallback(ex->w->server->router, hr__route_host(&ex->req));
+  ex->handler_active = 1; /* a middleware may answer later */
+  for (i = 0; f != NULL && i < f->nbefore && !answered; i++) {
+    const hr__mw_t *mw = &f->before[i];
+    answered = mw->before(&ex->req, &ex->res, mw->udata) == HR_ANSWERED || ex->conn == NULL;
+  }
+  if (!answered) ex->handler_active = 0;
+  hr__rcu_read_unlock();
+  return answered;
+}
+
 /* Answers with the server's own response (404, 405, redirects, the
- * automatic OPTIONS answer) on the keep-alive path; the request body, if
- * any, is read and discarded. */
+ * automatic OPTIONS answer, 501) on the keep-alive path, after the
+ * before-middleware that apply to it; the request body, if any, is read
+ * and discarded. */
 static void answer_internal(hr__exchange_t *ex) {
   hr_response_t *res = &ex->res;
   int status = ex->internal_status;
@@ -144,6 +165,7 @@ static void answer_internal(hr__exchange_t *ex) {
     return;
   }
   if (status >= 400) hr__stat_inc(&ex->w->st_bad);
+  if (run_fallback_before(ex)) return;
   /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
    * route's handler, inside a read-side section as handlers are. */
   hr__rcu_read_lock();

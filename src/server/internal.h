@@ -146,6 +146,7 @@ struct hr__exchange_s {
   uint64_t t_start, t_done; /* uv_hrtime(): handler start, response done */
   uint64_t t_first;         /* uv_hrtime() at the first byte */
   hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
+  const char *peer_text;    /* detached with an access log: the peer, in the arena */
   uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
   unsigned handler_active : 1; /* handler ran, response not complete */
@@ -234,10 +235,11 @@ struct hr__conn_s {
 
 /* conn.c */
 /* Room for the peer's address as text, kept with each connection record
- * while the server has an access log (and only then): the log renders it
- * once per connection instead of once per line. */
+ * while the server has an access log (and only then), filled when the
+ * connection is made (hr__access_peer): the log reads it for every line,
+ * also of an exchange that outlives its connection (it keeps a copy). */
 #define HR__PEER_TEXT 48
-/* That room (empty until the log fills it), or NULL without an access log. */
+/* That room, or NULL without an access log. */
 char *hr__conn_peer_text(hr__conn_t *c);
 /* A new connection on `w` with a transport made by `init` in the same
  * allocation (`tsize` bytes, after the peer text room when there is one).  Returns NULL when out of memory or when
@@ -287,6 +289,9 @@ int hr__invoke_head(hr__exchange_t *ex);
 void hr__locals_release(hr__exchange_t *ex);  /* request locals' destructors */
 /* access_log.c: the exchange's line, when the server has an access log. */
 void hr__access_log(hr__exchange_t *ex);
+/* Renders the peer of a new connection into its room (a no-op without an
+ * access log; empty when the transport has no peer address). */
+void hr__access_peer(hr__conn_t *c);
 void hr__worker_ctx_prepare(hr__worker_t *w);
 void hr__worker_ctx_sweep(hr__worker_t *w, int all);
 

@@ -184,18 +184,30 @@ void hr__invoke_end(hr__exchange_t *ex) {
   if (ex->ended) return;
   ex->ended = 1;
   /* What went out: the handler's response, the answer the server gave in
-   * its place, or nothing when the connection was lost first. */
+   * its place, the head and part of a body when the connection was lost
+   * mid-response, or nothing.  A HEAD response carries no body bytes
+   * whatever the handler wrote. */
+  ex->outcome.completed = 0;
   if (ex->res.state == HR__RES_DONE && !ex->aborted) {
     ex->outcome.status = ex->res.status;
     ex->outcome.bytes = ex->res.written;
-  } else {
+    ex->outcome.completed = 1;
+  } else if (ex->sent_status != 0) {
     ex->outcome.status = ex->sent_status;
-    ex->outcome.bytes = ex->sent_status ? ex->sent_bytes : ex->res.written;
+    ex->outcome.bytes = ex->sent_bytes;
+    ex->outcome.completed = 1;
+  } else if (ex->res.state != HR__RES_NEW) {
+    ex->outcome.status = ex->res.status; /* its head was queued */
+    ex->outcome.bytes = ex->res.written;
+  } else {
+    ex->outcome.status = 0;
+    ex->outcome.bytes = 0;
   }
+  if (r->is_head) ex->outcome.bytes = 0;
   /* To the completion (t_done: before any of it was written), or to now
    * when there was none. */
   ex->outcome.duration_us = ((ex->t_done ? ex->t_done : uv_hrtime()) - ex->t_first) / 1000;
-  status = ex->outcome.status;
+  status = ex->outcome.completed ? ex->outcome.status : 0;
   if (inv != NULL) {
     /* The route's chain, also when the server answered before it ran (a
      * typed parameter that did not convert, a context that could not be

@@ -262,6 +262,14 @@ llhttp_errno_t hr__parse_head(hr__exchange_t *c) {
   c->parser.data = c;
   e = llhttp_execute(&c->parser, "GET ", 4);
   if (e != HPE_OK) return e;
-  return llhttp_execute(&c->parser, m + 1, (size_t)(end - m - 1));
+  e = llhttp_execute(&c->parser, m + 1, (size_t)(end - m - 1));
+  if (e != HPE_OK && e != HPE_PAUSED && e != HPE_PAUSED_UPGRADE) {
+    /* A version read before an error inside the request line ("HTTP/1.10",
+     * "HTTP/1.1 x") was not a version: the line was not whole. */
+    const char *at = llhttp_get_error_pos(&c->parser);
+    const char *eol = memchr(m, '\n', (size_t)(end - m));
+    if (at == NULL || eol == NULL || at <= eol) c->req.version = 0;
+  }
+  return e;
 }
 
