@@ -572,8 +572,9 @@ typedef struct hr_route_stats_s {
   uint64_t requests;        /* handler invocations (middleware answers too) */
   uint64_t responses[6];    /* [1]..[5]: completed responses by status class
                                (1xx..5xx); [0]: exchanges lost before one */
-  /* Handler start to response completion: bucket i counts latencies below
-   * 2^i microseconds (the last bucket: everything longer). */
+  /* The request's first byte to the response's completion (as
+   * hr_request_outcome's duration_us): bucket i counts latencies below 2^i
+   * microseconds (the last bucket: everything longer). */
   uint64_t latency_us[HR_LATENCY_BUCKETS];
 } hr_route_stats_t;
 

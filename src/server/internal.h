@@ -143,7 +143,7 @@ struct hr__exchange_s {
   hr_span_t internal_location;
   uint64_t head_started;   /* loop time of the first byte */
   uint64_t last_activity;  /* loop time of the last body bytes */
-  uint64_t t_start, t_done; /* uv_hrtime(): handler start, response done */
+  uint64_t t_done;          /* uv_hrtime() at the response's completion */
   uint64_t t_first;         /* uv_hrtime() at the first byte */
   hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
   const char *peer_text;    /* detached with an access log: the peer, in the arena */

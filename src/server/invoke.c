@@ -119,7 +119,6 @@ int hr__invoke_head(hr__exchange_t *ex) {
     const hr__mw_t *mw = &inv->head_mw[i];
     if (mw->before(r, res, mw->udata) == HR_ANSWERED || ex->conn == NULL) {
       /* Its chain ran, as far as counters and after-middleware go. */
-      ex->t_start = uv_hrtime();
       ex->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)ex->w->loop_slot);
       ex->invoked = 1;
       if (ex->slot != NULL) count(&ex->slot->requests);
@@ -137,7 +136,6 @@ void hr__invoke(hr__exchange_t *ex) {
   hr__worker_t *w = ex->w;
   void *ctx = inv->udata;
   size_t i;
-  ex->t_start = uv_hrtime();
   ex->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
   if (inv->typed && (hr__invoker_convert(inv, r->params, r->nparams, r->values) != 0 ||
                      parse_objects(ex, inv) != 0)) {
@@ -226,8 +224,7 @@ void hr__invoke_end(hr__exchange_t *ex) {
   if (!ex->invoked) return;
   ex->invoked = 0;
   if (ex->slot != NULL) {
-    uint64_t end = ex->t_done ? ex->t_done : uv_hrtime();
-    hr__slot_count_response(ex->slot, status, (end - ex->t_start) / 1000);
+    hr__slot_count_response(ex->slot, status, ex->outcome.duration_us);
   }
   if (ex->holds_ctx) {
     ex->slot->inflight--;
