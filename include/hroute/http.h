@@ -273,6 +273,36 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
                                         const void *body, size_t len,
                                         hr_release_cb release, void *udata);
 
+/* Called when the server is done with a file body: after it was sent, or
+ * when the connection was lost.  Runs on the loop thread, never inside the
+ * call that handed the file over; `res` is complete (as for
+ * hr_release_cb).  The callback owns `fd` again (close it, or keep it for
+ * the next response). */
+typedef void (*hr_file_release_cb)(hr_response_t *res, int fd, void *udata);
+
+/*
+ * Completes the response with `status` and, as its body, `length` bytes of
+ * the open file `fd` from byte `offset` (Content-Length: length; no body
+ * goes out for HEAD, as always).  The bytes are not read into memory where
+ * the transport allows it: plain TCP sends them with sendfile(2), what the
+ * socket takes at each writable event; TLS reads 16 KiB pieces, one at a
+ * time, into one buffer.  Either way a slow reader costs no more memory
+ * than that: the file is never buffered ahead of the client.  The file
+ * must hold those bytes while they are sent (an in-place change shows in
+ * what is sent): one that ends early, because it shrank, ends the
+ * connection after what it held, so the client sees a short body and knows.
+ * Reading happens on the loop thread, from the page cache when the file is
+ * hot (the static handler keeps files hot; a cold disk read waits there).
+ * `release(res, fd, udata)` runs exactly once, later, when this returns 0;
+ * with `release` NULL the server closes `fd` then.  On an error it is
+ * never called and the caller keeps `fd`.  Returns 0, HR_EINVAL (fd < 0,
+ * length > 0 with a status that has no body (204, 304), a range past
+ * 2^63), HR_ESTATE, HR_ENOMEM, HR_ECLOSED (the connection is gone: the
+ * response is complete), HR_ETHREAD.  Loop thread.  RFC 9110 §8.6.
+ */
+HR_EXTERN int hr_response_send_file(hr_response_t *res, int status, int fd, uint64_t offset,
+                                    uint64_t length, hr_file_release_cb release, void *udata);
+
 /* Content length value for hr_response_start meaning "unknown": the body is
  * sent with the chunked transfer coding (HTTP/1.1, RFC 9112 §7.1) or
  * delimited by closing the connection (HTTP/1.0). */

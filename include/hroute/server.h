@@ -157,7 +157,9 @@ HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
  * own listener per address (with SO_REUSEPORT when nthreads > 1, which also
  * lets another process of the same user join the port).  Binds every socket before
  * returning (errors are returned here) and returns once every worker is
- * ready to accept.  Any thread.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
+ * ready to accept.  The worker threads block SIGPIPE (file bodies go out
+ * with sendfile(2), which cannot ask for no signal); handlers running on
+ * them see EPIPE instead of the signal.  Any thread.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
  * or a libuv error.
  */
 HR_EXTERN int hr_server_start(hr_server_t *server, unsigned nthreads);

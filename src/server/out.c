@@ -2,12 +2,17 @@
 /*
  * The connection's output queue.  Everything a connection sends is appended
  * to the `pending` batch (response heads and copied bodies into its buffer,
- * borrowed bodies as references) and written with one call when the current
- * processing step ends: all responses to the pipelined requests of one read
- * leave in one write.  A direct try-write goes first; what it could not take
- * is handed to the transport's write while the next batch is being built.
+ * borrowed bodies and file ranges as references) and written when the
+ * current processing step ends: all responses to the pipelined requests of
+ * one read leave in one write, up to a file, which leaves with sendfile(2)
+ * where the transport has it and is otherwise read a piece at a time into
+ * one buffer, never faster than the peer takes it.  A direct try-write
+ * goes first; what has to wait is handed to the transport's write while the
+ * next batch is being built.
  */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http/head.h"
 #include "server/internal.h"
@@ -23,6 +28,7 @@ static void batch_init(hr__wbatch_t *b) {
   b->nsegs = 0;
   b->segs_cap = HR__OUT_INLINE_SEGS;
   b->bytes = 0;
+  b->pos = b->done = 0;
 }
 
 static hr__out_t *out_get(hr__conn_t *c) {
@@ -34,20 +40,32 @@ static hr__out_t *out_get(hr__conn_t *c) {
   batch_init(&o->inflight);
   o->wbufs = o->small;
   o->wbufs_cap = sizeof(o->small) / sizeof(o->small[0]);
+  o->fbuf = NULL;
   o->writing = 0;
   o->write_since = uv_now(c->w->loop);
   c->out = o;
   return o;
 }
 
+static void seg_release(hr__wseg_t *s) {
+  if (s->fd >= 0) {
+    if (s->file_release != NULL)
+      s->file_release(s->res, s->fd, s->udata);
+    else
+      close(s->fd);
+  } else if (s->borrowed != NULL && s->release != NULL) {
+    s->release(s->res, s->borrowed, s->udata);
+  }
+}
+
+/* Written or dropped: every borrowed body and file is released. */
 static void batch_release(hr__conn_t *c, hr__wbatch_t *b, int keep_buffer) {
   size_t i;
-  for (i = 0; i < b->nsegs; i++)
-    if (b->segs[i].borrowed != NULL && b->segs[i].release != NULL)
-      b->segs[i].release(b->segs[i].res, b->segs[i].borrowed, b->segs[i].udata);
+  for (i = 0; i < b->nsegs; i++) seg_release(&b->segs[i]);
   b->nsegs = 0;
   b->len = 0;
   b->bytes = 0;
+  b->pos = b->done = 0;
   if (!keep_buffer && b->buf != NULL) {
     if (b->cap == c->w->bpool.block_size)
       hr__pool_put(&c->w->bpool, b->buf);
@@ -124,12 +142,12 @@ int hr__out_commit(hr__conn_t *c, size_t n) {
   while (n > 0) {
     hr__wseg_t *last = b->nsegs ? &b->segs[b->nsegs - 1] : NULL;
     size_t take;
-    if (last != NULL && last->borrowed == NULL &&
+    if (last != NULL && last->borrowed == NULL && last->fd < 0 &&
         last->off + last->len == b->len && last->len < HR__SEG_MAX) {
       take = HR__SEG_MAX - last->len < n ? HR__SEG_MAX - last->len : n;
       last->len += take;
     } else {
-      hr__wseg_t seg = {NULL, b->len, 0, NULL, NULL, NULL};
+      hr__wseg_t seg = {NULL, b->len, 0, NULL, NULL, NULL, NULL, -1};
       take = n < HR__SEG_MAX ? n : HR__SEG_MAX;
       seg.len = take;
       /* Out of memory for the segment array: the bytes stay unqueued. */
@@ -177,8 +195,10 @@ int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,
     seg.off = 0;
     seg.len = take;
     seg.release = done + take == n ? release : NULL;
+    seg.file_release = NULL;
     seg.udata = udata;
     seg.res = res;
+    seg.fd = -1;
     if (batch_add_seg(c, b, seg) != 0) {
       b->nsegs = first; /* all or nothing */
       return HR_ENOMEM;
@@ -189,21 +209,31 @@ int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,
   return 0;
 }
 
+int hr__out_file(hr__conn_t *c, hr_response_t *res, int fd, uint64_t offset, uint64_t len,
+                 hr_file_release_cb release, void *udata) {
+  hr__out_t *o = out_get(c);
+  hr__wseg_t seg;
+  if (o == NULL) return HR_ENOMEM;
+  if (len > SIZE_MAX || offset > SIZE_MAX - len) return HR_EINVAL;
+  seg.borrowed = NULL;
+  seg.off = (size_t)offset;
+  seg.len = (size_t)len;
+  seg.release = NULL;
+  seg.file_release = release;
+  seg.udata = udata;
+  seg.res = res;
+  seg.fd = fd;
+  if (batch_add_seg(c, &o->pending, seg) != 0) return HR_ENOMEM;
+  o->pending.bytes += len;
+  return 0;
+}
+
 size_t hr__out_queued(const hr__conn_t *c) {
   return c->out == NULL ? 0 : c->out->pending.bytes + c->out->inflight.bytes;
 }
 
 int hr__out_writing(const hr__conn_t *c) {
   return c->out != NULL && c->out->writing;
-}
-
-static void fill_bufs(const hr__wbatch_t *b, uv_buf_t *bufs) {
-  size_t i;
-  for (i = 0; i < b->nsegs; i++) {
-    const hr__wseg_t *s = &b->segs[i];
-    const char *p = s->borrowed != NULL ? s->borrowed : b->buf + s->off;
-    bufs[i] = uv_buf_init((char *)p, (unsigned)s->len);
-  }
 }
 
 /* Swaps pending and inflight (inflight is empty), keeping the old inflight
@@ -220,6 +250,7 @@ static void promote(hr__out_t *o) {
   o->pending.nsegs = 0;
   o->pending.len = 0;
   o->pending.bytes = 0;
+  o->pending.pos = o->pending.done = 0;
 }
 
 /* Buffers for `n` segments: the inline array or a heap one kept for later
@@ -235,61 +266,178 @@ static uv_buf_t *wbufs_for(hr__conn_t *c, hr__out_t *o, size_t n) {
   return nb;
 }
 
-int hr__out_flush(hr__conn_t *c) {
+/* Hands the rest of the current unit to the transport's write: the batch
+ * becomes (or stays) `inflight`, and writing stops until write_done. */
+static int wait_for_room(hr__conn_t *c, hr__wbatch_t *b, size_t wend, uint64_t wbytes) {
   hr__out_t *o = c->out;
-  hr__wbatch_t *b;
-  uv_buf_t *bufs;
-  ssize_t n;
-  size_t skip;
   int err;
-  if (o == NULL || o->writing || o->pending.nsegs == 0) return 0;
-  b = &o->pending;
-  bufs = wbufs_for(c, o, b->nsegs);
-  if (bufs == NULL) return HR_ENOMEM;
-  fill_bufs(b, bufs);
-  n = c->t->ops->try_write(c->t, bufs, (unsigned)b->nsegs);
-  if (n < 0) return (int)n;
-  if ((size_t)n == b->bytes) {
-    batch_release(c, b, 1);
-    o->write_since = uv_now(c->w->loop);
-    return 0;
-  }
-  if (n > 0) o->write_since = uv_now(c->w->loop);
-  /* Partly written: the transport writes the rest from the buffers, and the
-   * batch stays alive as `inflight` until write_done. */
-  skip = 0;
-  while (skip < b->nsegs && (size_t)n >= bufs[skip].len) {
-    n -= (ssize_t)bufs[skip].len;
-    skip++;
-  }
-  bufs[skip].base += n;
-  bufs[skip].len -= (size_t)n;
-  promote(o);
-  o->wreq.bufs = bufs + skip;
-  o->wreq.nbufs = (unsigned)(o->inflight.nsegs - skip);
+  if (b == &o->pending) promote(o);
+  o->wend = wend;
+  o->wbytes = wbytes;
   err = c->t->ops->write(c->t, &o->wreq);
   if (err != 0) return err;
   o->writing = 1;
+  return 1;
+}
+
+/* The memory segments from b->pos up to the next file: one try-write,
+ * and the transport's write for what is left.  Returns 0 (written), 1
+ * (waiting) or a negative error. */
+static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
+  hr__out_t *o = c->out;
+  size_t end = b->pos, i, k;
+  uint64_t total = 0, left;
+  uv_buf_t *bufs;
+  ssize_t n;
+  while (end < b->nsegs && b->segs[end].fd < 0) end++;
+  bufs = wbufs_for(c, o, end - b->pos);
+  if (bufs == NULL) return HR_ENOMEM;
+  for (i = b->pos; i < end; i++) {
+    const hr__wseg_t *s = &b->segs[i];
+    const char *p = s->borrowed != NULL ? s->borrowed : b->buf + s->off;
+    size_t skip = i == b->pos ? b->done : 0;
+    bufs[i - b->pos] = uv_buf_init((char *)p + skip, (unsigned)(s->len - skip));
+    total += s->len - skip;
+  }
+  n = c->t->ops->try_write(c->t, bufs, (unsigned)(end - b->pos));
+  if (n < 0) return (int)n;
+  if (n > 0) o->write_since = uv_now(c->w->loop);
+  b->bytes -= (uint64_t)n;
+  if ((uint64_t)n == total) {
+    b->pos = end;
+    b->done = 0;
+    return 0;
+  }
+  left = total - (uint64_t)n;
+  for (k = 0; (size_t)n >= bufs[k].len; k++) n -= (ssize_t)bufs[k].len;
+  bufs[k].base += n;
+  bufs[k].len -= (size_t)n;
+  o->wreq.bufs = bufs + k;
+  o->wreq.nbufs = (unsigned)(end - b->pos - k);
+  o->wreq.fd = -1;
+  return wait_for_room(c, b, end, left);
+}
+
+/* A file read for a transport without sendfile: this many bytes of it in
+ * one processing step at most, then the rest waits for the transport. */
+#define HR__FILE_STEP ((uint64_t)1 << 20)
+
+/* The file segment at b->pos: sendfile while the socket takes it, else
+ * pieces read into o->fbuf.  Returns 0 (all of it written), 1 (waiting) or
+ * a negative error (UV_EOF: the file ended before its length). */
+static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
+  hr__out_t *o = c->out;
+  hr__wseg_t *s = &b->segs[b->pos];
+  while (b->done < s->len) {
+    uint64_t off = (uint64_t)s->off + b->done;
+    size_t left = s->len - b->done;
+    ssize_t n;
+    if (c->t->ops->try_sendfile != NULL) {
+      n = c->t->ops->try_sendfile(c->t, s->fd, &off, left);
+      if (n < 0) return (int)n;
+      if (n > 0) o->write_since = uv_now(c->w->loop);
+      b->done += (size_t)n;
+      b->bytes -= (uint64_t)n;
+      if ((size_t)n == left) break;
+      o->wreq.bufs = NULL;
+      o->wreq.nbufs = 0;
+      o->wreq.fd = s->fd;
+      o->wreq.foff = off;
+      o->wreq.flen = left - (size_t)n;
+      return wait_for_room(c, b, b->pos + 1, left - (size_t)n);
+    }
+    /* Read a piece; write it now while the transport takes it and this
+     * step's budget lasts, else through the transport's write. */
+    if (o->fbuf == NULL && (o->fbuf = hr__mem_alloc(&c->w->mem, HR__FILE_PIECE)) == NULL)
+      return HR_ENOMEM;
+    if (left > HR__FILE_PIECE) left = HR__FILE_PIECE;
+    do
+      n = pread(s->fd, o->fbuf, left, (off_t)off);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return -errno;
+    if (n == 0) return UV_EOF; /* it shrank */
+    o->small[0] = uv_buf_init(o->fbuf, (unsigned)n);
+    if (*budget >= (uint64_t)n) {
+      ssize_t w = c->t->ops->try_write(c->t, o->small, 1);
+      if (w < 0) return (int)w;
+      if (w > 0) o->write_since = uv_now(c->w->loop);
+      b->done += (size_t)w;
+      b->bytes -= (uint64_t)w;
+      *budget -= (uint64_t)w;
+      if (w == n) continue;
+      o->small[0].base += w;
+      o->small[0].len -= (size_t)w;
+      n -= w;
+    }
+    o->wreq.bufs = o->small;
+    o->wreq.nbufs = 1;
+    o->wreq.fd = -1;
+    /* wend SIZE_MAX: a piece of the file at b->pos, not its end. */
+    return wait_for_room(c, b, SIZE_MAX, (uint64_t)n);
+  }
+  b->pos++;
+  b->done = 0;
+  return 0;
+}
+
+/* Writes `b` from its position until everything went or something waits.
+ * Returns 0 (all written), 1 (waiting) or a negative error. */
+static int run_batch(hr__conn_t *c, hr__wbatch_t *b) {
+  uint64_t budget = HR__FILE_STEP;
+  while (b->pos < b->nsegs) {
+    int rc = b->segs[b->pos].fd >= 0 ? run_file(c, b, &budget) : run_memory(c, b);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int hr__out_flush(hr__conn_t *c) {
+  hr__out_t *o = c->out;
+  int rc;
+  if (o == NULL || o->writing) return 0;
+  if (o->inflight.nsegs != 0) {
+    /* A batch that waited: go on with it, then release it. */
+    if ((rc = run_batch(c, &o->inflight)) != 0) return rc < 0 ? rc : 0;
+    batch_release(c, &o->inflight, 1);
+  }
+  if (o->pending.nsegs == 0) return 0;
+  if ((rc = run_batch(c, &o->pending)) != 0) return rc < 0 ? rc : 0;
+  batch_release(c, &o->pending, 1); /* all of it went at once */
   return 0;
 }
 
 int hr__out_write_done(hr__conn_t *c, int status) {
   hr__out_t *o = c->out;
+  hr__wbatch_t *b = &o->inflight;
   o->writing = 0;
   o->write_since = uv_now(c->w->loop);
-  batch_release(c, &o->inflight, 1);
-  return status;
+  if (status < 0) return status;
+  /* The write covered the rest of a unit; hr__out_flush goes on from here
+   * (the owner settles after this event). */
+  b->bytes -= o->wbytes;
+  if (o->wend == SIZE_MAX) {
+    b->done += (size_t)o->wbytes;
+    if (b->done == b->segs[b->pos].len) {
+      b->pos++;
+      b->done = 0;
+    }
+  } else {
+    b->pos = o->wend;
+    b->done = 0;
+  }
+  return 0;
 }
 
 void hr__out_trim(hr__conn_t *c) {
   hr__out_t *o = c->out;
-  if (o == NULL || o->writing || o->pending.bytes != 0 || o->pending.nsegs != 0)
+  if (o == NULL || o->writing || o->pending.nsegs != 0 || o->inflight.nsegs != 0)
     return;
   batch_release(c, &o->pending, 0);
   batch_release(c, &o->inflight, 0);
   batch_free_segs(c, &o->pending);
   batch_free_segs(c, &o->inflight);
   if (o->wbufs != o->small) hr__mem_free(&c->w->mem, o->wbufs);
+  if (o->fbuf != NULL) hr__mem_free(&c->w->mem, o->fbuf);
   hr__pool_put(&c->w->opool, o);
   c->out = NULL;
 }

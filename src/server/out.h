@@ -19,36 +19,50 @@
 
 typedef struct hr__conn_s hr__conn_t;
 
-/* One piece of output: bytes in the batch buffer (borrowed == NULL, at
- * `off`) or a borrowed body, released through `release`. */
+/* One piece of output: bytes in the batch buffer (borrowed == NULL and
+ * fd < 0, at `off`), a borrowed body (released through `release`), or
+ * `len` bytes of the file `fd` from offset `off` (fd >= 0; released through
+ * `file_release`, or closed when that is NULL). */
 typedef struct hr__wseg_s {
   const char *borrowed;
   size_t off;
   size_t len;
   hr_release_cb release;
+  hr_file_release_cb file_release;
   void *udata;
   hr_response_t *res; /* handed to release */
+  int fd;
 } hr__wseg_t;
 
 #define HR__OUT_INLINE_SEGS 8
 
-/* A batch of output written with one system call. */
+/* A batch of output: its memory segments leave with one system call, up
+ * to a file segment, which leaves on its own (sendfile, or read into
+ * `fbuf` a piece at a time), then the memory after it, and so on.  `pos`
+ * is the first segment not yet written, of which `done` bytes are. */
 typedef struct hr__wbatch_s {
   char *buf; /* a block of the loop's block pool while cap == block size */
   size_t len, cap;
   hr__wseg_t *segs; /* `inline_segs` until it outgrows them */
   size_t nsegs, segs_cap;
-  size_t bytes; /* total queued bytes, buffer and borrowed */
+  uint64_t bytes; /* queued bytes not yet written: buffer, borrowed, file */
+  size_t pos, done;
   hr__wseg_t inline_segs[HR__OUT_INLINE_SEGS];
 } hr__wbatch_t;
 
+/* Bytes of a file read at a time for a transport without sendfile. */
+#define HR__FILE_PIECE 16384
+
 typedef struct hr__out_s {
   hr__wbatch_t pending;  /* being built */
-  hr__wbatch_t inflight; /* handed to the transport's write */
+  hr__wbatch_t inflight; /* being written, from its `pos` */
   hr__wreq_t wreq;
+  size_t wend;           /* the write in flight ends before segment wend */
+  uint64_t wbytes;       /* and holds this many bytes */
   uv_buf_t *wbufs;       /* inflight's buffers, while writing */
   size_t wbufs_cap;
   uv_buf_t small[16];
+  char *fbuf;            /* HR__FILE_PIECE bytes, while a file is read */
   uint64_t write_since;  /* loop time of the last write progress */
   unsigned writing : 1;
 } hr__out_t;
@@ -65,6 +79,11 @@ int hr__out_commit(hr__conn_t *c, size_t n); /* 0 or HR_ENOMEM */
  * once it is written or dropped. */
 int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,
                    hr_release_cb release, void *udata);
+/* Queues `len` bytes of the file `fd` from `offset` (all or nothing);
+ * `release(res, fd, udata)` runs once they are written or dropped, or the
+ * fd is closed then when release is NULL. */
+int hr__out_file(hr__conn_t *c, hr_response_t *res, int fd, uint64_t offset, uint64_t len,
+                 hr_file_release_cb release, void *udata);
 size_t hr__out_queued(const hr__conn_t *c);
 int hr__out_writing(const hr__conn_t *c);
 /* Writes what is pending: a direct try-write, the rest handed to the

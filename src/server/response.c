@@ -183,6 +183,28 @@ int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
   return finish(ex);
 }
 
+int hr_response_send_file(hr_response_t *res, int status, int fd, uint64_t offset,
+                          uint64_t length, hr_file_release_cb release, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
+    return HR_EINVAL;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (status < 200 || status > 599) return HR_EINVAL;
+  if (length > 0 && (status == 204 || status == 304)) return HR_EINVAL;
+  if (ex->conn == NULL) return finish_closed(ex);
+  res->status = status;
+  err = hr__res_render_head(ex, status, (int64_t)length, 0);
+  /* Nothing to send for HEAD: the file still goes through the queue, so it
+   * is released later, never inside this call. */
+  if (err == 0)
+    err = hr__out_file(ex->conn, res, fd, offset, ex->req.is_head ? 0 : length, release, udata);
+  if (err != 0) return fail_framing(ex, HR_ENOMEM);
+  if (!ex->req.is_head) res->written = length;
+  return finish(ex);
+}
+
 int hr_response_start(hr_response_t *res, int status, int64_t content_length) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
   int chunked = 0, err = hr__exchange_check_thread(ex);

@@ -329,7 +329,9 @@ static void worker_main(void *arg) {
   hr__worker_t *w = arg;
   hr_server_t *s = w->server;
   uv_sem_t *ready = w->thread_ready;
-  int err = uv_loop_init(&w->own_loop);
+  int err;
+  hr__tcp_block_sigpipe(); /* this thread is ours: see tcp.c */
+  err = uv_loop_init(&w->own_loop);
   if (err != 0) {
     w->start_err = err;
     uv_sem_post(ready);

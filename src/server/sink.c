@@ -90,9 +90,17 @@ static int sink_addr(const hr__transport_t *t, struct sockaddr *addr, int *len) 
 }
 
 static const hr__transport_ops_t sink_ops = {
-    sink_read_start, sink_read_stop, sink_try_write, sink_write,    sink_shutdown,
-    sink_close,      sink_addr,      sink_addr,      hr__no_tls_info,
-    hr__no_tls_client,
+    .read_start = sink_read_start,
+    .read_stop = sink_read_stop,
+    .try_write = sink_try_write,
+    .write = sink_write,
+    .shutdown = sink_shutdown,
+    .close = sink_close,
+    .peer = sink_addr,
+    .local = sink_addr,
+    .tls_info = hr__no_tls_info,
+    .tls_client = hr__no_tls_client,
+    .try_sendfile = NULL, /* the output queue reads files for it */
 };
 
 void hr__sink_init(hr__transport_t *t, uv_loop_t *loop, hr__sink_cb sink,

@@ -6,11 +6,16 @@
  * system calls to us: one read per readable event (the buffer is refilled
  * on the next event, the loop's epoll is level-triggered) and one sendmsg
  * per batch, with MSG_NOSIGNAL so a peer that went away never raises
- * SIGPIPE.  Writes that do not complete wait for a writable event.
+ * SIGPIPE; file bodies go with sendfile(2), what the socket takes at each
+ * writable event.  Writes that do not complete wait for a writable event.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <limits.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -82,6 +87,65 @@ static ssize_t tcp_try_write(hr__transport_t *t, const uv_buf_t *bufs,
   return total;
 }
 
+/* sendfile(2) has no MSG_NOSIGNAL: a peer that went away raises SIGPIPE,
+ * which must not end a process that embeds the server.  Worker threads
+ * block it for good (hr__tcp_block_sigpipe); on a loop the host owns, it
+ * is blocked around each call, and a SIGPIPE the call raised is taken
+ * before the mask is restored. */
+static __thread int sigpipe_blocked;
+
+void hr__tcp_block_sigpipe(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) == 0) sigpipe_blocked = 1;
+}
+
+static ssize_t sendfile_nosignal(int sock, int fd, off_t *off, size_t n) {
+  sigset_t set, old;
+  ssize_t r;
+  int err;
+  if (sigpipe_blocked) return sendfile(sock, fd, off, n);
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  r = sendfile(sock, fd, off, n);
+  err = errno;
+  if (r < 0 && err == EPIPE && !sigismember(&old, SIGPIPE)) {
+    const struct timespec none = {0, 0};
+    while (sigtimedwait(&set, NULL, &none) < 0 && errno == EINTR)
+      ;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = err;
+  return r;
+}
+
+static ssize_t tcp_try_sendfile(hr__transport_t *t, int fd, uint64_t *off, size_t len) {
+  hr__tcp_t *s = tcp_of(t);
+  size_t total = 0;
+  /* sendfile(2) moves at most 0x7ffff000 bytes a call; loop while the
+   * socket takes everything. */
+  while (total < len) {
+    off_t o = (off_t)*off;
+    size_t want = len - total;
+    ssize_t r;
+    if (want > 0x40000000u) want = 0x40000000u;
+    do
+      r = sendfile_nosignal(s->fd, fd, &o, want);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return total > 0 ? (ssize_t)total : -errno;
+    }
+    if (r == 0) return total > 0 ? (ssize_t)total : UV_EOF; /* the file ended */
+    *off += (uint64_t)r;
+    total += (size_t)r;
+    if ((size_t)r < want) break; /* the socket is full */
+  }
+  return (ssize_t)total;
+}
+
 static int tcp_write(hr__transport_t *t, hr__wreq_t *req) {
   hr__tcp_t *s = tcp_of(t);
   if (s->wreq != NULL) return UV_EBUSY;
@@ -89,11 +153,39 @@ static int tcp_write(hr__transport_t *t, hr__wreq_t *req) {
   return repoll(s);
 }
 
+/* Writable: a file range, what the socket takes of it. */
+static void on_writable_file(hr__tcp_t *s) {
+  hr__wreq_t *req = s->wreq;
+  size_t want = req->flen > SIZE_MAX ? SIZE_MAX : (size_t)req->flen;
+  uint64_t before = req->foff;
+  ssize_t r = tcp_try_sendfile(&s->base, req->fd, &req->foff, want);
+  int err;
+  if (r < 0) {
+    s->wreq = NULL;
+    repoll(s);
+    s->base.ev->write_done(s->base.owner, (int)r);
+    return;
+  }
+  req->flen -= req->foff - before;
+  if (req->flen > 0) {
+    if (r > 0) s->base.ev->write_progress(s->base.owner);
+    return;
+  }
+  s->wreq = NULL;
+  err = repoll(s);
+  s->base.ev->write_done(s->base.owner, err);
+}
+
 /* Writable: write what fits; report the end of the write. */
 static void on_writable(hr__tcp_t *s) {
   hr__wreq_t *req = s->wreq;
-  ssize_t r = tcp_try_write(&s->base, req->bufs, req->nbufs);
+  ssize_t r;
   int err;
+  if (req->fd >= 0) {
+    on_writable_file(s);
+    return;
+  }
+  r = tcp_try_write(&s->base, req->bufs, req->nbufs);
   if (r < 0) {
     s->wreq = NULL;
     repoll(s);
@@ -211,9 +303,17 @@ static int tcp_local(const hr__transport_t *t, struct sockaddr *addr, int *len) 
 }
 
 static const hr__transport_ops_t tcp_ops = {
-    tcp_read_start, tcp_read_stop, tcp_try_write, tcp_write,    tcp_shutdown,
-    tcp_close,      tcp_peer,      tcp_local,     hr__no_tls_info,
-    hr__no_tls_client,
+    .read_start = tcp_read_start,
+    .read_stop = tcp_read_stop,
+    .try_write = tcp_try_write,
+    .write = tcp_write,
+    .shutdown = tcp_shutdown,
+    .close = tcp_close,
+    .peer = tcp_peer,
+    .local = tcp_local,
+    .tls_info = hr__no_tls_info,
+    .tls_client = hr__no_tls_client,
+    .try_sendfile = tcp_try_sendfile,
 };
 
 int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,

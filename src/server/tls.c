@@ -108,6 +108,7 @@ static int start_inner_write(hr__tls_t *t) {
   t->ibuf = uv_buf_init(t->pend, (unsigned)t->pend_len);
   t->iwreq.bufs = &t->ibuf;
   t->iwreq.nbufs = 1;
+  t->iwreq.fd = -1; /* bytes, not a file */
   if ((err = t->inner->ops->write(t->inner, &t->iwreq)) != 0) return err;
   t->inner_writing = 1;
   return 0;
@@ -604,8 +605,17 @@ static int tls_client(const hr__transport_t *tr, int der,
 }
 
 static const hr__transport_ops_t tls_ops = {
-    tls_read_start, tls_read_stop, tls_try_write, tls_write,  tls_shutdown,
-    tls_close,      tls_peer,      tls_local,     tls_info,   tls_client,
+    .read_start = tls_read_start,
+    .read_stop = tls_read_stop,
+    .try_write = tls_try_write,
+    .write = tls_write,
+    .shutdown = tls_shutdown,
+    .close = tls_close,
+    .peer = tls_peer,
+    .local = tls_local,
+    .tls_info = tls_info,
+    .tls_client = tls_client,
+    .try_sendfile = NULL, /* records are encrypted in user space */
 };
 
 int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,

@@ -15,6 +15,7 @@
 #define HR_SERVER_TRANSPORT_H
 
 #include <sys/socket.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
 
@@ -24,10 +25,14 @@ typedef struct hr__transport_s hr__transport_t;
 
 /* A write that completes later: the caller owns the request and the bytes
  * its buffers point at until the write_done event.  `bufs` is advanced by
- * the transport as bytes leave. */
+ * the transport as bytes leave.  With fd >= 0 (only for a transport with
+ * try_sendfile) it writes `flen` bytes of the file `fd` from `foff`
+ * instead, both advanced as they leave. */
 typedef struct hr__wreq_s {
   uv_buf_t *bufs;
   unsigned nbufs;
+  int fd;
+  uint64_t foff, flen;
 } hr__wreq_t;
 
 typedef struct hr__transport_events_s {
@@ -54,9 +59,16 @@ typedef struct hr__transport_ops_s {
   /* Writes what it can of `bufs` now.  Returns the number of bytes written
    * (0 when nothing could be), or a negative libuv error. */
   ssize_t (*try_write)(hr__transport_t *t, const uv_buf_t *bufs, unsigned n);
-  /* Writes all of req->bufs; write_done follows.  One write at a time.
-   * Returns 0 or a negative libuv error (write_done then never runs). */
+  /* Writes all of req->bufs (or its file range); write_done follows.  One
+   * write at a time.  Returns 0 or a negative libuv error (write_done then
+   * never runs). */
   int (*write)(hr__transport_t *t, hr__wreq_t *req);
+  /* Sends what it can now of `len` bytes of the file `fd` from `*off`
+   * without copying them through user space, advancing *off.  Returns the
+   * bytes sent (0 when there is no room now), UV_EOF when the file ends
+   * first, or a negative libuv error.  NULL for a transport that cannot
+   * (TLS, the sink): the output queue reads the file for it. */
+  ssize_t (*try_sendfile)(hr__transport_t *t, int fd, uint64_t *off, size_t len);
   /* Shuts the write side down (FIN) once no write is in flight.  Returns 0
    * or a negative libuv error. */
   int (*shutdown)(hr__transport_t *t);
@@ -93,6 +105,10 @@ int hr__no_tls_info(const hr__transport_t *t, hr_tls_info_t *info);
 int hr__no_tls_client(const hr__transport_t *t, int der,
                       void *(*alloc)(void *ctx, size_t n), void *ctx,
                       hr_span_t *subject, hr_span_t *cert);
+
+/* Blocks SIGPIPE in the calling thread for good (a worker thread the
+ * server started), so file bodies go out without masking it per call. */
+void hr__tcp_block_sigpipe(void);
 
 /* The TCP transport's size, for allocating it behind a connection record. */
 size_t hr__tcp_size(void);
