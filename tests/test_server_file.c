@@ -279,6 +279,64 @@ static void test_tls(void **state) {
   assert_int_equal(fl.released, 2);
 }
 
+/* A streamed body mixing memory and two file ranges: chunked (no length)
+ * or with Content-Length (?len=1). */
+static void h_mixed(hr_request_t *req, hr_response_t *res, void *udata) {
+  char path[160];
+  int a, b;
+  int64_t total = 5 + 3000 + 3 + 200000 + 4;
+  (void)udata;
+  snprintf(path, sizeof path, "%s/mixed", dir);
+  a = open(path, O_RDONLY | O_CLOEXEC);
+  b = open(path, O_RDONLY | O_CLOEXEC);
+  assert_true(a >= 0 && b >= 0);
+  hr_response_start(res, 200, query_u64(req, "len", 0) ? total : HR_LENGTH_UNKNOWN);
+  hr_response_write(res, "head:", 5);
+  assert_int_equal(hr_response_write_file(res, a, 10, 3000, on_release, NULL), 0);
+  hr_response_write(res, "mid", 3);
+  assert_int_equal(hr_response_write_file(res, b, 500000, 200000, on_release, NULL), 0);
+  hr_response_write(res, ":end", 4);
+  hr_response_end(res);
+}
+
+static void expect_mixed(const rc_response_t *r) {
+  assert_int_equal(r->body_len, 5 + 3000 + 3 + 200000 + 4);
+  assert_memory_equal(r->body, "head:", 5);
+  assert_true(check_pattern(r->body + 5, 3000, 10));
+  assert_memory_equal(r->body + 3005, "mid", 3);
+  assert_true(check_pattern(r->body + 3008, 200000, 500000));
+  assert_memory_equal(r->body + 203008, ":end", 4);
+}
+
+static void test_streamed_mix(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  make_file("mixed", 1 << 20);
+  memset(&fl, 0, sizeof fl);
+  fx_route(fx, "GET", "/mixed", h_mixed, NULL);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /mixed HTTP/1.1\r\nHost: a\r\n\r\n"
+                                  "GET /mixed?len=1 HTTP/1.1\r\nHost: a\r\n\r\n"
+                                  "HEAD /mixed HTTP/1.1\r\nHost: a\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_int_equal(r.chunked, 1);
+  expect_mixed(&r);
+  rc_response_free(&r);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_int_equal(r.chunked, 0);
+  expect_field(&r, "Content-Length", "203012", 0);
+  expect_mixed(&r);
+  rc_response_free(&r);
+  expect_head_response(c, "HTTP/1.1 200 OK", &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  fx_stop(fx, 1000);
+  assert_int_equal(fl.released, 6);
+}
+
 /* Arguments the call refuses, leaving the fd with the caller. */
 static void h_bad(hr_request_t *req, hr_response_t *res, void *udata) {
   int fd = open("/dev/null", O_RDONLY);
@@ -329,6 +387,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_file_shrinks, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_refused, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_streamed_mix, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -336,6 +336,24 @@ HR_EXTERN int hr_response_start(hr_response_t *res, int status,
 HR_EXTERN int hr_response_write(hr_response_t *res, const void *data,
                                 size_t len);
 
+/*
+ * Queues `length` bytes of the open file `fd` from `offset` as the next
+ * part of a streamed body (hr_response_start), sent as
+ * hr_response_send_file sends (sendfile on plain TCP, 16 KiB pieces on
+ * TLS).  File bytes hold no memory, so they do not count toward the
+ * high-water mark: this never answers HR_EAGAIN, and a later
+ * hr_response_write is refused only for the memory queued.  Writing past a
+ * declared content length returns HR_EINVAL.  `release(res, fd, udata)`
+ * runs exactly once, later, when this returns 0 (NULL: the server closes
+ * fd; pass a release callback to queue several ranges of one fd).  Returns
+ * 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM (the framing is lost and the
+ * connection closed), HR_ECLOSED, HR_ETHREAD; on an error release is not
+ * called and the caller keeps fd.
+ */
+HR_EXTERN int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset,
+                                     uint64_t length, hr_file_release_cb release,
+                                     void *udata);
+
 /* Drain callback: the queue fell to half the high-water mark or less after a
  * write returned HR_EAGAIN.  Runs on the loop thread.  `status` is 0, or
  * HR_ECLOSED when the connection was lost (end the response then). */

@@ -336,7 +336,7 @@ void hr__conn_settle(hr__conn_t *c) {
    * the next loop turn (never inside its own call). */
   if (c->ex != NULL && c->ex->res.want_drain && c->ex->res.drain_cb != NULL &&
       !hr__out_writing(c) &&
-      hr__out_queued(c) <= opts_of(c)->write_high_water_bytes / 2)
+      hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2)
     hr__conn_kick(c);
 }
 
@@ -376,7 +376,7 @@ void hr__conn_resume(hr__conn_t *c) {
   if (c->state == HR__C_CLOSED) return;
   if (ex != NULL && ex->res.want_drain && ex->res.drain_cb != NULL &&
       !hr__out_writing(c) &&
-      hr__out_queued(c) <= opts_of(c)->write_high_water_bytes / 2) {
+      hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2) {
     ex->res.want_drain = 0;
     hr__exchange_hold(ex);
     ex->res.drain_cb(&ex->res, 0, ex->res.drain_udata);

@@ -50,6 +50,7 @@ struct hr_response_s {
   unsigned chunked : 1;
   unsigned no_body : 1;   /* HEAD, 1xx, 204, 304 */
   unsigned want_drain : 1;
+  unsigned crlf_owed : 1; /* chunked: a file chunk's CRLF goes with what follows */
   hr_drain_cb drain_cb;
   void *drain_udata;
   hr_abort_cb abort_cb;

@@ -27,7 +27,7 @@ static void batch_init(hr__wbatch_t *b) {
   b->segs = b->inline_segs;
   b->nsegs = 0;
   b->segs_cap = HR__OUT_INLINE_SEGS;
-  b->bytes = 0;
+  b->bytes = b->fbytes = 0;
   b->pos = b->done = 0;
 }
 
@@ -64,7 +64,7 @@ static void batch_release(hr__conn_t *c, hr__wbatch_t *b, int keep_buffer) {
   for (i = 0; i < b->nsegs; i++) seg_release(&b->segs[i]);
   b->nsegs = 0;
   b->len = 0;
-  b->bytes = 0;
+  b->bytes = b->fbytes = 0;
   b->pos = b->done = 0;
   if (!keep_buffer && b->buf != NULL) {
     if (b->cap == c->w->bpool.block_size)
@@ -225,11 +225,19 @@ int hr__out_file(hr__conn_t *c, hr_response_t *res, int fd, uint64_t offset, uin
   seg.fd = fd;
   if (batch_add_seg(c, &o->pending, seg) != 0) return HR_ENOMEM;
   o->pending.bytes += len;
+  o->pending.fbytes += len;
   return 0;
 }
 
 size_t hr__out_queued(const hr__conn_t *c) {
   return c->out == NULL ? 0 : c->out->pending.bytes + c->out->inflight.bytes;
+}
+
+size_t hr__out_queued_memory(const hr__conn_t *c) {
+  const hr__out_t *o = c->out;
+  return o == NULL ? 0
+                   : o->pending.bytes - o->pending.fbytes + o->inflight.bytes -
+                         o->inflight.fbytes;
 }
 
 int hr__out_writing(const hr__conn_t *c) {
@@ -249,7 +257,7 @@ static void promote(hr__out_t *o) {
     o->pending.segs = o->pending.inline_segs;
   o->pending.nsegs = 0;
   o->pending.len = 0;
-  o->pending.bytes = 0;
+  o->pending.bytes = o->pending.fbytes = 0;
   o->pending.pos = o->pending.done = 0;
 }
 
@@ -268,12 +276,14 @@ static uv_buf_t *wbufs_for(hr__conn_t *c, hr__out_t *o, size_t n) {
 
 /* Hands the rest of the current unit to the transport's write: the batch
  * becomes (or stays) `inflight`, and writing stops until write_done. */
-static int wait_for_room(hr__conn_t *c, hr__wbatch_t *b, size_t wend, uint64_t wbytes) {
+static int wait_for_room(hr__conn_t *c, hr__wbatch_t *b, size_t wend, uint64_t wbytes,
+                         int file) {
   hr__out_t *o = c->out;
   int err;
   if (b == &o->pending) promote(o);
   o->wend = wend;
   o->wbytes = wbytes;
+  o->wfile = (unsigned)(file != 0);
   err = c->t->ops->write(c->t, &o->wreq);
   if (err != 0) return err;
   o->writing = 1;
@@ -315,7 +325,7 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
   o->wreq.bufs = bufs + k;
   o->wreq.nbufs = (unsigned)(end - b->pos - k);
   o->wreq.fd = -1;
-  return wait_for_room(c, b, end, left);
+  return wait_for_room(c, b, end, left, 0);
 }
 
 /* A file read for a transport without sendfile: this many bytes of it in
@@ -338,13 +348,14 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       if (n > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)n;
       b->bytes -= (uint64_t)n;
+      b->fbytes -= (uint64_t)n;
       if ((size_t)n == left) break;
       o->wreq.bufs = NULL;
       o->wreq.nbufs = 0;
       o->wreq.fd = s->fd;
       o->wreq.foff = off;
       o->wreq.flen = left - (size_t)n;
-      return wait_for_room(c, b, b->pos + 1, left - (size_t)n);
+      return wait_for_room(c, b, b->pos + 1, left - (size_t)n, 1);
     }
     /* Read a piece; write it now while the transport takes it and this
      * step's budget lasts, else through the transport's write. */
@@ -363,6 +374,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       if (w > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)w;
       b->bytes -= (uint64_t)w;
+      b->fbytes -= (uint64_t)w;
       *budget -= (uint64_t)w;
       if (w == n) continue;
       o->small[0].base += w;
@@ -373,7 +385,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
     o->wreq.nbufs = 1;
     o->wreq.fd = -1;
     /* wend SIZE_MAX: a piece of the file at b->pos, not its end. */
-    return wait_for_room(c, b, SIZE_MAX, (uint64_t)n);
+    return wait_for_room(c, b, SIZE_MAX, (uint64_t)n, 1);
   }
   b->pos++;
   b->done = 0;
@@ -415,6 +427,7 @@ int hr__out_write_done(hr__conn_t *c, int status) {
   /* The write covered the rest of a unit; hr__out_flush goes on from here
    * (the owner settles after this event). */
   b->bytes -= o->wbytes;
+  if (o->wfile) b->fbytes -= o->wbytes;
   if (o->wend == SIZE_MAX) {
     b->done += (size_t)o->wbytes;
     if (b->done == b->segs[b->pos].len) {

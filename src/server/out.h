@@ -45,7 +45,8 @@ typedef struct hr__wbatch_s {
   size_t len, cap;
   hr__wseg_t *segs; /* `inline_segs` until it outgrows them */
   size_t nsegs, segs_cap;
-  uint64_t bytes; /* queued bytes not yet written: buffer, borrowed, file */
+  uint64_t bytes;  /* queued bytes not yet written: buffer, borrowed, file */
+  uint64_t fbytes; /* of which in files (they take no memory) */
   size_t pos, done;
   hr__wseg_t inline_segs[HR__OUT_INLINE_SEGS];
 } hr__wbatch_t;
@@ -59,6 +60,7 @@ typedef struct hr__out_s {
   hr__wreq_t wreq;
   size_t wend;           /* the write in flight ends before segment wend */
   uint64_t wbytes;       /* and holds this many bytes */
+  unsigned wfile : 1;    /* of a file */
   uv_buf_t *wbufs;       /* inflight's buffers, while writing */
   size_t wbufs_cap;
   uv_buf_t small[16];
@@ -84,7 +86,11 @@ int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,
  * fd is closed then when release is NULL. */
 int hr__out_file(hr__conn_t *c, hr_response_t *res, int fd, uint64_t offset, uint64_t len,
                  hr_file_release_cb release, void *udata);
+/* Bytes queued and not yet written, files included. */
 size_t hr__out_queued(const hr__conn_t *c);
+/* The same without file bytes: the memory the queue holds for output,
+ * which the write high-water mark bounds. */
+size_t hr__out_queued_memory(const hr__conn_t *c);
 int hr__out_writing(const hr__conn_t *c);
 /* Writes what is pending: a direct try-write, the rest handed to the
  * transport.  Returns 0 or a negative error (the connection is broken). */

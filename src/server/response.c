@@ -267,13 +267,17 @@ int hr_response_write(hr_response_t *res, const void *data, size_t len) {
   }
   /* Above the mark: refuse, so that queued output stays within the mark
    * plus one write. */
-  if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes) {
+  if (hr__out_queued_memory(c) > c->w->server->opts.write_high_water_bytes) {
     res->want_drain = 1;
     return HR_EAGAIN;
   }
   if (res->chunked) {
-    char line[24];
-    err = hr__out_append(c, line, chunk_line(line, len));
+    char line[26];
+    size_t n = 0;
+    if (res->crlf_owed) line[n++] = '\r', line[n++] = '\n';
+    n += chunk_line(line + n, len);
+    err = hr__out_append(c, line, n);
+    if (err == 0) res->crlf_owed = 0;
   }
   if (err == 0) err = hr__out_append(c, data, len);
   if (err == 0 && res->chunked) err = hr__out_append(c, "\r\n", 2);
@@ -286,6 +290,43 @@ int hr_response_write(hr_response_t *res, const void *data, size_t len) {
     return HR_ENOMEM;
   }
   res->written += len;
+  hr__conn_kick(c);
+  return 0;
+}
+
+int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset, uint64_t length,
+                           hr_file_release_cb release, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  hr__conn_t *c = ex->conn;
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_STREAMING) return HR_ESTATE;
+  if (c == NULL) return HR_ECLOSED;
+  if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
+    return HR_EINVAL;
+  if (res->content_length >= 0 && (uint64_t)res->content_length - res->written < length)
+    return HR_EINVAL;
+  if (res->chunked && length > 0) {
+    char line[26];
+    size_t n = 0;
+    if (res->crlf_owed) line[n++] = '\r', line[n++] = '\n';
+    n += chunk_line(line + n, (size_t)length);
+    err = hr__out_append(c, line, n);
+    if (err == 0) res->crlf_owed = 0;
+  }
+  /* Even with nothing to send (HEAD, length 0) the file goes through the
+   * queue, so it is released later, never inside this call.  The chunk's
+   * CRLF goes with the next chunk line or the last chunk: once the file is
+   * queued nothing may fail that would leave it released and reported not. */
+  if (err == 0)
+    err = hr__out_file(c, res, fd, offset, res->no_body ? 0 : length, release, udata);
+  if (err == 0 && res->chunked && length > 0) res->crlf_owed = 1;
+  if (err != 0) {
+    ex->aborted = 1;
+    hr__conn_close(c);
+    return HR_ENOMEM;
+  }
+  res->written += length;
   hr__conn_kick(c);
   return 0;
 }
@@ -319,7 +360,9 @@ int hr_response_end(hr_response_t *res) {
     /* The declared length was not met: the message cannot be framed. */
     return fail_framing(ex, HR_EINVAL);
   }
-  if (res->chunked && hr__out_append(ex->conn, "0\r\n\r\n", 5) != 0)
+  if (res->chunked &&
+      hr__out_append(ex->conn, "\r\n0\r\n\r\n" + (res->crlf_owed ? 0 : 2),
+                     res->crlf_owed ? 7 : 5) != 0)
     return fail_framing(ex, HR_ENOMEM);
   return finish(ex);
 }
