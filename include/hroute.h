@@ -11,6 +11,7 @@
  *   tls.h     HTTPS listeners, certificates replaced while serving
  *   form.h    application/x-www-form-urlencoded pairs (queries, forms)
  *   multipart.h  multipart/form-data as a streaming parser (uploads)
+ *   static.h  a directory served as files (ranges, validators, precompressed)
  */
 #ifndef HROUTE_H
 #define HROUTE_H
@@ -24,5 +25,6 @@
 #include "hroute/tls.h"
 #include "hroute/form.h"
 #include "hroute/multipart.h"
+#include "hroute/static.h"
 
 #endif /* HROUTE_H */

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Static files: a directory served as nginx and Go's http.FileServer serve
+ * one, mounted on a router under a path prefix.
+ *
+ * A request's path below the prefix names a file below the root directory.
+ * It cannot leave the root: the router has refused dot segments and
+ * escaped dot segments, and the static handler refuses a name whose
+ * decoded form holds ".." or "." as a component, an empty component
+ * ("a//b"), a NUL byte, or (unless `dotfiles` is set) a component that
+ * starts with "." other than ".well-known" (400 for the first three, 404
+ * for hidden files).  The name is then opened relative to the root with
+ * openat2(2)'s RESOLVE_BENEATH, so a symbolic link may not lead out of the
+ * root either (`symlinks` chooses: none at all, within the root (the
+ * default), or anywhere); on a kernel without openat2 every component is
+ * opened in turn without following links, and symbolic links are refused.
+ *
+ * What a response carries (RFC 9110):
+ *   - Content-Type from the extension: a built-in table (text types with
+ *     charset=utf-8), then the system's /etc/mime.types when it exists,
+ *     else `default_type`;
+ *   - ETag (strong: "<mtime>-<size>" in hex, as nginx writes it) and
+ *     Last-Modified, and the four preconditions of §13 in their order
+ *     (hr_response_not_modified: 304 or 412);
+ *   - Range (§14.2): one range answers 206 with Content-Range; several,
+ *     206 multipart/byteranges (§14.6); none satisfiable, 416 with a
+ *     Content-Range of "bytes *" "/" and the size; If-Range (§13.1.5) with an entity tag
+ *     (strong comparison) or the exact Last-Modified date; a Range with
+ *     more than 16 ranges, overlapping ones, or more bytes than the file
+ *     is answered 200 with the whole file (§14.2 allows ignoring it; it is
+ *     how a server avoids being made to send a file many times over);
+ *     Accept-Ranges: bytes on every file response;
+ *   - HEAD like GET without the body; other methods are the router's
+ *     (405, as the mount registers GET and HEAD);
+ *   - Cache-Control as configured;
+ *   - a directory: its index file (index.html), or 403 without one (the
+ *     listing is off); a directory named without its trailing slash
+ *     answers 301 to the name with it (its relative links would break
+ *     otherwise);
+ *   - precompressed siblings (`precompressed`): for "a.css", "a.css.br" or
+ *     "a.css.gz" when Accept-Encoding allows br or gzip (q > 0), sent with
+ *     Content-Encoding, the original's Content-Type and an ETag of its own;
+ *     every response of such a file says Vary: Accept-Encoding.
+ * Files go out with hr_response_send_file (sendfile on plain TCP).
+ *
+ * Threads: hr_static_new and hr_static_free on any thread; the handler
+ * runs on the loops of the server.  Free a hr_static_t only after the
+ * server that served it was freed (or its routes were removed and a
+ * second passed).
+ */
+#ifndef HROUTE_STATIC_H
+#define HROUTE_STATIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "router.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hr_static_s hr_static_t;
+
+/* Which symbolic links below the root may be followed. */
+typedef enum hr_static_symlinks_e {
+  HR_STATIC_SYMLINKS_INSIDE = 0, /* those that stay within the root (default) */
+  HR_STATIC_SYMLINKS_NONE = 1,   /* none: a link anywhere in the path is 404 */
+  HR_STATIC_SYMLINKS_ANY = 2     /* all, wherever they lead */
+} hr_static_symlinks_t;
+
+/* Settings; hr_static_options_init() fills the defaults shown. */
+typedef struct hr_static_options_s {
+  /* The file a directory is answered with; NULL: none (403).  "index.html". */
+  const char *index;
+  hr_static_symlinks_t symlinks;
+  /* Non-zero: serve names with a component starting with '.' (".git",
+   * ".env"); ".well-known" is served either way.  0. */
+  int dotfiles;
+  /* Non-zero: look for ".br" and ".gz" siblings (see above).  0. */
+  int precompressed;
+  /* The Cache-Control value of every file response, or NULL for none;
+   * copied.  NULL. */
+  const char *cache_control;
+  /* A mime.types file read at hr_static_new (NULL: none).
+   * "/etc/mime.types", which may be missing. */
+  const char *mime_types;
+  /* The Content-Type of an extension nobody knows.
+   * "application/octet-stream". */
+  const char *default_type;
+} hr_static_options_t;
+
+HR_EXTERN void hr_static_options_init(hr_static_options_t *opts);
+
+/*
+ * Opens `root` (a directory; its descriptor is kept until hr_static_free)
+ * and reads the mime.types file.  `opts` may be NULL (the defaults); it is
+ * copied.  Returns 0 and stores the handler in *out, HR_EINVAL (NULL
+ * argument, root is not a directory that can be opened: errno says why),
+ * HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_static_new(hr_static_t **out, const char *root,
+                            const hr_static_options_t *opts);
+
+/* Closes the root and frees everything.  NULL is allowed.  See the thread
+ * rule above. */
+HR_EXTERN void hr_static_free(hr_static_t *st);
+
+/*
+ * Registers the routes that serve `st` under `prefix` ("" or NULL: the
+ * whole site; else "/assets", without a trailing slash) on `host` (NULL:
+ * the default host table): GET and HEAD of prefix "/" and prefix
+ * "/{*path}", and of the bare prefix (answered 301 to prefix "/").
+ * Returns 0, or what hr_router_add / hr_group_add return (HR_EPATTERN for
+ * a bad prefix, HR_EEXIST when one of those routes exists).  Any thread.
+ */
+HR_EXTERN int hr_static_mount(hr_router_t *router, const char *host, const char *prefix,
+                              hr_static_t *st);
+
+/* The Content-Type `st` gives a file named `name` (by its extension, case
+ * aside).  Valid while st lives.  Any thread. */
+HR_EXTERN const char *hr_static_type(const hr_static_t *st, hr_span_t name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_STATIC_H */

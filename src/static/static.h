@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The static handler's parts (include/hroute/static.h): content types by
+ * extension (mime.c), names checked and opened below the root
+ * (resolve.c), Range read against a size (range.c), the handler and its
+ * mount (static.c).
+ */
+#ifndef HR_STATIC_STATIC_H
+#define HR_STATIC_STATIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hroute/error.h"
+#include "hroute/http.h"
+#include "hroute/static.h"
+
+/* ---- mime.c ------------------------------------------------------------- */
+
+typedef struct hr__mime_s {
+  const char *ext, *type; /* one allocation, ext first */
+  size_t order;           /* built-in entries first */
+} hr__mime_t;
+
+typedef struct hr__mimes_s {
+  hr__mime_t *v; /* sorted by extension (ASCII case aside), unique */
+  size_t n, cap;
+} hr__mimes_t;
+
+/* The built-in table, then `path` (NULL or missing: none).  0 or
+ * HR_ENOMEM. */
+int hr__mimes_load(hr__mimes_t *t, const char *path);
+void hr__mimes_free(hr__mimes_t *t);
+/* The type for the extension of `name`'s last component, or NULL. */
+const char *hr__mimes_find(const hr__mimes_t *t, hr_span_t name);
+
+/* ---- resolve.c ---------------------------------------------------------- */
+
+enum {
+  HR__NAME_OK = 0,
+  HR__NAME_BAD = 400,   /* "..", ".", an empty component, NUL */
+  HR__NAME_HIDDEN = 404 /* a dotfile, when they are not served */
+};
+
+/* Checks a decoded name below the root (no leading '/'; may end with '/'
+ * for a directory).  Returns an HR__NAME_ value. */
+int hr__static_check_name(hr_span_t name, int dotfiles);
+
+/* Opens the NUL-terminated relative `name` ("" for the root itself),
+ * checked by hr__static_check_name, below the directory `rootfd`,
+ * following symbolic links as `mode` allows, non-blocking (a FIFO never
+ * blocks the open).  Returns the fd, or a negated errno (ENOENT, ELOOP for
+ * a link not allowed, EACCES...). */
+int hr__static_open(int rootfd, const char *name, hr_static_symlinks_t mode);
+
+/* ---- range.c ------------------------------------------------------------ */
+
+#define HR__MAX_RANGES 16
+
+typedef struct hr__range_s {
+  uint64_t first, last; /* inclusive, last < size */
+} hr__range_t;
+
+/* Reads a Range field value for a representation of `size` bytes (RFC
+ * 9110 §14.1.2): returns the number of satisfiable ranges stored in out
+ * (1..HR__MAX_RANGES, in the order asked), 0 when the field is to be
+ * ignored (malformed, another unit, more than HR__MAX_RANGES, ranges that
+ * overlap, more bytes than the representation has), or -1 when none is
+ * satisfiable (416). */
+int hr__range_parse(hr_span_t value, uint64_t size, hr__range_t *out);
+
+/* ---- static.c ----------------------------------------------------------- */
+
+struct hr_static_s {
+  int rootfd;
+  hr_static_options_t opts;
+  char *index;         /* copies of the option strings */
+  char *cache_control;
+  char *default_type;
+  hr__mimes_t mimes;
+};
+
+#endif /* HR_STATIC_STATIC_H */
