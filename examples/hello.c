@@ -13,7 +13,7 @@
  *
  *   hello [--host ADDR] [--port N] [--threads N] [--stats] [--churn N]
  *         [--keepalive-timeout MS] [--max-connections N]
- *         [--tls-cert FILE --tls-key FILE] [--access-log FILE]
+ *         [--tls-cert FILE --tls-key FILE] [--access-log FILE] [--static DIR]
  *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
@@ -51,6 +51,7 @@ typedef struct options_s {
   long keepalive_ms;   /* keep-alive timeout, -1: the server's default */
   long max_conns;      /* connection cap, -1: the server's default */
   const char *access_log; /* Common Log Format lines appended to this file */
+  const char *static_dir; /* served under /static/ (hr_static) */
 } options_t;
 
 static void usage(FILE *out) {
@@ -59,6 +60,7 @@ static void usage(FILE *out) {
           "[--churn N]\n"
           "             [--keepalive-timeout MS] [--max-connections N]\n"
           "             [--tls-cert FILE --tls-key FILE] [--access-log FILE]\n"
+          "             [--static DIR]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -81,6 +83,8 @@ static void usage(FILE *out) {
           "                 chain and key (PEM); SIGHUP reloads both files\n"
           "  --access-log FILE  append one Common Log Format line per request\n"
           "                 (\"-\": stderr; buffered, flushed at exit)\n"
+          "  --static DIR   serve the files of DIR under /static/ (GET, HEAD;\n"
+          "                 ranges, validators, index.html)\n"
           "  --help         show this text\n"
           "\n"
           "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n"
@@ -137,6 +141,7 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->keepalive_ms = -1;
   opts->max_conns = -1;
   opts->access_log = NULL;
+  opts->static_dir = NULL;
   opts->tls_cert = NULL;
   opts->tls_key = NULL;
 
@@ -190,6 +195,10 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || *value == '\0')
         goto bad;
       opts->access_log = value;
+    } else if ((r = option_value(argc, argv, &i, "--static", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->static_dir = value;
     } else {
       goto bad;
     }
@@ -608,6 +617,7 @@ int main(int argc, char **argv) {
   churn_t churn;
   hr_router_t *router = NULL;
   hr_server_t *server = NULL;
+  hr_static_t *files = NULL;
   uv_loop_t *loop = uv_default_loop();
   int status = 1;
   int err;
@@ -660,6 +670,13 @@ int main(int argc, char **argv) {
   app.server = server;
   if ((err = add_routes(router, server, opts.stats)) != 0) {
     status = fail("hr_router_add", err);
+    goto out;
+  }
+  /* --static DIR: a directory under /static/, as nginx would serve it. */
+  if (opts.static_dir != NULL &&
+      ((err = hr_static_new(&files, opts.static_dir, NULL)) != 0 ||
+       (err = hr_static_mount(router, NULL, "/static", files)) != 0)) {
+    status = fail("--static", err);
     goto out;
   }
   /* Benchmark only: start replacing routes (see "route churn" above). */
@@ -726,6 +743,7 @@ out:
   churn_stop(&churn); /* its thread uses the router */
   hr_server_free(server);
   hr_router_free(router);
+  hr_static_free(files); /* after the server that served it */
   if (log_file != NULL && log_file != stderr) fclose(log_file);
   if ((err = uv_loop_close(loop)) != 0)
     status = fail("uv_loop_close", err);

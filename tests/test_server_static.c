@@ -75,11 +75,14 @@ static void make_tree(void) {
 
 static hr_static_t *st;
 
+static uint32_t valid_ms = 1000; /* the cache's trust, per test */
+
 static void start(fx_t *fx, const char *prefix, int precompressed) {
   hr_static_options_t o;
   hr_static_options_init(&o);
   o.precompressed = precompressed;
   o.cache_control = "max-age=60";
+  o.cache_valid_ms = valid_ms;
   assert_int_equal(hr_static_new(&st, root, &o), 0);
   assert_int_equal(hr_static_mount(fx->router, NULL, prefix, st), 0);
   fx_start(fx, 1);
@@ -354,7 +357,9 @@ static void test_prefix_and_changes(void **state) {
   char etag[128];
   struct timespec ts[2];
   char path[256];
+  valid_ms = 0; /* every request opens again: a change shows at once */
   start(fx, "/assets", 0);
+  valid_ms = 1000;
   get(fx, REQ("GET /assets"), "HTTP/1.1 301 Moved Permanently", NULL, &r);
   expect_field(&r, "Location", "/assets/", 0);
   rc_response_free(&r);
@@ -378,6 +383,44 @@ static void test_prefix_and_changes(void **state) {
   get(fx, REQ("GET /assets/change.txt"), "HTTP/1.1 200 OK", "second", &r);
   assert_string_not_equal(rc_header(&r, "ETag"), etag);
   rc_response_free(&r);
+  stop(fx);
+}
+
+/* The open-file cache: within its validity a file is served from the
+ * descriptor it keeps, even once removed from the directory; a miss is
+ * cached too, and a new name is opened. */
+static void test_cache(void **state) {
+  fx_t *fx = *state;
+  rc_response_t r;
+  char path[256];
+  valid_ms = 600000; /* nothing expires during the test */
+  start(fx, NULL, 1);
+  valid_ms = 1000;
+  put_str("cached.txt", "kept");
+  get(fx, REQ("GET /cached.txt"), "HTTP/1.1 200 OK", "kept", &r);
+  rc_response_free(&r);
+  snprintf(path, sizeof path, "%s/cached.txt", root);
+  assert_int_equal(unlink(path), 0);
+  get(fx, REQ("GET /cached.txt"), "HTTP/1.1 200 OK", "kept", &r);
+  rc_response_free(&r);
+  /* A miss stays one: the file appears, the cache has not looked. */
+  get_status(fx, REQ("GET /later.txt"), "HTTP/1.1 404 Not Found");
+  put_str("later.txt", "now");
+  get_status(fx, REQ("GET /later.txt"), "HTTP/1.1 404 Not Found");
+  /* Many names: entries are pushed out, every answer still right. */
+  {
+    int i;
+    char req[128], body[32];
+    for (i = 0; i < 1100; i++) {
+      snprintf(req, sizeof req, "GET /n%d HTTP/1.1\r\nHost: a\r\n\r\n", i);
+      get_status(fx, req, "HTTP/1.1 404 Not Found");
+    }
+    snprintf(body, sizeof body, "%s", "sub home");
+    get(fx, REQ("GET /sub/"), "HTTP/1.1 200 OK", body, &r);
+    rc_response_free(&r);
+  }
+  snprintf(path, sizeof path, "%s/later.txt", root);
+  unlink(path);
   stop(fx);
 }
 
@@ -422,6 +465,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_ranges, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_precompressed, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_prefix_and_changes, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_cache, fx_setup, fx_teardown),
       cmocka_unit_test(test_types_and_errors),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -89,6 +89,13 @@ typedef struct hr_static_options_s {
   /* The Content-Type of an extension nobody knows.
    * "application/octet-stream". */
   const char *default_type;
+  /* Each loop's open-file cache: at most this many names (files, the
+   * directories and misses met on the way), each trusted for
+   * cache_valid_ms after its open, then opened again (a file replaced on
+   * disk is served within that time), as nginx's open_file_cache and
+   * open_file_cache_valid.  0 entries: open per request.  1000, 1000 ms. */
+  size_t cache_entries;
+  uint32_t cache_valid_ms;
 } hr_static_options_t;
 
 HR_EXTERN void hr_static_options_init(hr_static_options_t *opts);

@@ -299,6 +299,7 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
   uint64_t total = 0, left;
   uv_buf_t *bufs;
   ssize_t n;
+  unsigned more;
   while (end < b->nsegs && b->segs[end].fd < 0) end++;
   bufs = wbufs_for(c, o, end - b->pos);
   if (bufs == NULL) return HR_ENOMEM;
@@ -309,7 +310,9 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
     bufs[i - b->pos] = uv_buf_init((char *)p + skip, (unsigned)(s->len - skip));
     total += s->len - skip;
   }
-  n = c->t->ops->try_write(c->t, bufs, (unsigned)(end - b->pos));
+  /* A file right behind: let the head leave in one segment with it. */
+  more = end < b->nsegs && b->segs[end].len > 0 ? HR__WRITE_MORE : 0;
+  n = c->t->ops->try_write(c->t, bufs, (unsigned)(end - b->pos), more);
   if (n < 0) return (int)n;
   if (n > 0) o->write_since = uv_now(c->w->loop);
   b->bytes -= (uint64_t)n;
@@ -324,6 +327,7 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
   bufs[k].len -= (size_t)n;
   o->wreq.bufs = bufs + k;
   o->wreq.nbufs = (unsigned)(end - b->pos - k);
+  o->wreq.flags = more;
   o->wreq.fd = -1;
   return wait_for_room(c, b, end, left, 0);
 }
@@ -352,6 +356,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       if ((size_t)n == left) break;
       o->wreq.bufs = NULL;
       o->wreq.nbufs = 0;
+      o->wreq.flags = 0;
       o->wreq.fd = s->fd;
       o->wreq.foff = off;
       o->wreq.flen = left - (size_t)n;
@@ -369,7 +374,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
     if (n == 0) return UV_EOF; /* it shrank */
     o->small[0] = uv_buf_init(o->fbuf, (unsigned)n);
     if (*budget >= (uint64_t)n) {
-      ssize_t w = c->t->ops->try_write(c->t, o->small, 1);
+      ssize_t w = c->t->ops->try_write(c->t, o->small, 1, 0);
       if (w < 0) return (int)w;
       if (w > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)w;
@@ -383,6 +388,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
     }
     o->wreq.bufs = o->small;
     o->wreq.nbufs = 1;
+    o->wreq.flags = 0;
     o->wreq.fd = -1;
     /* wend SIZE_MAX: a piece of the file at b->pos, not its end. */
     return wait_for_room(c, b, SIZE_MAX, (uint64_t)n, 1);

@@ -33,10 +33,11 @@ static int sink_read_start(hr__transport_t *t) {
 static void sink_read_stop(hr__transport_t *t) { sink_of(t)->reading = 0; }
 
 static ssize_t sink_try_write(hr__transport_t *t, const uv_buf_t *bufs,
-                              unsigned n) {
+                              unsigned n, unsigned flags) {
   hr__sink_t *s = sink_of(t);
   ssize_t total = 0;
   unsigned i;
+  (void)flags; /* everything is handed over at once anyway */
   for (i = 0; i < n; i++) {
     s->sink(s->ctx, bufs[i].base, bufs[i].len);
     total += (ssize_t)bufs[i].len;
@@ -50,7 +51,7 @@ static void on_idle(uv_idle_t *h) {
   uv_idle_stop(h);
   if (req == NULL) return;
   s->wreq = NULL;
-  sink_try_write(&s->base, req->bufs, req->nbufs);
+  sink_try_write(&s->base, req->bufs, req->nbufs, 0);
   req->nbufs = 0;
   s->base.ev->write_done(s->base.owner, 0);
 }

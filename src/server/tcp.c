@@ -53,14 +53,14 @@ static int repoll(hr__tcp_t *s) {
   return err;
 }
 
-static ssize_t send_bufs(int fd, const uv_buf_t *bufs, unsigned n) {
+static ssize_t send_bufs(int fd, const uv_buf_t *bufs, unsigned n, int more) {
   struct msghdr mh;
   ssize_t r;
   memset(&mh, 0, sizeof(mh));
   mh.msg_iov = (struct iovec *)bufs;
   mh.msg_iovlen = n > IOV_MAX ? IOV_MAX : n;
   do
-    r = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    r = sendmsg(fd, &mh, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
   while (r < 0 && errno == EINTR);
   if (r >= 0) return r;
   if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
@@ -68,7 +68,7 @@ static ssize_t send_bufs(int fd, const uv_buf_t *bufs, unsigned n) {
 }
 
 static ssize_t tcp_try_write(hr__transport_t *t, const uv_buf_t *bufs,
-                             unsigned n) {
+                             unsigned n, unsigned flags) {
   hr__tcp_t *s = tcp_of(t);
   ssize_t total = 0;
   /* More than IOV_MAX buffers take several calls; stop at the first short
@@ -77,7 +77,8 @@ static ssize_t tcp_try_write(hr__transport_t *t, const uv_buf_t *bufs,
     unsigned k = n > IOV_MAX ? IOV_MAX : n, i;
     ssize_t want = 0, r;
     for (i = 0; i < k; i++) want += (ssize_t)bufs[i].len;
-    r = send_bufs(s->fd, bufs, k);
+    /* Only the last call of a series may hold bytes back. */
+    r = send_bufs(s->fd, bufs, k, (flags & HR__WRITE_MORE) && k == n);
     if (r < 0) return total > 0 ? total : r;
     total += r;
     if (r < want) break;
@@ -185,7 +186,7 @@ static void on_writable(hr__tcp_t *s) {
     on_writable_file(s);
     return;
   }
-  r = tcp_try_write(&s->base, req->bufs, req->nbufs);
+  r = tcp_try_write(&s->base, req->bufs, req->nbufs, req->flags);
   if (r < 0) {
     s->wreq = NULL;
     repoll(s);

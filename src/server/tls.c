@@ -109,6 +109,7 @@ static int start_inner_write(hr__tls_t *t) {
   t->iwreq.bufs = &t->ibuf;
   t->iwreq.nbufs = 1;
   t->iwreq.fd = -1; /* bytes, not a file */
+  t->iwreq.flags = 0;
   if ((err = t->inner->ops->write(t->inner, &t->iwreq)) != 0) return err;
   t->inner_writing = 1;
   return 0;
@@ -128,7 +129,7 @@ static int append(hr__tls_t *t, char **buf, size_t *len, const char *p, size_t n
  * `pend` behind an inner write.  Returns 0 or a negative error. */
 static int send_now(hr__tls_t *t, const char *p, size_t n) {
   uv_buf_t buf = uv_buf_init((char *)p, (unsigned)n);
-  ssize_t w = t->inner->ops->try_write(t->inner, &buf, 1);
+  ssize_t w = t->inner->ops->try_write(t->inner, &buf, 1, 0);
   if (w < 0) return (int)w;
   if ((size_t)w == n) return 0;
   if (append(t, &t->pend, &t->pend_len, p + w, n - (size_t)w) != 0) return HR_ENOMEM;
@@ -280,8 +281,9 @@ static ssize_t encrypt_some(hr__tls_t *t, uv_buf_t *bufs, unsigned n) {
 }
 
 static ssize_t tls_try_write(hr__transport_t *tr, const uv_buf_t *bufs,
-                             unsigned n) {
+                             unsigned n, unsigned flags) {
   hr__tls_t *t = (hr__tls_t *)tr;
+  (void)flags; /* records are sealed as they come */
   if (!t->handshaken || t->inner_writing || t->wreq != NULL || t->failed) return 0;
   return encrypt_some(t, (uv_buf_t *)bufs, n);
 }
@@ -398,7 +400,7 @@ static void inner_alloc(void *owner, uv_buf_t *buf) {
 
 static void answer_plain_http(hr__tls_t *t) {
   uv_buf_t b = uv_buf_init((char *)plain_http_answer, sizeof(plain_http_answer) - 1);
-  t->inner->ops->try_write(t->inner, &b, 1);
+  t->inner->ops->try_write(t->inner, &b, 1, 0);
   fail(t, UV_EPROTO);
 }
 

@@ -28,9 +28,12 @@ typedef struct hr__transport_s hr__transport_t;
  * the transport as bytes leave.  With fd >= 0 (only for a transport with
  * try_sendfile) it writes `flen` bytes of the file `fd` from `foff`
  * instead, both advanced as they leave. */
+#define HR__WRITE_MORE 1u
+
 typedef struct hr__wreq_s {
   uv_buf_t *bufs;
   unsigned nbufs;
+  unsigned flags; /* HR__WRITE_MORE, as for try_write */
   int fd;
   uint64_t foff, flen;
 } hr__wreq_t;
@@ -56,9 +59,13 @@ typedef struct hr__transport_ops_s {
   /* Start / stop read events.  Return 0 or a libuv error. */
   int (*read_start)(hr__transport_t *t);
   void (*read_stop)(hr__transport_t *t);
-  /* Writes what it can of `bufs` now.  Returns the number of bytes written
-   * (0 when nothing could be), or a negative libuv error. */
-  ssize_t (*try_write)(hr__transport_t *t, const uv_buf_t *bufs, unsigned n);
+  /* Writes what it can of `bufs` now.  HR__WRITE_MORE in `flags`: more
+   * follows at once (a file after a response head), so TCP may hold these
+   * bytes back to leave in one segment with it (MSG_MORE).  Returns the
+   * number of bytes written (0 when nothing could be), or a negative libuv
+   * error. */
+  ssize_t (*try_write)(hr__transport_t *t, const uv_buf_t *bufs, unsigned n,
+                       unsigned flags);
   /* Writes all of req->bufs (or its file range); write_done follows.  One
    * write at a time.  Returns 0 or a negative libuv error (write_done then
    * never runs). */

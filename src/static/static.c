@@ -24,6 +24,8 @@ void hr_static_options_init(hr_static_options_t *o) {
   o->symlinks = HR_STATIC_SYMLINKS_INSIDE;
   o->mime_types = "/etc/mime.types";
   o->default_type = "application/octet-stream";
+  o->cache_entries = 1000;
+  o->cache_valid_ms = 1000;
 }
 
 static char *dup_or_null(const char *s, int *failed) {
@@ -96,11 +98,18 @@ const char *hr_static_type(const hr_static_t *st, hr_span_t name) {
 /* A file opened for a request: its descriptor, what fstat said, and the
  * Content-Encoding of a precompressed sibling ("" for the file itself). */
 typedef struct file_s {
+  hr__fent_t *ent; /* referenced: hr__fent_unref when done */
   int fd;
   uint64_t size;
   int64_t mtime;
   const char *encoding;
 } file_t;
+
+static void release_ent(hr_response_t *res, int fd, void *udata) {
+  (void)res;
+  (void)fd;
+  hr__fent_unref(udata);
+}
 
 static void send_status(hr_response_t *res, int status) {
   const char *r = hr_status_reason(status);
@@ -108,23 +117,6 @@ static void send_status(hr_response_t *res, int status) {
   int n = snprintf(body, sizeof body, "%s\n", r);
   hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain; charset=utf-8"));
   hr_response_send(res, status, body, (size_t)n);
-}
-
-static int status_of_errno(int err) {
-  switch (err) {
-    case -EACCES:
-    case -EPERM:
-      return 403;
-    case -ENOENT:
-    case -ENOTDIR:
-    case -ELOOP:  /* a link the options do not follow */
-    case -EXDEV:  /* one that leads out of the root */
-    case -ENAMETOOLONG:
-    case -EINVAL:
-      return 404;
-    default:
-      return 500;
-  }
 }
 
 /* Whether Accept-Encoding (every line of it) allows `coding`: named with q
@@ -159,50 +151,46 @@ static int accepts(const hr_request_t *req, const char *coding) {
   return star == 1;
 }
 
-/* Opens `name` (arena, NUL-terminated), or its precompressed sibling when
- * one is allowed and exists.  Returns 0, or an HTTP status. */
-static int open_file(hr_static_t *st, hr_request_t *req, char *name, size_t len, file_t *f,
+/* Opens `name` (arena, NUL-terminated) through the loop's cache, or its
+ * precompressed sibling when one is allowed and exists.  Returns 0, or an
+ * HTTP status. */
+static int open_file(hr__fcache_t *fc, hr_request_t *req, char *name, size_t len, file_t *f,
                      int *is_dir) {
   static const char *const codings[2] = {"br", "gzip"};
   static const char *const suffix[2] = {".br", ".gz"};
-  struct stat sb;
-  int fd, i;
+  hr_static_t *st = fc->st;
+  hr__fent_t *e = hr__fcache_get(fc, name, len);
+  int i, status;
   *is_dir = 0;
-  fd = hr__static_open(st->rootfd, name, st->opts.symlinks);
-  if (fd < 0) return status_of_errno(fd);
-  if (fstat(fd, &sb) != 0) {
-    close(fd);
-    return 500;
+  if (e == NULL) return 503;
+  if (e->status != 0 || e->is_dir) {
+    status = e->status;
+    *is_dir = e->is_dir;
+    hr__fent_unref(e);
+    return status;
   }
-  if (S_ISDIR(sb.st_mode)) {
-    close(fd);
-    *is_dir = 1;
-    return 0;
-  }
-  if (!S_ISREG(sb.st_mode)) { /* FIFOs, devices, sockets: never */
-    close(fd);
-    return 404;
-  }
-  f->fd = fd;
-  f->size = (uint64_t)sb.st_size;
-  f->mtime = (int64_t)sb.st_mtime;
+  f->ent = e;
+  f->fd = e->fd;
+  f->size = e->size;
+  f->mtime = e->mtime;
   f->encoding = "";
   if (!st->opts.precompressed) return 0;
   for (i = 0; i < 2; i++) {
-    int cfd;
+    hr__fent_t *ce;
     if (!accepts(req, codings[i])) continue;
     memcpy(name + len, suffix[i], 4); /* NUL included */
-    cfd = hr__static_open(st->rootfd, name, st->opts.symlinks);
+    ce = hr__fcache_get(fc, name, len + 3);
     name[len] = '\0';
-    if (cfd < 0) continue;
-    if (fstat(cfd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-      close(cfd);
+    if (ce == NULL) continue;
+    if (ce->fd < 0) {
+      hr__fent_unref(ce);
       continue;
     }
-    close(f->fd);
-    f->fd = cfd;
-    f->size = (uint64_t)sb.st_size;
-    f->mtime = (int64_t)sb.st_mtime;
+    hr__fent_unref(f->ent);
+    f->ent = ce;
+    f->fd = ce->fd;
+    f->size = ce->size;
+    f->mtime = ce->mtime;
     f->encoding = codings[i];
     return 0;
   }
@@ -232,22 +220,6 @@ static int if_range_holds(hr_request_t *req, const hr_etag_t *tag, int64_t mtime
   return 0; /* neither: do not send a part of something else */
 }
 
-/* A reference count over one fd for the ranges of a multipart body. */
-typedef struct shared_fd_s {
-  int fd;
-  int refs;
-} shared_fd_t;
-
-static void release_shared(hr_response_t *res, int fd, void *udata) {
-  shared_fd_t *s = udata;
-  (void)res;
-  (void)fd;
-  if (--s->refs == 0) {
-    close(s->fd);
-    free(s);
-  }
-}
-
 /* The part head of range i: CRLF "--" boundary CRLF Content-Type CRLF
  * Content-Range CRLF CRLF (RFC 9110 §14.6). */
 static int part_head(char *buf, size_t cap, const char *boundary, const char *type,
@@ -262,7 +234,6 @@ static void send_ranges(hr_response_t *res, const file_t *f, const char *type,
                         const hr__range_t *rg, int n) {
   char boundary[40], head[512], ctype[80];
   uint64_t total = 0;
-  shared_fd_t *s;
   int i, len;
   /* A boundary no file byte can break: the parts are delimited by their
    * lengths anyway, and a client that scans for it finds it only there
@@ -276,39 +247,33 @@ static void send_ranges(hr_response_t *res, const file_t *f, const char *type,
     total += (uint64_t)len + (rg[i].last - rg[i].first + 1);
   }
   total += strlen(boundary) + 8; /* CRLF "--" boundary "--" CRLF */
-  s = malloc(sizeof(*s));
-  if (s == NULL) {
-    close(f->fd);
-    send_status(res, 500);
-    return;
-  }
-  s->fd = f->fd;
-  s->refs = 1; /* this function's, dropped at the end */
   snprintf(ctype, sizeof ctype, "multipart/byteranges; boundary=%s", boundary);
   hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype));
-  if (hr_response_start(res, 206, (int64_t)total) != 0) goto out;
-  for (i = 0; i < n; i++) {
-    len = part_head(head, sizeof head, boundary, type, &rg[i], f->size);
-    if (hr_response_write(res, head, (size_t)len) != 0) break;
-    s->refs++;
-    if (hr_response_write_file(res, f->fd, rg[i].first, rg[i].last - rg[i].first + 1,
-                               release_shared, s) != 0) {
-      s->refs--;
-      break;
+  if (hr_response_start(res, 206, (int64_t)total) == 0) {
+    for (i = 0; i < n; i++) {
+      len = part_head(head, sizeof head, boundary, type, &rg[i], f->size);
+      if (hr_response_write(res, head, (size_t)len) != 0) break;
+      f->ent->refs++; /* each range's, until it is sent */
+      if (hr_response_write_file(res, f->fd, rg[i].first, rg[i].last - rg[i].first + 1,
+                                 release_ent, f->ent) != 0) {
+        f->ent->refs--;
+        break;
+      }
     }
+    if (i == n) {
+      len = snprintf(head, sizeof head, "\r\n--%s--\r\n", boundary);
+      hr_response_write(res, head, (size_t)len);
+    }
+    hr_response_end(res); /* short of the length after an error: the connection ends */
   }
-  if (i == n) {
-    len = snprintf(head, sizeof head, "\r\n--%s--\r\n", boundary);
-    hr_response_write(res, head, (size_t)len);
-  }
-  hr_response_end(res); /* short of the length after an error: the connection ends */
-out:
-  release_shared(res, f->fd, s);
+  hr__fent_unref(f->ent); /* this function's */
 }
 
 /* Serves the regular file `f` (its fd is the response's from here on). */
 static void serve_file(hr_static_t *st, hr_request_t *req, hr_response_t *res, const char *name,
                        file_t *f) {
+  /* From here on f->ent's reference goes with the response, or is dropped
+   * on every path that sends none. */
   char tagbuf[64], crange[96];
   hr__range_t rg[HR__MAX_RANGES];
   hr_etag_t tag;
@@ -325,7 +290,7 @@ static void serve_file(hr_static_t *st, hr_request_t *req, hr_response_t *res, c
   /* §13.2.2: the preconditions first (304 and 412 carry no range). */
   rc = hr_response_not_modified(req, res, &tag, f->mtime);
   if (rc != 0) {
-    close(f->fd);
+    hr__fent_unref(f->ent);
     if (rc < 0) send_status(res, 500);
     return;
   }
@@ -340,7 +305,7 @@ static void serve_file(hr_static_t *st, hr_request_t *req, hr_response_t *res, c
   if (n < 0) {
     snprintf(crange, sizeof crange, "bytes */%" PRIu64, f->size);
     hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
-    close(f->fd);
+    hr__fent_unref(f->ent);
     send_status(res, 416);
     return;
   }
@@ -354,12 +319,12 @@ static void serve_file(hr_static_t *st, hr_request_t *req, hr_response_t *res, c
              rg[0].last, f->size);
     hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
     rc = hr_response_send_file(res, 206, f->fd, rg[0].first, rg[0].last - rg[0].first + 1,
-                               NULL, NULL);
+                               release_ent, f->ent);
   } else {
-    rc = hr_response_send_file(res, 200, f->fd, 0, f->size, NULL, NULL);
+    rc = hr_response_send_file(res, 200, f->fd, 0, f->size, release_ent, f->ent);
   }
   if (rc != 0) {
-    close(f->fd);
+    hr__fent_unref(f->ent);
     if (rc != HR_ECLOSED) send_status(res, 500);
   }
 }
@@ -384,7 +349,8 @@ static void redirect_slash(hr_request_t *req, hr_response_t *res) {
 }
 
 static void h_static(hr_request_t *req, hr_response_t *res, void *udata) {
-  hr_static_t *st = udata;
+  hr__fcache_t *fc = udata; /* this loop's */
+  hr_static_t *st = fc->st;
   hr_span_t name = {"", 0}, path = hr_request_path(req);
   int slash = path.len > 0 && path.ptr[path.len - 1] == '/', status, is_dir;
   size_t len, room;
@@ -408,7 +374,7 @@ static void h_static(hr_request_t *req, hr_response_t *res, void *udata) {
   }
   memcpy(buf, name.ptr, len);
   buf[len] = '\0';
-  status = open_file(st, req, buf, len, &f, &is_dir);
+  status = open_file(fc, req, buf, len, &f, &is_dir);
   if (status == 0 && is_dir) {
     if (!slash) {
       redirect_slash(req, res);
@@ -421,17 +387,35 @@ static void h_static(hr_request_t *req, hr_response_t *res, void *udata) {
     if (len > 0) buf[len++] = '/';
     strcpy(buf + len, st->index);
     len += strlen(st->index);
-    status = open_file(st, req, buf, len, &f, &is_dir);
+    status = open_file(fc, req, buf, len, &f, &is_dir);
     if (status == 404 || is_dir) status = 403; /* no index: no listing either */
   } else if (status == 0 && slash) {
     status = 404; /* "file.txt/" names no directory */
-    close(f.fd);
+    hr__fent_unref(f.ent);
   }
   if (status != 0) {
     send_status(res, status);
     return;
   }
   serve_file(st, req, res, buf, &f);
+}
+
+static int cache_create(void *udata, uv_loop_t *loop, void **ctx) {
+  hr_static_t *st = udata;
+  hr__fcache_t *c = malloc(sizeof(*c));
+  if (c == NULL) return -1;
+  if (hr__fcache_init(c, st, loop, st->opts.cache_entries) != 0) {
+    free(c);
+    return -1;
+  }
+  *ctx = c;
+  return 0;
+}
+
+static void cache_destroy(void *udata, void *ctx) {
+  (void)udata;
+  hr__fcache_free(ctx);
+  free(ctx);
 }
 
 static void h_bare_prefix(hr_request_t *req, hr_response_t *res, void *udata) {
@@ -443,6 +427,7 @@ int hr_static_mount(hr_router_t *router, const char *host, const char *prefix,
                     hr_static_t *st) {
   char root[512], rest[520];
   hr_group_t *g = NULL;
+  hr_route_options_t ro;
   int rc;
   if (router == NULL || st == NULL) return HR_EINVAL;
   if (prefix == NULL) prefix = "";
@@ -452,9 +437,13 @@ int hr_static_mount(hr_router_t *router, const char *host, const char *prefix,
   if (host != NULL && (rc = hr_router_group(router, host, NULL, &g)) != 0) return rc;
   snprintf(root, sizeof root, "%s/", prefix);
   snprintf(rest, sizeof rest, "%s/{*path}", prefix);
+  hr_route_options_init(&ro);
+  ro.context_scope = HR_CONTEXT_LOOP; /* each loop its open-file cache */
+  ro.context_create = cache_create;
+  ro.context_destroy = cache_destroy;
 #define ADD(pattern, handler)                                                     \
-  (g != NULL ? hr_group_add(g, "GET,HEAD", (pattern), (handler), st, NULL)       \
-             : hr_router_add(router, "GET,HEAD", (pattern), (handler), st, NULL))
+  (g != NULL ? hr_group_add(g, "GET,HEAD", (pattern), (handler), st, &ro)        \
+             : hr_router_add(router, "GET,HEAD", (pattern), (handler), st, &ro))
   if ((rc = ADD(root, h_static)) != 0 || (rc = ADD(rest, h_static)) != 0) return rc;
   if (prefix[0] != '\0' && (rc = ADD(prefix, h_bare_prefix)) != 0) return rc;
 #undef ADD

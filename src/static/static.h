@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "hroute/error.h"
 #include "hroute/http.h"
 #include "hroute/static.h"
@@ -68,6 +70,44 @@ typedef struct hr__range_s {
  * overlap, more bytes than the representation has), or -1 when none is
  * satisfiable (416). */
 int hr__range_parse(hr_span_t value, uint64_t size, hr__range_t *out);
+
+/* ---- cache.c ------------------------------------------------------------ */
+
+/* What opening a name below the root gave: a regular file (fd >= 0), a
+ * directory, or an error (an HTTP status). */
+typedef struct hr__fent_s {
+  struct hr__fent_s *next;             /* hash chain */
+  struct hr__fent_s *lru_prev, *lru_next;
+  char *name;
+  size_t name_len;
+  uint64_t checked;  /* loop time (ms) of the open */
+  int fd;            /* -1 unless a regular file */
+  int status;        /* 0, or 403/404/500 */
+  int is_dir;
+  uint64_t size;
+  int64_t mtime;
+  unsigned refs;     /* the cache's (while cached) and each response's */
+  unsigned cached : 1;
+} hr__fent_t;
+
+/* One loop's open-file cache: at most `max` entries, each trusted for
+ * `valid_ms` after its open (nginx's open_file_cache_valid), then opened
+ * again; least recently used first out.  Loop thread only. */
+typedef struct hr__fcache_s {
+  hr_static_t *st;
+  uv_loop_t *loop;
+  hr__fent_t **buckets;
+  size_t nbuckets, n, max;
+  hr__fent_t lru; /* sentinel: lru.lru_next is the most recent */
+} hr__fcache_t;
+
+int hr__fcache_init(hr__fcache_t *c, hr_static_t *st, uv_loop_t *loop, size_t max);
+void hr__fcache_free(hr__fcache_t *c);
+/* The entry for NUL-terminated `name` (len bytes), opened now unless a
+ * fresh one is cached; with a reference for the caller (hr__fent_unref).
+ * NULL when out of memory. */
+hr__fent_t *hr__fcache_get(hr__fcache_t *c, const char *name, size_t len);
+void hr__fent_unref(hr__fent_t *e);
 
 /* ---- static.c ----------------------------------------------------------- */
 

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The static handler's open-file cache, one per loop (the mount's routes
+ * have a per-loop context): what opening a name gave (a file's descriptor,
+ * size and mtime; a directory; or why not), so that a hot file costs no
+ * open(2) or fstat(2) per request.  An entry is trusted for the option's
+ * cache_valid_ms after its open, as nginx's open_file_cache_valid, then
+ * opened again (a replaced file is seen within that time).  Misses are
+ * cached too: a precompressed sibling that does not exist is not looked
+ * for at every request.  Responses hold a reference on the entry whose fd
+ * they send; an entry pushed out or replaced closes its fd when the last
+ * one ends.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "static/static.h"
+
+static size_t hash(const char *p, size_t n) {
+  size_t h = 1469598103934665603ull; /* FNV-1a */
+  while (n--) h = (h ^ (unsigned char)*p++) * 1099511628211ull;
+  return h;
+}
+
+static void lru_unlink(hr__fent_t *e) {
+  e->lru_prev->lru_next = e->lru_next;
+  e->lru_next->lru_prev = e->lru_prev;
+}
+
+static void lru_front(hr__fcache_t *c, hr__fent_t *e) {
+  e->lru_next = c->lru.lru_next;
+  e->lru_prev = &c->lru;
+  c->lru.lru_next->lru_prev = e;
+  c->lru.lru_next = e;
+}
+
+void hr__fent_unref(hr__fent_t *e) {
+  if (--e->refs > 0) return;
+  if (e->fd >= 0) close(e->fd);
+  free(e->name);
+  free(e);
+}
+
+/* Takes `e` out of the table (its references keep it alive). */
+static void drop(hr__fcache_t *c, hr__fent_t *e) {
+  hr__fent_t **pp = &c->buckets[hash(e->name, e->name_len) & (c->nbuckets - 1)];
+  while (*pp != e) pp = &(*pp)->next;
+  *pp = e->next;
+  lru_unlink(e);
+  e->cached = 0;
+  c->n--;
+  hr__fent_unref(e);
+}
+
+int hr__fcache_init(hr__fcache_t *c, hr_static_t *st, uv_loop_t *loop, size_t max) {
+  memset(c, 0, sizeof(*c));
+  c->st = st;
+  c->loop = loop;
+  c->max = max;
+  c->lru.lru_next = c->lru.lru_prev = &c->lru;
+  if (max == 0) return 0;
+  for (c->nbuckets = 16; c->nbuckets < max * 2; c->nbuckets *= 2)
+    ;
+  c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+  return c->buckets != NULL ? 0 : HR_ENOMEM;
+}
+
+void hr__fcache_free(hr__fcache_t *c) {
+  while (c->lru.lru_next != &c->lru) drop(c, c->lru.lru_next);
+  free(c->buckets);
+  c->buckets = NULL;
+}
+
+static int status_of_errno(int err) {
+  switch (err) {
+    case -EACCES:
+    case -EPERM:
+      return 403;
+    case -ENOENT:
+    case -ENOTDIR:
+    case -ELOOP:  /* a link the options do not follow */
+    case -EXDEV:  /* one that leads out of the root */
+    case -ENAMETOOLONG:
+    case -EINVAL:
+      return 404;
+    default:
+      return 500;
+  }
+}
+
+/* Opens and classifies `name` into a new entry (one reference). */
+static hr__fent_t *open_entry(hr__fcache_t *c, const char *name, size_t len) {
+  hr__fent_t *e = calloc(1, sizeof(*e));
+  struct stat sb;
+  int fd;
+  if (e == NULL || (e->name = malloc(len + 1)) == NULL) {
+    free(e);
+    return NULL;
+  }
+  memcpy(e->name, name, len + 1);
+  e->name_len = len;
+  e->refs = 1;
+  e->fd = -1;
+  e->checked = uv_now(c->loop);
+  fd = hr__static_open(c->st->rootfd, name, c->st->opts.symlinks);
+  if (fd < 0) {
+    e->status = status_of_errno(fd);
+    return e;
+  }
+  if (fstat(fd, &sb) != 0) {
+    e->status = 500;
+  } else if (S_ISDIR(sb.st_mode)) {
+    e->is_dir = 1;
+  } else if (!S_ISREG(sb.st_mode)) {
+    e->status = 404; /* FIFOs, devices, sockets: never */
+  } else {
+    e->fd = fd;
+    e->size = (uint64_t)sb.st_size;
+    e->mtime = (int64_t)sb.st_mtime;
+    return e;
+  }
+  close(fd);
+  return e;
+}
+
+hr__fent_t *hr__fcache_get(hr__fcache_t *c, const char *name, size_t len) {
+  uint64_t now = uv_now(c->loop);
+  hr__fent_t *e, **bucket;
+  if (c->max == 0) return open_entry(c, name, len);
+  bucket = &c->buckets[hash(name, len) & (c->nbuckets - 1)];
+  for (e = *bucket; e != NULL; e = e->next)
+    if (e->name_len == len && memcmp(e->name, name, len) == 0) break;
+  if (e != NULL && now - e->checked < c->st->opts.cache_valid_ms) {
+    lru_unlink(e);
+    lru_front(c, e);
+    e->refs++;
+    return e;
+  }
+  if (e != NULL) drop(c, e); /* stale: open again */
+  if ((e = open_entry(c, name, len)) == NULL) return NULL;
+  if (c->n == c->max) drop(c, c->lru.lru_prev); /* the least recently used */
+  bucket = &c->buckets[hash(name, len) & (c->nbuckets - 1)];
+  e->next = *bucket;
+  *bucket = e;
+  lru_front(c, e);
+  e->cached = 1;
+  e->refs++; /* the cache's */
+  c->n++;
+  return e;
+}
