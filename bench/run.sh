@@ -51,7 +51,13 @@
 #   bench/run.sh                                   # hroute alone, defaults
 #   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
 #   bench/run.sh --tls --duration 3s --rounds 3 --compare nginx
+#   bench/run.sh --static --compare nginx        # files: bench/static.sh
 set -euo pipefail
+
+# --static is its own benchmark (files against nginx): bench/static.sh.
+for arg in "$@"; do
+  [[ $arg == --static ]] && exec "$(dirname "${BASH_SOURCE[0]}")/static.sh" "$@"
+done
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR="$ROOT/bench"
@@ -134,6 +140,8 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
                        beyond its max_connections, 10000)
   --churn N            route replacements per second in the keepalive+churn
                        run (hello --churn N); 0 skips that run (default $CHURN)
+  --static             static files against nginx instead (bench/static.sh,
+                       which takes its own options; see its --help)
   --tls                everything over HTTPS with a self-signed ECDSA P-256
                        certificate made for the run: hello --tls-cert/--tls-key,
                        nginx with the same certificate (TLS 1.2 and 1.3,

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench/static.sh (also `bench/run.sh --static ...`): static files, hroute
+# (examples/hello.c --static DIR) against nginx serving the same directory
+# (bench/nginx_static.conf.in: sendfile, tcp_nopush, open_file_cache), both
+# pinned to the same server CPUs, wrk pinned to others.  Rounds alternate
+# hroute and nginx; for each file (1 KiB and 1 MiB of random bytes) it
+# prints the median requests/s of each and the ratio hroute / nginx.
+# Then memory: the server's VmRSS before and after --big-requests GET
+# requests of a 100 MiB file over one persistent connection (curl, body to
+# /dev/null), for hroute and for nginx, so that "flat" can be read off.
+#
+#   bench/static.sh                        # 3 rounds of 3 s, 10000 big requests
+#   bench/static.sh --rounds 5 --duration 5s --big-requests 1000
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR="$ROOT/build/release"
+DURATION=3s
+ROUNDS=3
+CONNECTIONS=16
+SERVER_CPUS=0
+CLIENT_CPUS=1
+BIG_REQUESTS=10000
+BUILD=1
+HROUTE_PORT=18181
+NGINX_PORT=18182
+
+usage() {
+  cat <<USAGE
+usage: bench/static.sh [options]
+  --duration D         each wrk run, wrk syntax (default $DURATION)
+  --rounds N           alternating rounds (default $ROUNDS)
+  --connections N      wrk connections (default $CONNECTIONS)
+  --server-cpus LIST   CPUs for the servers, taskset syntax (default $SERVER_CPUS)
+  --client-cpus LIST   CPUs for wrk and curl (default $CLIENT_CPUS)
+  --big-requests N     requests of the 100 MiB file for the memory line, 0: skip
+                       (default $BIG_REQUESTS)
+  --no-build           use the existing build/release/hello
+USAGE
+}
+
+while (($#)); do
+  case $1 in
+    --duration) DURATION=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --connections) CONNECTIONS=$2; shift 2 ;;
+    --server-cpus) SERVER_CPUS=$2; shift 2 ;;
+    --client-cpus) CLIENT_CPUS=$2; shift 2 ;;
+    --big-requests) BIG_REQUESTS=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --static) shift ;; # from bench/run.sh --static
+    --compare) [[ $2 == nginx ]] || { echo "static.sh: --static compares with nginx only" >&2; exit 2; }
+      shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "static.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+for tool in wrk nginx curl taskset; do
+  command -v "$tool" >/dev/null || "$ROOT/scripts/deps.sh" --bench
+done
+
+TMP=$(mktemp -d /tmp/hroute-static-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+if ((BUILD)); then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target hello >/dev/null
+fi
+
+DIR=$TMP/www
+mkdir -p "$DIR" "$TMP/nginx"
+head -c 1024 /dev/urandom >"$DIR/1k.bin"
+head -c $((1 << 20)) /dev/urandom >"$DIR/1m.bin"
+((BIG_REQUESTS == 0)) || head -c $((100 << 20)) /dev/urandom >"$DIR/100m.bin"
+
+temp=''
+for m in proxy fastcgi uwsgi scgi; do
+  nginx -V 2>&1 | grep -q -- "--without-http_${m}_module" || temp+="    ${m}_temp_path $TMP/nginx/${m}_temp;"$'\n'
+done
+awk -v tmpdir="$TMP/nginx" -v port="$NGINX_PORT" -v root="$DIR" -v temp="$temp" '
+  $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
+  { gsub(/@TMPDIR@/, tmpdir); gsub(/@PORT@/, port); gsub(/@ROOT@/, root); print }' \
+  "$ROOT/bench/nginx_static.conf.in" >"$TMP/nginx/nginx.conf"
+
+wait_up() { # url
+  local i
+  for ((i = 0; i < 100; i++)); do
+    curl -fs -o /dev/null "$1" && return 0
+    sleep 0.05
+  done
+  echo "static.sh: no answer from $1" >&2
+  exit 1
+}
+
+start_hroute() {
+  taskset -c "$SERVER_CPUS" "$BUILD_DIR/hello" --host 127.0.0.1 --port "$HROUTE_PORT" \
+    --static "$DIR" >"$TMP/hello.log" 2>&1 &
+  HROUTE_PID=$!
+  PIDS+=("$HROUTE_PID")
+  wait_up "http://127.0.0.1:$HROUTE_PORT/static/1k.bin"
+}
+
+start_nginx() {
+  taskset -c "$SERVER_CPUS" nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" \
+    -c "$TMP/nginx/nginx.conf" 2>"$TMP/nginx/stderr.log" &
+  NGINX_PID=$!
+  PIDS+=("$NGINX_PID")
+  wait_up "http://127.0.0.1:$NGINX_PORT/static/1k.bin"
+}
+
+rate() { # port file
+  taskset -c "$CLIENT_CPUS" wrk -t1 -c"$CONNECTIONS" -d"$DURATION" \
+    "http://127.0.0.1:$1/static/$2" 2>&1 | awk '/Requests\/sec/ {print $2}'
+}
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+start_hroute
+start_nginx
+declare -A R
+for ((round = 1; round <= ROUNDS; round++)); do
+  for f in 1k.bin 1m.bin; do
+    h=$(rate "$HROUTE_PORT" "$f")
+    n=$(rate "$NGINX_PORT" "$f")
+    R[h_$f]+=" $h"
+    R[n_$f]+=" $n"
+    echo "static: round $round/$ROUNDS  $f  hroute $h req/s  nginx $n req/s"
+  done
+done
+
+echo
+printf '%-8s %14s %14s %8s\n' file hroute_req/s nginx_req/s ratio
+for f in 1k.bin 1m.bin; do
+  h=$(median <<<"${R[h_$f]}")
+  n=$(median <<<"${R[n_$f]}")
+  printf '%-8s %14.0f %14.0f %7.2fx\n' "$f" "$h" "$n" "$(awk -v a="$h" -v b="$n" 'BEGIN {print a / b}')"
+done
+
+if ((BIG_REQUESTS > 0)); then
+  echo
+  for s in hroute nginx; do
+    if [[ $s == hroute ]]; then pid=$HROUTE_PID port=$HROUTE_PORT; else pid=$NGINX_PID port=$NGINX_PORT; fi
+    before=$(rss_kb "$pid")
+    start=$SECONDS
+    taskset -c "$CLIENT_CPUS" curl -s -o /dev/null "http://127.0.0.1:$port/static/100m.bin?[1-$BIG_REQUESTS]"
+    after=$(rss_kb "$pid")
+    echo "memory: $s  VmRSS ${before} KiB -> ${after} KiB over $BIG_REQUESTS requests of a 100 MiB file ($((SECONDS - start)) s)"
+  done
+fi
