@@ -41,7 +41,10 @@
  *     "a.css.gz" when Accept-Encoding allows br or gzip (q > 0), sent with
  *     Content-Encoding, the original's Content-Type and an ETag of its own;
  *     every response of such a file says Vary: Accept-Encoding.
- * Files go out with hr_response_send_file (sendfile on plain TCP).
+ * Files go out with hr_response_send_file (sendfile on plain TCP).  Names
+ * are opened through each loop's open-file cache; a name it does not hold
+ * is opened (open, fstat) on libuv's thread pool, so a cold disk never
+ * holds the loop.
  *
  * Threads: hr_static_new and hr_static_free on any thread; the handler
  * runs on the loops of the server.  Free a hr_static_t only after the

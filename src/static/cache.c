@@ -9,7 +9,8 @@
  * cached too: a precompressed sibling that does not exist is not looked
  * for at every request.  Responses hold a reference on the entry whose fd
  * they send; an entry pushed out or replaced closes its fd when the last
- * one ends.
+ * one ends.  Opens run on libuv's thread pool (static.c), so a slow disk
+ * or a cold directory never holds the loop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -72,6 +73,7 @@ void hr__fcache_free(hr__fcache_t *c) {
   while (c->lru.lru_next != &c->lru) drop(c, c->lru.lru_next);
   free(c->buckets);
   c->buckets = NULL;
+  c->max = 0; /* what still runs on it (opens in flight) caches nothing */
 }
 
 static int status_of_errno(int err) {
@@ -91,24 +93,26 @@ static int status_of_errno(int err) {
   }
 }
 
-/* Opens and classifies `name` into a new entry (one reference). */
-static hr__fent_t *open_entry(hr__fcache_t *c, const char *name, size_t len) {
+hr__fent_t *hr__fent_new(const char *name, size_t len) {
   hr__fent_t *e = calloc(1, sizeof(*e));
-  struct stat sb;
-  int fd;
   if (e == NULL || (e->name = malloc(len + 1)) == NULL) {
     free(e);
     return NULL;
   }
-  memcpy(e->name, name, len + 1);
+  memcpy(e->name, name, len);
+  e->name[len] = '\0';
   e->name_len = len;
   e->refs = 1;
   e->fd = -1;
-  e->checked = uv_now(c->loop);
-  fd = hr__static_open(c->st->rootfd, name, c->st->opts.symlinks);
+  return e;
+}
+
+void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode) {
+  struct stat sb;
+  int fd = hr__static_open(rootfd, e->name, mode);
   if (fd < 0) {
     e->status = status_of_errno(fd);
-    return e;
+    return;
   }
   if (fstat(fd, &sb) != 0) {
     e->status = 500;
@@ -120,34 +124,46 @@ static hr__fent_t *open_entry(hr__fcache_t *c, const char *name, size_t len) {
     e->fd = fd;
     e->size = (uint64_t)sb.st_size;
     e->mtime = (int64_t)sb.st_mtime;
-    return e;
+    return;
   }
   close(fd);
+}
+
+static hr__fent_t **bucket_of(hr__fcache_t *c, const char *name, size_t len) {
+  return &c->buckets[hash(name, len) & (c->nbuckets - 1)];
+}
+
+static hr__fent_t *lookup(hr__fcache_t *c, const char *name, size_t len) {
+  hr__fent_t *e;
+  for (e = *bucket_of(c, name, len); e != NULL; e = e->next)
+    if (e->name_len == len && memcmp(e->name, name, len) == 0) return e;
+  return NULL;
+}
+
+hr__fent_t *hr__fcache_find(hr__fcache_t *c, const char *name, size_t len) {
+  hr__fent_t *e;
+  if (c->max == 0 || (e = lookup(c, name, len)) == NULL) return NULL;
+  if (uv_now(c->loop) - e->checked >= c->st->opts.cache_valid_ms) {
+    drop(c, e); /* stale: to be opened again */
+    return NULL;
+  }
+  lru_unlink(e);
+  lru_front(c, e);
+  e->refs++;
   return e;
 }
 
-hr__fent_t *hr__fcache_get(hr__fcache_t *c, const char *name, size_t len) {
-  uint64_t now = uv_now(c->loop);
-  hr__fent_t *e, **bucket;
-  if (c->max == 0) return open_entry(c, name, len);
-  bucket = &c->buckets[hash(name, len) & (c->nbuckets - 1)];
-  for (e = *bucket; e != NULL; e = e->next)
-    if (e->name_len == len && memcmp(e->name, name, len) == 0) break;
-  if (e != NULL && now - e->checked < c->st->opts.cache_valid_ms) {
-    lru_unlink(e);
-    lru_front(c, e);
-    e->refs++;
-    return e;
-  }
-  if (e != NULL) drop(c, e); /* stale: open again */
-  if ((e = open_entry(c, name, len)) == NULL) return NULL;
+void hr__fcache_put(hr__fcache_t *c, hr__fent_t *e) {
+  hr__fent_t *old, **bucket;
+  if (c->max == 0 || c->closing) return;
+  if ((old = lookup(c, e->name, e->name_len)) != NULL) drop(c, old);
   if (c->n == c->max) drop(c, c->lru.lru_prev); /* the least recently used */
-  bucket = &c->buckets[hash(name, len) & (c->nbuckets - 1)];
+  e->checked = uv_now(c->loop);
+  bucket = bucket_of(c, e->name, e->name_len);
   e->next = *bucket;
   *bucket = e;
   lru_front(c, e);
   e->cached = 1;
   e->refs++; /* the cache's */
   c->n++;
-  return e;
 }

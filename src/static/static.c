@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The static handler (include/hroute/static.h): a request's name checked
- * and opened below the root, a directory's index or its redirect, a
- * precompressed sibling, the validators and preconditions, then the whole
- * file, one range, several as multipart/byteranges, or 416.
+ * The static handler (include/hroute/static.h): its settings, the mount,
+ * and a request's way to its file: the name checked, then opened below the
+ * root through the loop's open-file cache (misses on the thread pool), a
+ * directory's index or its redirect, a precompressed sibling; serve.c
+ * sends the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,30 +96,6 @@ const char *hr_static_type(const hr_static_t *st, hr_span_t name) {
 
 /* ---- one response ----------------------------------------------------------- */
 
-/* A file opened for a request: its descriptor, what fstat said, and the
- * Content-Encoding of a precompressed sibling ("" for the file itself). */
-typedef struct file_s {
-  hr__fent_t *ent; /* referenced: hr__fent_unref when done */
-  int fd;
-  uint64_t size;
-  int64_t mtime;
-  const char *encoding;
-} file_t;
-
-static void release_ent(hr_response_t *res, int fd, void *udata) {
-  (void)res;
-  (void)fd;
-  hr__fent_unref(udata);
-}
-
-static void send_status(hr_response_t *res, int status) {
-  const char *r = hr_status_reason(status);
-  char body[64];
-  int n = snprintf(body, sizeof body, "%s\n", r);
-  hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain; charset=utf-8"));
-  hr_response_send(res, status, body, (size_t)n);
-}
-
 /* Whether Accept-Encoding (every line of it) allows `coding`: named with q
  * above 0, or covered by "*" with q above 0 (RFC 9110 §12.5.3). */
 static int accepts(const hr_request_t *req, const char *coding) {
@@ -151,191 +128,13 @@ static int accepts(const hr_request_t *req, const char *coding) {
   return star == 1;
 }
 
-/* Opens `name` (arena, NUL-terminated) through the loop's cache, or its
- * precompressed sibling when one is allowed and exists.  Returns 0, or an
- * HTTP status. */
-static int open_file(hr__fcache_t *fc, hr_request_t *req, char *name, size_t len, file_t *f,
-                     int *is_dir) {
-  static const char *const codings[2] = {"br", "gzip"};
-  static const char *const suffix[2] = {".br", ".gz"};
-  hr_static_t *st = fc->st;
-  hr__fent_t *e = hr__fcache_get(fc, name, len);
-  int i, status;
-  *is_dir = 0;
-  if (e == NULL) return 503;
-  if (e->status != 0 || e->is_dir) {
-    status = e->status;
-    *is_dir = e->is_dir;
-    hr__fent_unref(e);
-    return status;
-  }
-  f->ent = e;
-  f->fd = e->fd;
-  f->size = e->size;
-  f->mtime = e->mtime;
-  f->encoding = "";
-  if (!st->opts.precompressed) return 0;
-  for (i = 0; i < 2; i++) {
-    hr__fent_t *ce;
-    if (!accepts(req, codings[i])) continue;
-    memcpy(name + len, suffix[i], 4); /* NUL included */
-    ce = hr__fcache_get(fc, name, len + 3);
-    name[len] = '\0';
-    if (ce == NULL) continue;
-    if (ce->fd < 0) {
-      hr__fent_unref(ce);
-      continue;
-    }
-    hr__fent_unref(f->ent);
-    f->ent = ce;
-    f->fd = ce->fd;
-    f->size = ce->size;
-    f->mtime = ce->mtime;
-    f->encoding = codings[i];
-    return 0;
-  }
-  return 0;
-}
-
-/* The strong entity tag "<mtime>-<size>[-<coding>]" into buf (>= 64). */
-static void make_etag(const file_t *f, char *buf, hr_etag_t *tag) {
-  int n = snprintf(buf, 64, "%" PRIx64 "-%" PRIx64 "%s%s", (uint64_t)f->mtime, f->size,
-                   f->encoding[0] ? "-" : "", f->encoding);
-  tag->tag.ptr = buf;
-  tag->tag.len = (size_t)n;
-  tag->weak = 0;
-}
-
-/* If-Range (RFC 9110 §13.1.5): whether the Range applies.  An entity tag
- * must match strongly; a date, equal Last-Modified exactly. */
-static int if_range_holds(hr_request_t *req, const hr_etag_t *tag, int64_t mtime) {
-  hr_span_t v;
-  hr_etag_t t;
-  hr_date_t d;
-  if (hr_request_field(req, HR_SPAN_LIT("If-Range"), NULL, &v) != 0) return 1;
-  if (hr_request_typed(req, HR_SPAN_LIT("If-Range"), HR_TYPE_ETAG, &t) == 0)
-    return !t.weak && hr_span_eq(t.tag, tag->tag);
-  if (hr_request_typed(req, HR_SPAN_LIT("If-Range"), HR_TYPE_DATE, &d) == 0)
-    return d.seconds == mtime;
-  return 0; /* neither: do not send a part of something else */
-}
-
-/* The part head of range i: CRLF "--" boundary CRLF Content-Type CRLF
- * Content-Range CRLF CRLF (RFC 9110 §14.6). */
-static int part_head(char *buf, size_t cap, const char *boundary, const char *type,
-                     const hr__range_t *r, uint64_t size) {
-  return snprintf(buf, cap,
-                  "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: bytes %" PRIu64 "-%" PRIu64
-                  "/%" PRIu64 "\r\n\r\n",
-                  boundary, type, r->first, r->last, size);
-}
-
-static void send_ranges(hr_response_t *res, const file_t *f, const char *type,
-                        const hr__range_t *rg, int n) {
-  char boundary[40], head[512], ctype[80];
-  uint64_t total = 0;
-  int i, len;
-  /* A boundary no file byte can break: the parts are delimited by their
-   * lengths anyway, and a client that scans for it finds it only there
-   * with overwhelming odds (64 bits of the tag and a counter). */
-  static _Atomic uint64_t counter;
-  uint64_t x = (uint64_t)f->mtime * 0x9E3779B97F4A7C15ull ^ f->size ^
-               (counter += 0x632BE59BD9B4E019ull);
-  snprintf(boundary, sizeof boundary, "hroute-%016" PRIx64, x);
-  for (i = 0; i < n; i++) {
-    len = part_head(head, sizeof head, boundary, type, &rg[i], f->size);
-    total += (uint64_t)len + (rg[i].last - rg[i].first + 1);
-  }
-  total += strlen(boundary) + 8; /* CRLF "--" boundary "--" CRLF */
-  snprintf(ctype, sizeof ctype, "multipart/byteranges; boundary=%s", boundary);
-  hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype));
-  if (hr_response_start(res, 206, (int64_t)total) == 0) {
-    for (i = 0; i < n; i++) {
-      len = part_head(head, sizeof head, boundary, type, &rg[i], f->size);
-      if (hr_response_write(res, head, (size_t)len) != 0) break;
-      f->ent->refs++; /* each range's, until it is sent */
-      if (hr_response_write_file(res, f->fd, rg[i].first, rg[i].last - rg[i].first + 1,
-                                 release_ent, f->ent) != 0) {
-        f->ent->refs--;
-        break;
-      }
-    }
-    if (i == n) {
-      len = snprintf(head, sizeof head, "\r\n--%s--\r\n", boundary);
-      hr_response_write(res, head, (size_t)len);
-    }
-    hr_response_end(res); /* short of the length after an error: the connection ends */
-  }
-  hr__fent_unref(f->ent); /* this function's */
-}
-
-/* Serves the regular file `f` (its fd is the response's from here on). */
-static void serve_file(hr_static_t *st, hr_request_t *req, hr_response_t *res, const char *name,
-                       file_t *f) {
-  /* From here on f->ent's reference goes with the response, or is dropped
-   * on every path that sends none. */
-  char tagbuf[64], crange[96];
-  hr__range_t rg[HR__MAX_RANGES];
-  hr_etag_t tag;
-  hr_date_t lm;
-  hr_span_t range;
-  const char *type = hr_static_type(st, hr_span_cstr(name));
-  int n = 0, rc;
-  make_etag(f, tagbuf, &tag);
-  lm.seconds = f->mtime;
-  if (st->opts.precompressed)
-    hr_response_add_field(res, HR_SPAN_LIT("Vary"), HR_SPAN_LIT("Accept-Encoding"));
-  if (st->cache_control != NULL)
-    hr_response_add_field(res, HR_SPAN_LIT("Cache-Control"), hr_span_cstr(st->cache_control));
-  /* §13.2.2: the preconditions first (304 and 412 carry no range). */
-  rc = hr_response_not_modified(req, res, &tag, f->mtime);
-  if (rc != 0) {
-    hr__fent_unref(f->ent);
-    if (rc < 0) send_status(res, 500);
-    return;
-  }
-  hr_response_add_typed(res, HR_SPAN_LIT("ETag"), HR_TYPE_ETAG, &tag);
-  hr_response_add_typed(res, HR_SPAN_LIT("Last-Modified"), HR_TYPE_DATE, &lm);
-  hr_response_add_field(res, HR_SPAN_LIT("Accept-Ranges"), HR_SPAN_LIT("bytes"));
-  if (f->encoding[0])
-    hr_response_add_field(res, HR_SPAN_LIT("Content-Encoding"), hr_span_cstr(f->encoding));
-  if (hr_request_field(req, HR_SPAN_LIT("Range"), NULL, &range) == 0 &&
-      if_range_holds(req, &tag, f->mtime))
-    n = hr__range_parse(range, f->size, rg);
-  if (n < 0) {
-    snprintf(crange, sizeof crange, "bytes */%" PRIu64, f->size);
-    hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
-    hr__fent_unref(f->ent);
-    send_status(res, 416);
-    return;
-  }
-  if (n > 1) {
-    send_ranges(res, f, type, rg, n);
-    return;
-  }
-  hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(type));
-  if (n == 1) {
-    snprintf(crange, sizeof crange, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, rg[0].first,
-             rg[0].last, f->size);
-    hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
-    rc = hr_response_send_file(res, 206, f->fd, rg[0].first, rg[0].last - rg[0].first + 1,
-                               release_ent, f->ent);
-  } else {
-    rc = hr_response_send_file(res, 200, f->fd, 0, f->size, release_ent, f->ent);
-  }
-  if (rc != 0) {
-    hr__fent_unref(f->ent);
-    if (rc != HR_ECLOSED) send_status(res, 500);
-  }
-}
-
 /* 301 to the request's path with `suffix` ("/") added, and its query. */
 static void redirect_slash(hr_request_t *req, hr_response_t *res) {
   hr_span_t path = hr_request_path(req), query = hr_request_query(req);
   size_t n = path.len + 1 + (query.len ? query.len + 1 : 0);
   char *loc = hr_request_alloc(req, n);
   if (loc == NULL) {
-    send_status(res, 503);
+    hr__static_status(res, 503);
     return;
   }
   memcpy(loc, path.ptr, path.len);
@@ -345,59 +144,204 @@ static void redirect_slash(hr_request_t *req, hr_response_t *res) {
     memcpy(loc + path.len + 2, query.ptr, query.len);
   }
   hr_response_add_field(res, HR_SPAN_LIT("Location"), (hr_span_t){loc, n});
-  send_status(res, 301);
+  hr__static_status(res, 301);
+}
+
+/* ---- the way from a name to a file ---------------------------------------- */
+
+/*
+ * A request's walk to its file, in the request's arena: the name, then
+ * (a directory) its index, then (precompressed) a sibling.  Each step asks
+ * the loop's cache; a name it does not hold is opened on libuv's thread
+ * pool, and the walk goes on in the completion, so no open(2) or fstat(2)
+ * runs on the loop.
+ */
+enum { WANT_NAME, WANT_INDEX, WANT_BR, WANT_GZ, SERVE };
+
+typedef struct walk_s {
+  uv_work_t work;       /* the open in flight */
+  hr__fent_t *opening;  /* its entry */
+  hr__fcache_t *fc;
+  hr_request_t *req;
+  hr_response_t *res;
+  char *buf;            /* the current name, NUL-terminated, with room */
+  size_t len;           /* the file's name length (without a suffix) */
+  int slash, stage;
+  hr__sfile_t f;
+} walk_t;
+
+static void advance(walk_t *w, hr__fent_t *given);
+
+static void open_work(uv_work_t *req) {
+  walk_t *w = req->data;
+  hr_static_t *st = w->fc->st; /* read only: lives until hr_static_free */
+  hr__fent_open(w->opening, st->rootfd, st->opts.symlinks);
+}
+
+static void open_done(uv_work_t *req, int status) {
+  walk_t *w = req->data;
+  hr__fcache_t *fc = w->fc;
+  hr__fent_t *e = w->opening;
+  w->opening = NULL;
+  fc->pending--;
+  if (status != 0) e->status = 503; /* cancelled */
+  hr__fcache_put(fc, e);
+  advance(w, e);
+  /* The loop's cache was destroyed while this was in flight. */
+  if (fc->closing && fc->pending == 0) {
+    hr__fcache_free(fc);
+    free(fc);
+  }
+}
+
+/* The entry for the current name: from the cache, or (returns NULL) an
+ * open started on the thread pool that calls advance() again. */
+static hr__fent_t *entry(walk_t *w, size_t len) {
+  hr__fent_t *e = hr__fcache_find(w->fc, w->buf, len);
+  int rc;
+  if (e != NULL) return e;
+  if ((w->opening = hr__fent_new(w->buf, len)) == NULL) {
+    hr__static_status(w->res, 503);
+    return NULL;
+  }
+  w->work.data = w;
+  rc = uv_queue_work(w->fc->loop, &w->work, open_work, open_done);
+  if (rc != 0) {
+    /* No thread pool: open here, once. */
+    hr__fent_open(w->opening, w->fc->st->rootfd, w->fc->st->opts.symlinks);
+    e = w->opening;
+    w->opening = NULL;
+    hr__fcache_put(w->fc, e);
+    return e;
+  }
+  w->fc->pending++;
+  return NULL;
+}
+
+/* The name of the current step into w->buf; returns its length. */
+static size_t step_name(walk_t *w) {
+  static const char *const suffix[2] = {".br", ".gz"};
+  w->buf[w->len] = '\0';
+  if (w->stage == WANT_BR || w->stage == WANT_GZ) {
+    memcpy(w->buf + w->len, suffix[w->stage - WANT_BR], 4); /* NUL included */
+    return w->len + 3;
+  }
+  return w->len;
+}
+
+static void take(walk_t *w, hr__fent_t *e, const char *encoding) {
+  if (w->f.ent != NULL) hr__fent_unref(w->f.ent);
+  w->f.ent = e;
+  w->f.fd = e->fd;
+  w->f.size = e->size;
+  w->f.mtime = e->mtime;
+  w->f.encoding = encoding;
+}
+
+/* One answer with `status`; the walk is over. */
+static void finish(walk_t *w, int status) {
+  if (w->f.ent != NULL) hr__fent_unref(w->f.ent);
+  w->f.ent = NULL;
+  hr__static_status(w->res, status);
+}
+
+static void advance(walk_t *w, hr__fent_t *e) {
+  static const char *const codings[2] = {"br", "gzip"};
+  hr_static_t *st = w->fc->st;
+  for (;;) {
+    if (w->stage == SERVE) {
+      w->buf[w->len] = '\0';
+      hr__static_serve(st, w->req, w->res, w->buf, &w->f);
+      return;
+    }
+    if ((w->stage == WANT_BR || w->stage == WANT_GZ) &&
+        !accepts(w->req, codings[w->stage - WANT_BR])) {
+      w->stage++;
+      continue;
+    }
+    if (e == NULL && (e = entry(w, step_name(w))) == NULL) return; /* later, or answered */
+    switch (w->stage) {
+      case WANT_NAME:
+      case WANT_INDEX:
+        if (e->is_dir && w->stage == WANT_NAME) {
+          hr__fent_unref(e);
+          if (!w->slash) {
+            redirect_slash(w->req, w->res);
+            return;
+          }
+          if (st->index == NULL) {
+            finish(w, 403); /* no listing */
+            return;
+          }
+          if (w->len > 0) w->buf[w->len++] = '/';
+          strcpy(w->buf + w->len, st->index);
+          w->len += strlen(st->index);
+          w->stage = WANT_INDEX;
+          break;
+        }
+        if (e->status != 0 || e->is_dir) {
+          int status = e->status == 0 || e->status == 404 ? 404 : e->status;
+          if (w->stage == WANT_INDEX && status == 404) status = 403; /* no index, no listing */
+          hr__fent_unref(e);
+          finish(w, status);
+          return;
+        }
+        if (w->slash && w->stage == WANT_NAME) { /* "file.txt/" names no directory */
+          hr__fent_unref(e);
+          finish(w, 404);
+          return;
+        }
+        take(w, e, "");
+        w->stage = st->opts.precompressed ? WANT_BR : SERVE;
+        break;
+      default: /* a sibling */
+        if (e->fd >= 0) {
+          take(w, e, codings[w->stage - WANT_BR]);
+          w->stage = SERVE;
+        } else {
+          hr__fent_unref(e);
+          w->stage++;
+        }
+        break;
+    }
+    e = NULL;
+  }
 }
 
 static void h_static(hr_request_t *req, hr_response_t *res, void *udata) {
   hr__fcache_t *fc = udata; /* this loop's */
   hr_static_t *st = fc->st;
   hr_span_t name = {"", 0}, path = hr_request_path(req);
-  int slash = path.len > 0 && path.ptr[path.len - 1] == '/', status, is_dir;
-  size_t len, room;
-  char *buf;
-  file_t f;
+  size_t len;
+  int status;
+  walk_t *w;
   hr_request_param_by_name(req, HR_SPAN_LIT("path"), &name);
   /* A directory is named with its trailing slash: check the name without. */
   len = name.len;
   if (len > 0 && name.ptr[len - 1] == '/') len--;
   status = hr__static_check_name((hr_span_t){name.ptr, len}, st->opts.dotfiles);
   if (status != HR__NAME_OK) {
-    send_status(res, status);
+    hr__static_status(res, status);
     return;
   }
+  w = hr_request_alloc(req, sizeof(*w));
   /* NUL-terminated, with room for "/" index and a ".br" or ".gz". */
-  room = len + 2 + (st->index ? strlen(st->index) : 0) + 4;
-  buf = hr_request_alloc(req, room);
-  if (buf == NULL) {
-    send_status(res, 503);
+  if (w == NULL ||
+      (w->buf = hr_request_alloc(req, len + 2 + (st->index ? strlen(st->index) : 0) + 4)) == NULL) {
+    hr__static_status(res, 503);
     return;
   }
-  memcpy(buf, name.ptr, len);
-  buf[len] = '\0';
-  status = open_file(fc, req, buf, len, &f, &is_dir);
-  if (status == 0 && is_dir) {
-    if (!slash) {
-      redirect_slash(req, res);
-      return;
-    }
-    if (st->index == NULL) {
-      send_status(res, 403); /* no listing */
-      return;
-    }
-    if (len > 0) buf[len++] = '/';
-    strcpy(buf + len, st->index);
-    len += strlen(st->index);
-    status = open_file(fc, req, buf, len, &f, &is_dir);
-    if (status == 404 || is_dir) status = 403; /* no index: no listing either */
-  } else if (status == 0 && slash) {
-    status = 404; /* "file.txt/" names no directory */
-    hr__fent_unref(f.ent);
-  }
-  if (status != 0) {
-    send_status(res, status);
-    return;
-  }
-  serve_file(st, req, res, buf, &f);
+  memset(&w->f, 0, sizeof(w->f));
+  w->opening = NULL;
+  w->fc = fc;
+  w->req = req;
+  w->res = res;
+  memcpy(w->buf, name.ptr, len);
+  w->buf[len] = '\0';
+  w->len = len;
+  w->slash = path.len > 0 && path.ptr[path.len - 1] == '/';
+  w->stage = WANT_NAME;
+  advance(w, NULL);
 }
 
 static int cache_create(void *udata, uv_loop_t *loop, void **ctx) {
@@ -413,9 +357,15 @@ static int cache_create(void *udata, uv_loop_t *loop, void **ctx) {
 }
 
 static void cache_destroy(void *udata, void *ctx) {
+  hr__fcache_t *c = ctx;
   (void)udata;
-  hr__fcache_free(ctx);
-  free(ctx);
+  if (c->pending > 0) { /* opens in flight: the last one frees it */
+    hr__fcache_free(c);
+    c->closing = 1;
+    return;
+  }
+  hr__fcache_free(c);
+  free(c);
 }
 
 static void h_bare_prefix(hr_request_t *req, hr_response_t *res, void *udata) {

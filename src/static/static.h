@@ -98,16 +98,47 @@ typedef struct hr__fcache_s {
   uv_loop_t *loop;
   hr__fent_t **buckets;
   size_t nbuckets, n, max;
-  hr__fent_t lru; /* sentinel: lru.lru_next is the most recent */
+  hr__fent_t lru;   /* sentinel: lru.lru_next is the most recent */
+  unsigned pending; /* opens on the thread pool */
+  int closing;      /* destroyed while opens were pending: the last frees it */
 } hr__fcache_t;
 
 int hr__fcache_init(hr__fcache_t *c, hr_static_t *st, uv_loop_t *loop, size_t max);
 void hr__fcache_free(hr__fcache_t *c);
-/* The entry for NUL-terminated `name` (len bytes), opened now unless a
- * fresh one is cached; with a reference for the caller (hr__fent_unref).
- * NULL when out of memory. */
-hr__fent_t *hr__fcache_get(hr__fcache_t *c, const char *name, size_t len);
+/* A fresh cached entry for NUL-terminated `name` (len bytes), with a
+ * reference for the caller (hr__fent_unref), or NULL. */
+hr__fent_t *hr__fcache_find(hr__fcache_t *c, const char *name, size_t len);
+/* Puts the opened `e` in the cache (replacing an entry of the same name;
+ * nothing while closing or without a cache).  The caller keeps its
+ * reference. */
+void hr__fcache_put(hr__fcache_t *c, hr__fent_t *e);
+/* A new entry for `name` (one reference), not opened yet; NULL when out of
+ * memory. */
+hr__fent_t *hr__fent_new(const char *name, size_t len);
+/* Opens and classifies e->name below `rootfd`: any thread (the thread
+ * pool), touching nothing but `e`. */
+void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode);
 void hr__fent_unref(hr__fent_t *e);
+
+/* ---- serve.c ------------------------------------------------------------ */
+
+/* A file opened for a request: its cache entry (referenced), descriptor,
+ * size, mtime, and the Content-Encoding of a precompressed sibling (""
+ * for the file itself). */
+typedef struct hr__sfile_s {
+  hr__fent_t *ent;
+  int fd;
+  uint64_t size;
+  int64_t mtime;
+  const char *encoding;
+} hr__sfile_t;
+
+/* A short text answer with `status` (its reason phrase as the body). */
+void hr__static_status(hr_response_t *res, int status);
+/* Serves the regular file `f` named `name` (for its type): validators,
+ * preconditions, ranges, the body.  Takes f->ent's reference. */
+void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, const char *name,
+                      hr__sfile_t *f);
 
 /* ---- static.c ----------------------------------------------------------- */
 
