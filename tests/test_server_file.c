@@ -10,6 +10,7 @@
  * every offset apart.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,42 @@ static void test_tls(void **state) {
   assert_int_equal(fl.released, 2);
 }
 
+/* A loop of the host's own (attached mode), SIGPIPE at its default
+ * action: clients that reset in the middle of a file never end the
+ * process (sendfile raises SIGPIPE even when it reports bytes sent). */
+static void test_attached_resets_no_sigpipe(void **state) {
+  fx_t *fx = *state;
+  int i;
+  signal(SIGPIPE, SIG_DFL);
+  make_file("reset", 8 << 20);
+  memset(&fl, 0, sizeof fl);
+  fl.use_release = 1;
+  fx_route(fx, "GET", "/f/:name", h_file, NULL);
+  fx_attach(fx);
+  for (i = 0; i < 300; i++) {
+    char buf[1024];
+    rc_t *c = rc_connect_ex("127.0.0.1", fx->port, 4096);
+    assert_non_null(c);
+    assert_int_equal(rc_send_str(c, "GET /f/reset HTTP/1.1\r\nHost: a\r\n\r\n"
+                                    "GET /f/reset HTTP/1.1\r\nHost: a\r\n\r\n"),
+                     0);
+    assert_true(recv(c->fd, buf, sizeof buf, 0) > 0);
+    rc_close_rst(c);
+  }
+  /* Still serving. */
+  {
+    rc_t *c = rc_connect(fx->port);
+    rc_response_t r;
+    assert_int_equal(rc_send_str(c, "GET /f/reset?len=10 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+    assert_int_equal(r.body_len, 10);
+    rc_response_free(&r);
+    rc_close(c);
+  }
+  fx_close_attached(fx, 1000);
+  signal(SIGPIPE, SIG_IGN);
+}
+
 /* A streamed body mixing memory and two file ranges: chunked (no length)
  * or with Content-Length (?len=1). */
 static void h_mixed(hr_request_t *req, hr_response_t *res, void *udata) {
@@ -337,6 +374,32 @@ static void test_streamed_mix(void **state) {
   assert_int_equal(fl.released, 6);
 }
 
+/* A file that ends before the length asked for: the head still arrives
+ * (it is not lost behind MSG_MORE and a reset), then the end of the
+ * connection, short of Content-Length. */
+static void test_file_ends_early(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  make_file("short", 1000);
+  start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /f/short?off=2000&len=10 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_TRUNC);
+  assert_string_equal(r.status_line, "HTTP/1.1 200 OK");
+  assert_string_equal(rc_header(&r, "Content-Length"), "10");
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /f/short?off=990&len=100 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_TRUNC);
+  assert_string_equal(r.status_line, "HTTP/1.1 200 OK");
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  fx_stop(fx, 1000);
+  assert_int_equal(fl.released, 2);
+}
+
 /* Arguments the call refuses, leaving the fd with the caller. */
 static void h_bad(hr_request_t *req, hr_response_t *res, void *udata) {
   int fd = open("/dev/null", O_RDONLY);
@@ -387,7 +450,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_file_shrinks, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_refused, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_file_ends_early, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_streamed_mix, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_attached_resets_no_sigpipe, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

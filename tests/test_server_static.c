@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +73,16 @@ static void make_tree(void) {
   assert_int_equal(symlink("sub", path), 0);
   snprintf(path, sizeof path, "%s/fifo", root);
   assert_int_equal(mkfifo(path, 0644), 0);
+  {
+    struct sockaddr_un sa;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", root);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    close(fd);
+  }
+  put_str("empty.txt", "");
 }
 
 static hr_static_t *st;
@@ -164,6 +176,7 @@ static void test_names(void **state) {
   get_status(fx, REQ("GET /link-out"), "HTTP/1.1 404 Not Found");
   /* A FIFO is never opened for reading into a response (nor blocks). */
   get_status(fx, REQ("GET /fifo"), "HTTP/1.1 404 Not Found");
+  get_status(fx, REQ("GET /sock"), "HTTP/1.1 404 Not Found");
   stop(fx);
 }
 
@@ -271,6 +284,14 @@ static void test_ranges(void **state) {
             "26-27,28-29,30-31,32-33",
         "HTTP/1.1 200 OK", NULL, 0, 1000); /* 17 ranges */
   range(fx, "bytes=0-9, 2000-3000", "HTTP/1.1 206 Partial Content", "bytes 0-9/1000", 0, 10);
+  range(fx, "bytes=990-99999999999999999999999", "HTTP/1.1 206 Partial Content",
+        "bytes 990-999/1000", 990, 10); /* past 64 bits: to the end */
+  range(fx, "bytes=99999999999999999999999-", "HTTP/1.1 416 Range Not Satisfiable",
+        "bytes */1000", 0, (uint64_t)-1);
+  /* An empty file: the (empty) whole, whatever the range. */
+  get(fx, "GET /empty.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-\r\n\r\n", "HTTP/1.1 200 OK", "",
+      &r);
+  rc_response_free(&r);
   /* Two ranges: multipart/byteranges, each part with its head. */
   get(fx, "GET /digits.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-2,-3\r\n\r\n",
       "HTTP/1.1 206 Partial Content", NULL, &r);
@@ -293,6 +314,34 @@ static void test_ranges(void **state) {
     expect_no_field(&r, "Content-Range");
   }
   rc_response_free(&r);
+  /* Many multipart answers pipelined: the part heads fill the queue past
+   * the high-water mark and the writer waits for the drain; every answer
+   * arrives whole. */
+  {
+    static char reqs[64 * 1024];
+    size_t len = 0;
+    int i, j;
+    rc_t *c = fx_connect(fx);
+    for (i = 0; i < 3; i++)
+      len += (size_t)snprintf(reqs + len, sizeof reqs - len, "GET /nothing HTTP/1.1\r\nHost: a\r\n\r\n");
+    for (i = 0; i < 60; i++) {
+      len += (size_t)snprintf(reqs + len, sizeof reqs - len,
+                              "GET /digits.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-0");
+      for (j = 2; j <= 30; j += 2) len += (size_t)snprintf(reqs + len, sizeof reqs - len, ",%d-%d", j, j);
+      len += (size_t)snprintf(reqs + len, sizeof reqs - len, "\r\n\r\n");
+    }
+    assert_true(len < sizeof reqs);
+    assert_int_equal(rc_send(c, reqs, len), 0);
+    for (i = 0; i < 3; i++) expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+    for (i = 0; i < 60; i++) {
+      expect_response(c, "HTTP/1.1 206 Partial Content", NULL, &r);
+      assert_int_equal(r.body_len, (size_t)atoi(rc_header(&r, "Content-Length")));
+      assert_non_null(memmem(r.body, r.body_len, "bytes 30-30/1000\r\n\r\n0",
+                             strlen("bytes 30-30/1000\r\n\r\n0")));
+      rc_response_free(&r);
+    }
+    fx_drop(fx, c);
+  }
   /* If-Range: the current strong tag or date keeps the range. */
   get(fx, REQ("GET /digits.txt"), "HTTP/1.1 200 OK", NULL, &r);
   snprintf(etag, sizeof etag, "%s", rc_header(&r, "ETag"));
@@ -340,6 +389,16 @@ static void test_precompressed(void **state) {
   get(fx, "GET /style.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: *\r\n\r\n", "HTTP/1.1 200 OK",
       "BR-BYTES", &r);
   rc_response_free(&r);
+  /* Only a parameter named q is a weight; a malformed weight allows nothing. */
+  get(fx, "GET /style.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip;xq=0\r\n\r\n",
+      "HTTP/1.1 200 OK", "GZ-BYTES", &r);
+  rc_response_free(&r);
+  get(fx, "GET /style.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip;q=abc, br;q=-1\r\n\r\n",
+      "HTTP/1.1 200 OK", "body{color:red}", &r);
+  rc_response_free(&r);
+  get(fx, "GET /style.css HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip; q=0.001\r\n\r\n",
+      "HTTP/1.1 200 OK", "GZ-BYTES", &r);
+  rc_response_free(&r);
   get(fx, REQ("GET /style.css"), "HTTP/1.1 200 OK", "body{color:red}", &r);
   expect_no_field(&r, "Content-Encoding");
   rc_response_free(&r);
@@ -383,6 +442,28 @@ static void test_prefix_and_changes(void **state) {
   get(fx, REQ("GET /assets/change.txt"), "HTTP/1.1 200 OK", "second", &r);
   assert_string_not_equal(rc_header(&r, "ETag"), etag);
   rc_response_free(&r);
+  /* Replaced by rename with the same size and mtime (to the nanosecond):
+   * a new inode, so a new tag; an If-Range with the old one gets it all. */
+  {
+    char tmp[256];
+    get(fx, REQ("GET /assets/change.txt"), "HTTP/1.1 200 OK", "second", &r);
+    snprintf(etag, sizeof etag, "%s", rc_header(&r, "ETag"));
+    rc_response_free(&r);
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    get(fx, REQ("GET /assets/change.txt"), "HTTP/1.1 200 OK", "second", &r);
+    snprintf(etag, sizeof etag, "%s", rc_header(&r, "ETag"));
+    rc_response_free(&r);
+    put_str("change.new", "SECOND");
+    snprintf(tmp, sizeof tmp, "%s/change.new", root);
+    assert_int_equal(utimensat(AT_FDCWD, tmp, ts, 0), 0);
+    assert_int_equal(rename(tmp, path), 0);
+    snprintf(tmp, sizeof tmp,
+             "GET /assets/change.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=0-0\r\nIf-Range: %s\r\n\r\n",
+             etag);
+    get(fx, tmp, "HTTP/1.1 200 OK", "SECOND", &r);
+    assert_string_not_equal(rc_header(&r, "ETag"), etag);
+    rc_response_free(&r);
+  }
   stop(fx);
 }
 
@@ -442,6 +523,22 @@ static void test_types_and_errors(void **state) {
   hr_static_options_init(&o);
   o.symlinks = (hr_static_symlinks_t)7;
   assert_int_equal(hr_static_new(&s, root, &o), HR_EINVAL);
+  {
+    char longtype[601];
+    memset(longtype, 'a', 600);
+    longtype[600] = '\0';
+    hr_static_options_init(&o);
+    o.default_type = longtype; /* would not fit a part head */
+    assert_int_equal(hr_static_new(&s, root, &o), HR_EINVAL);
+    o.default_type = "text/plain\r\nX-Injected: 1";
+    assert_int_equal(hr_static_new(&s, root, &o), HR_EINVAL);
+    hr_static_options_init(&o);
+    o.cache_control = "no-store\n";
+    assert_int_equal(hr_static_new(&s, root, &o), HR_EINVAL);
+    hr_static_options_init(&o);
+    o.cache_entries = (size_t)-1;
+    assert_int_equal(hr_static_new(&s, root, &o), HR_EINVAL);
+  }
 }
 
 static int group_setup(void **state) {

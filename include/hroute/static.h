@@ -19,7 +19,9 @@
  *   - Content-Type from the extension: a built-in table (text types with
  *     charset=utf-8), then the system's /etc/mime.types when it exists,
  *     else `default_type`;
- *   - ETag (strong: "<mtime>-<size>" in hex, as nginx writes it) and
+ *   - ETag (strong: "<version>-<size>" in hex, the version mixing the
+ *     inode and the mtime in nanoseconds, so that a file replaced within a
+ *     second gets a new tag, where nginx's "<mtime>-<size>" repeats) and
  *     Last-Modified, and the four preconditions of §13 in their order
  *     (hr_response_not_modified: 304 or 412);
  *   - Range (§14.2): one range answers 206 with Content-Range; several,
@@ -84,19 +86,23 @@ typedef struct hr_static_options_s {
   /* Non-zero: look for ".br" and ".gz" siblings (see above).  0. */
   int precompressed;
   /* The Cache-Control value of every file response, or NULL for none;
-   * copied.  NULL. */
+   * copied (at most 200 bytes, no control characters).  NULL. */
   const char *cache_control;
   /* A mime.types file read at hr_static_new (NULL: none).
    * "/etc/mime.types", which may be missing. */
   const char *mime_types;
-  /* The Content-Type of an extension nobody knows.
-   * "application/octet-stream". */
+  /* The Content-Type of an extension nobody knows (at most 200 bytes, no
+   * control characters).  "application/octet-stream". */
   const char *default_type;
   /* Each loop's open-file cache: at most this many names (files, the
    * directories and misses met on the way), each trusted for
    * cache_valid_ms after its open, then opened again (a file replaced on
    * disk is served within that time), as nginx's open_file_cache and
-   * open_file_cache_valid.  0 entries: open per request.  1000, 1000 ms. */
+   * open_file_cache_valid.  0 entries: open per request; at most 2^20.
+   * A loop keeps no more than a quarter of RLIMIT_NOFILE (as it is when
+   * the loop starts) of them, so that connections keep descriptors; an
+   * expired entry is closed at the loop's next request (a deleted file's
+   * space comes back then).  1000, 1000 ms. */
   size_t cache_entries;
   uint32_t cache_valid_ms;
 } hr_static_options_t;
@@ -107,8 +113,9 @@ HR_EXTERN void hr_static_options_init(hr_static_options_t *opts);
  * Opens `root` (a directory; its descriptor is kept until hr_static_free)
  * and reads the mime.types file.  `opts` may be NULL (the defaults); it is
  * copied.  Returns 0 and stores the handler in *out, HR_EINVAL (NULL
- * argument, root is not a directory that can be opened: errno says why),
- * HR_ENOMEM.  Any thread.
+ * argument, root is not a directory that can be opened: errno says why;
+ * a default_type or cache_control that cannot be a field value;
+ * cache_entries above 2^20), HR_ENOMEM.  Any thread.
  */
 HR_EXTERN int hr_static_new(hr_static_t **out, const char *root,
                             const hr_static_options_t *opts);

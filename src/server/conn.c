@@ -194,10 +194,21 @@ static void on_read(void *owner, ssize_t nread) {
   hr__conn_close(c); /* ECONNRESET, ENOBUFS, ... */
 }
 
+/* The output failed: close.  A file that ended before its length
+ * (UV_EOF) is no broken peer: what was sent goes out, head included, and
+ * the connection ends with FIN after it, so the client sees a body
+ * shorter than Content-Length rather than a reset that loses even the
+ * head. */
+void hr__conn_output_failed(hr__conn_t *c, int err) {
+  if (err == UV_EOF) hr__out_discard(c);
+  hr__conn_close(c);
+}
+
 static void on_write_done(void *owner, int status) {
   hr__conn_t *c = owner;
-  if (hr__out_write_done(c, status) < 0) {
-    hr__conn_close(c);
+  int err = hr__out_write_done(c, status);
+  if (err < 0) {
+    hr__conn_output_failed(c, err);
     return;
   }
   hr__conn_resume(c);
@@ -322,7 +333,7 @@ void hr__conn_settle(hr__conn_t *c) {
   int err;
   if (c->state == HR__C_CLOSED) return;
   if ((err = hr__out_flush(c)) != 0) {
-    hr__conn_close(c);
+    hr__conn_output_failed(c, err);
     return;
   }
   compact(c);

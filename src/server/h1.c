@@ -535,8 +535,9 @@ int hr__h1_step(hr__conn_t *c) {
      * is queued, and stop answering while the queue stays above the mark
      * (the write's completion resumes us). */
     if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes) {
-      if (hr__out_flush(c) != 0) {
-        hr__conn_close(c);
+      int err = hr__out_flush(c);
+      if (err != 0) {
+        hr__conn_output_failed(c, err);
         return 0;
       }
       if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes)

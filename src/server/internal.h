@@ -253,6 +253,9 @@ hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
 void hr__conn_kick(hr__conn_t *c);   /* process on the next loop turn */
 void hr__conn_resume(hr__conn_t *c); /* process now (loop callback) */
 void hr__conn_close(hr__conn_t *c);  /* hard close; a handler's exchange detaches */
+/* Writing failed with `err`: close (a file that ended early: after what
+ * was sent, with FIN). */
+void hr__conn_output_failed(hr__conn_t *c, int err);
 void hr__conn_shutdown(hr__conn_t *c); /* server shutdown: close when idle */
 void hr__conn_timeout(hr__conn_t *c, hr__tlist_t list); /* deadline passed */
 /* The connection is done with its exchange: freed, or detached while a

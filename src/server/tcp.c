@@ -112,7 +112,10 @@ static ssize_t sendfile_nosignal(int sock, int fd, off_t *off, size_t n) {
   pthread_sigmask(SIG_BLOCK, &set, &old);
   r = sendfile(sock, fd, off, n);
   err = errno;
-  if (r < 0 && err == EPIPE && !sigismember(&old, SIGPIPE)) {
+  /* A peer that went away raises SIGPIPE even when the call still reports
+   * the bytes it moved first: take any that is pending, whatever r is.
+   * With SIGPIPE unblocked before, a pending one can only be this call's. */
+  if (!sigismember(&old, SIGPIPE)) {
     const struct timespec none = {0, 0};
     while (sigtimedwait(&set, NULL, &none) < 0 && errno == EINTR)
       ;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,13 +58,18 @@ static void drop(hr__fcache_t *c, hr__fent_t *e) {
 }
 
 int hr__fcache_init(hr__fcache_t *c, hr_static_t *st, uv_loop_t *loop, size_t max) {
+  struct rlimit rl;
   memset(c, 0, sizeof(*c));
   c->st = st;
   c->loop = loop;
+  /* Descriptors are shared with the connections: a quarter at most. */
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      max > rl.rlim_cur / 4)
+    max = (size_t)(rl.rlim_cur / 4);
   c->max = max;
   c->lru.lru_next = c->lru.lru_prev = &c->lru;
-  if (max == 0) return 0;
-  for (c->nbuckets = 16; c->nbuckets < max * 2; c->nbuckets *= 2)
+  if (c->max == 0) return 0;
+  for (c->nbuckets = 16; c->nbuckets < c->max * 2; c->nbuckets *= 2) /* max <= 2^20 */
     ;
   c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
   return c->buckets != NULL ? 0 : HR_ENOMEM;
@@ -87,7 +93,13 @@ static int status_of_errno(int err) {
     case -EXDEV:  /* one that leads out of the root */
     case -ENAMETOOLONG:
     case -EINVAL:
+    case -ENXIO:  /* a socket */
+    case -ENODEV: /* a device without a driver */
       return 404;
+    case -EMFILE:
+    case -ENFILE:
+    case -ENOMEM:
+      return 503; /* for now: not cached */
     default:
       return 500;
   }
@@ -124,6 +136,11 @@ void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode) {
     e->fd = fd;
     e->size = (uint64_t)sb.st_size;
     e->mtime = (int64_t)sb.st_mtime;
+    /* A file replaced within the same second (rename over it, a new
+     * inode) or rewritten in place (a new mtime to the nanosecond) gets
+     * another tag, where nginx's "mtime-size" would repeat. */
+    e->version = ((uint64_t)sb.st_ino * 0x9E3779B97F4A7C15ull) ^
+                 ((uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec);
     return;
   }
   close(fd);
@@ -140,10 +157,24 @@ static hr__fent_t *lookup(hr__fcache_t *c, const char *name, size_t len) {
   return NULL;
 }
 
+/* Closes entries that expired at the old end of the list (at most two
+ * per call, so the work stays constant per request). */
+static void sweep(hr__fcache_t *c, uint64_t now) {
+  int i;
+  for (i = 0; i < 2 && c->lru.lru_prev != &c->lru; i++) {
+    hr__fent_t *e = c->lru.lru_prev;
+    if (now - e->checked < c->st->opts.cache_valid_ms) break;
+    drop(c, e);
+  }
+}
+
 hr__fent_t *hr__fcache_find(hr__fcache_t *c, const char *name, size_t len) {
+  uint64_t now = uv_now(c->loop);
   hr__fent_t *e;
-  if (c->max == 0 || (e = lookup(c, name, len)) == NULL) return NULL;
-  if (uv_now(c->loop) - e->checked >= c->st->opts.cache_valid_ms) {
+  if (c->max == 0) return NULL;
+  sweep(c, now);
+  if ((e = lookup(c, name, len)) == NULL) return NULL;
+  if (now - e->checked >= c->st->opts.cache_valid_ms) {
     drop(c, e); /* stale: to be opened again */
     return NULL;
   }
@@ -155,7 +186,8 @@ hr__fent_t *hr__fcache_find(hr__fcache_t *c, const char *name, size_t len) {
 
 void hr__fcache_put(hr__fcache_t *c, hr__fent_t *e) {
   hr__fent_t *old, **bucket;
-  if (c->max == 0 || c->closing) return;
+  /* A passing condition (out of descriptors or memory) is not remembered. */
+  if (c->max == 0 || c->closing || e->status == 503 || e->status == 500) return;
   if ((old = lookup(c, e->name, e->name_len)) != NULL) drop(c, old);
   if (c->n == c->max) drop(c, c->lru.lru_prev); /* the least recently used */
   e->checked = uv_now(c->loop);

@@ -63,7 +63,9 @@ static int cmp_entry(const void *a, const void *b) {
 static int add(hr__mimes_t *t, const char *ext, size_t elen, const char *type, size_t tlen) {
   hr__mime_t *e;
   char *s;
-  if (elen == 0 || tlen == 0 || elen > 32) return 0;
+  /* Long names and long types are nobody's: a Content-Type longer than
+   * HR__TYPE_MAX would not fit the part heads of a multipart body. */
+  if (elen == 0 || tlen == 0 || elen > 32 || tlen > HR__TYPE_MAX) return 0;
   if (t->n == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 256;
     hr__mime_t *n = realloc(t->v, cap * sizeof(*n));
@@ -105,10 +107,21 @@ static int read_file(hr__mimes_t *t, const char *path) {
       ext = p;
       while (*p && *p != ' ' && *p != '\t' && *p != '\n') p++;
       if ((rc = add(t, ext, (size_t)(p - ext), type, tlen)) != 0) break;
+      /* (a type is one whitespace-free word here: no CR or LF can be in it) */
     }
   }
   fclose(f);
   return rc;
+}
+
+int hr__static_type_ok(const char *s) {
+  size_t i, n = strlen(s);
+  if (n == 0 || n > HR__TYPE_MAX) return 0;
+  for (i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return 0;
+  }
+  return 1;
 }
 
 int hr__mimes_load(hr__mimes_t *t, const char *path) {

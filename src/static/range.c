@@ -8,9 +8,10 @@
  *   int-range    = first-pos "-" [ last-pos ]
  *   suffix-range = "-" suffix-length
  * Only "bytes" is a unit here; anything else, or a malformed set, means
- * the field is ignored (§14.2: a server MAY ignore it).  An int-range whose
- * first-pos is past the end, and a suffix of length 0, are unsatisfiable;
- * the rest are clamped to the size.  Sets that would make the server send
+ * the field is ignored (§14.2: a server MAY ignore it), and so it is for a
+ * file of 0 bytes.  An int-range whose first-pos is past the end, and a
+ * suffix of length 0, are unsatisfiable; the rest are clamped to the size
+ * (a last-pos too large for 64 bits too).  Sets that would make the server send
  * far more than one copy of the file (more than HR__MAX_RANGES ranges,
  * overlapping ranges, more bytes in all than the size) are ignored too,
  * as §14.2 allows for exactly that reason.
@@ -23,15 +24,15 @@ static int skip_ows(const char *p, const char *e, const char **out) {
   return p < e;
 }
 
-/* 1*DIGIT into *v; 0 on success, -1 on no digit or overflow. */
+/* 1*DIGIT into *v, a value past 2^64-1 saturating (it only ever means
+ * "to the end" or "past the end"); 0, or -1 when no digit is next. */
 static int digits(const char **pp, const char *e, uint64_t *v) {
   const char *p = *pp;
   uint64_t n = 0;
   if (p == e || *p < '0' || *p > '9') return -1;
   while (p < e && *p >= '0' && *p <= '9') {
     unsigned d = (unsigned)(*p++ - '0');
-    if (n > (UINT64_MAX - d) / 10) return -1;
-    n = n * 10 + d;
+    n = n > (UINT64_MAX - d) / 10 ? UINT64_MAX : n * 10 + d;
   }
   *pp = p;
   *v = n;
@@ -46,6 +47,9 @@ int hr__range_parse(hr_span_t value, uint64_t size, hr__range_t *out) {
       (p[3] | 0x20) != 'e' || (p[4] | 0x20) != 's' || p[5] != '=')
     return 0;
   p += 6;
+  /* An empty representation has no byte to range over: a client that
+   * sends "bytes=0-" to everything gets the (empty) whole, as from Go. */
+  if (size == 0) return 0;
   for (;;) {
     uint64_t first, last;
     int suffix = 0;

@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hroute/delegate.h"
@@ -31,9 +32,10 @@ void hr__static_status(hr_response_t *res, int status) {
 }
 
 
-/* The strong entity tag "<mtime>-<size>[-<coding>]" into buf (>= 64). */
+/* The strong entity tag "<version>-<size>[-<coding>]" into buf (>= 64):
+ * the version mixes the inode and the mtime to the nanosecond. */
 static void make_etag(const file_t *f, char *buf, hr_etag_t *tag) {
-  int n = snprintf(buf, 64, "%" PRIx64 "-%" PRIx64 "%s%s", (uint64_t)f->mtime, f->size,
+  int n = snprintf(buf, 64, "%" PRIx64 "-%" PRIx64 "%s%s", f->version, f->size,
                    f->encoding[0] ? "-" : "", f->encoding);
   tag->tag.ptr = buf;
   tag->tag.len = (size_t)n;
@@ -55,52 +57,109 @@ static int if_range_holds(hr_request_t *req, const hr_etag_t *tag, int64_t mtime
 }
 
 /* The part head of range i: CRLF "--" boundary CRLF Content-Type CRLF
- * Content-Range CRLF CRLF (RFC 9110 §14.6). */
-static int part_head(char *buf, size_t cap, const char *boundary, const char *type,
-                     const hr__range_t *r, uint64_t size) {
-  return snprintf(buf, cap,
-                  "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: bytes %" PRIu64 "-%" PRIu64
-                  "/%" PRIu64 "\r\n\r\n",
-                  boundary, type, r->first, r->last, size);
+ * Content-Range CRLF CRLF (RFC 9110 §14.6), into buf (at least
+ * part_head_max bytes); returns its length. */
+static size_t part_head_max(const char *type) { return strlen(type) + 160; }
+
+static size_t part_head(char *buf, size_t cap, const char *boundary, const char *type,
+                        const hr__range_t *r, uint64_t size) {
+  int n = snprintf(buf, cap,
+                   "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: bytes %" PRIu64 "-%" PRIu64
+                   "/%" PRIu64 "\r\n\r\n",
+                   boundary, type, r->first, r->last, size);
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-static void send_ranges(hr_response_t *res, const file_t *f, const char *type,
+/* A multipart/byteranges body being written, in the request's arena: it
+ * goes on from the drain callback when the queue is full. */
+typedef struct parts_s {
+  file_t f;
+  const char *type;
+  const hr__range_t *rg;
+  int n, i;
+  int closing_written;
+  char boundary[40];
+  char *head; /* part_head_max(type) bytes */
+} parts_t;
+
+static void parts_write(hr_response_t *res, parts_t *p);
+
+static void parts_drain(hr_response_t *res, int status, void *udata) {
+  parts_t *p = udata;
+  if (status != 0) { /* the connection is gone */
+    hr_response_end(res);
+    hr__fent_unref(p->f.ent);
+    return;
+  }
+  parts_write(res, p);
+}
+
+/* Writes parts from p->i on; waits for the drain callback on HR_EAGAIN. */
+static void parts_write(hr_response_t *res, parts_t *p) {
+  size_t cap = part_head_max(p->type), len;
+  int rc = 0;
+  while (p->i < p->n) {
+    const hr__range_t *r = &p->rg[p->i];
+    len = part_head(p->head, cap, p->boundary, p->type, r, p->f.size);
+    if ((rc = hr_response_write(res, p->head, len)) != 0) break;
+    p->f.ent->refs++; /* each range's, until it is sent */
+    if ((rc = hr_response_write_file(res, p->f.fd, r->first, r->last - r->first + 1, release_ent,
+                                     p->f.ent)) != 0) {
+      p->f.ent->refs--;
+      break;
+    }
+    p->i++;
+  }
+  if (rc == 0 && !p->closing_written) {
+    len = (size_t)snprintf(p->head, cap, "\r\n--%s--\r\n", p->boundary);
+    rc = hr_response_write(res, p->head, len);
+    if (rc == 0) p->closing_written = 1;
+  }
+  if (rc == HR_EAGAIN && hr_response_on_drain(res, parts_drain, p) == 0) return;
+  /* Done, or failed (short of the length: the connection ends). */
+  hr_response_end(res);
+  hr__fent_unref(p->f.ent); /* the writer's */
+}
+
+static void send_ranges(hr_request_t *req, hr_response_t *res, const file_t *f, const char *type,
                         const hr__range_t *rg, int n) {
-  char boundary[40], head[512], ctype[80];
+  char ctype[80];
   uint64_t total = 0;
-  int i, len;
+  parts_t *p = hr_request_alloc(req, sizeof(*p));
+  hr__range_t *copy = hr_request_alloc(req, (size_t)n * sizeof(*rg));
+  size_t cap = part_head_max(type);
+  int i;
   /* A boundary no file byte can break: the parts are delimited by their
    * lengths anyway, and a client that scans for it finds it only there
    * with overwhelming odds (64 bits of the tag and a counter). */
   static _Atomic uint64_t counter;
   uint64_t x = (uint64_t)f->mtime * 0x9E3779B97F4A7C15ull ^ f->size ^
                (counter += 0x632BE59BD9B4E019ull);
-  snprintf(boundary, sizeof boundary, "hroute-%016" PRIx64, x);
-  for (i = 0; i < n; i++) {
-    len = part_head(head, sizeof head, boundary, type, &rg[i], f->size);
-    total += (uint64_t)len + (rg[i].last - rg[i].first + 1);
+  if (p == NULL || copy == NULL || (p->head = hr_request_alloc(req, cap)) == NULL) {
+    hr__fent_unref(f->ent);
+    hr__static_status(res, 503);
+    return;
   }
-  total += strlen(boundary) + 8; /* CRLF "--" boundary "--" CRLF */
-  snprintf(ctype, sizeof ctype, "multipart/byteranges; boundary=%s", boundary);
+  memcpy(copy, rg, (size_t)n * sizeof(*rg));
+  p->f = *f;
+  p->type = type;
+  p->rg = copy;
+  p->n = n;
+  p->i = 0;
+  p->closing_written = 0;
+  snprintf(p->boundary, sizeof p->boundary, "hroute-%016" PRIx64, x);
+  for (i = 0; i < n; i++)
+    total += part_head(p->head, cap, p->boundary, type, &rg[i], f->size) +
+             (rg[i].last - rg[i].first + 1);
+  total += strlen(p->boundary) + 8; /* CRLF "--" boundary "--" CRLF */
+  snprintf(ctype, sizeof ctype, "multipart/byteranges; boundary=%s", p->boundary);
   hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype));
-  if (hr_response_start(res, 206, (int64_t)total) == 0) {
-    for (i = 0; i < n; i++) {
-      len = part_head(head, sizeof head, boundary, type, &rg[i], f->size);
-      if (hr_response_write(res, head, (size_t)len) != 0) break;
-      f->ent->refs++; /* each range's, until it is sent */
-      if (hr_response_write_file(res, f->fd, rg[i].first, rg[i].last - rg[i].first + 1,
-                                 release_ent, f->ent) != 0) {
-        f->ent->refs--;
-        break;
-      }
-    }
-    if (i == n) {
-      len = snprintf(head, sizeof head, "\r\n--%s--\r\n", boundary);
-      hr_response_write(res, head, (size_t)len);
-    }
-    hr_response_end(res); /* short of the length after an error: the connection ends */
+  if (hr_response_start(res, 206, (int64_t)total) != 0) {
+    hr__fent_unref(f->ent);
+    hr__static_status(res, 500);
+    return;
   }
-  hr__fent_unref(f->ent); /* this function's */
+  parts_write(res, p);
 }
 
 void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, const char *name,
@@ -143,7 +202,7 @@ void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, co
     return;
   }
   if (n > 1) {
-    send_ranges(res, f, type, rg, n);
+    send_ranges(req, res, f, type, rg, n);
     return;
   }
   hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(type));

@@ -49,6 +49,11 @@ int hr_static_new(hr_static_t **out, const char *root, const hr_static_options_t
     opts = &defaults;
   }
   if ((unsigned)opts->symlinks > HR_STATIC_SYMLINKS_ANY) return HR_EINVAL;
+  if (opts->default_type != NULL && !hr__static_type_ok(opts->default_type)) return HR_EINVAL;
+  if (opts->cache_control != NULL &&
+      (!hr__static_type_ok(opts->cache_control) || strlen(opts->cache_control) > HR__TYPE_MAX))
+    return HR_EINVAL;
+  if (opts->cache_entries > HR__CACHE_MAX) return HR_EINVAL;
   fd = open(root, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
   if (fd < 0) return HR_EINVAL;
   if (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
@@ -96,6 +101,41 @@ const char *hr_static_type(const hr_static_t *st, hr_span_t name) {
 
 /* ---- one response ----------------------------------------------------------- */
 
+/* The weight of one Accept-Encoding element's parameters [p, e): its
+ * "q" parameter read as RFC 9110 §12.4.2 writes it (0 for a malformed
+ * one: a coding is only chosen when the client clearly allows it), 1000
+ * without one. */
+static int weight(const char *p, const char *e) {
+  while (p < e) {
+    const char *name, *end;
+    while (p < e && (*p == ';' || *p == ' ' || *p == '\t')) p++;
+    name = p;
+    while (p < e && *p != '=' && *p != ';' && *p != ' ' && *p != '\t') p++;
+    end = p;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    if (end - name == 1 && (*name == 'q' || *name == 'Q') && p < e && *p == '=') {
+      const char *v = p + 1, *ve;
+      int q = 0, scale = 100;
+      while (v < e && (*v == ' ' || *v == '\t')) v++;
+      for (ve = v; ve < e && *ve != ';' && *ve != ' ' && *ve != '\t'; ve++)
+        ;
+      if (ve == v || (*v != '0' && *v != '1') || ve - v > 5) return 0;
+      q = (*v - '0') * 1000;
+      if (ve - v > 1) {
+        const char *d;
+        if (v[1] != '.') return 0;
+        for (d = v + 2; d < ve; d++, scale /= 10) {
+          if (*d < '0' || *d > '9') return 0;
+          q += (*d - '0') * scale;
+        }
+      }
+      return q > 1000 ? 0 : q;
+    }
+    while (p < e && *p != ';') p++;
+  }
+  return 1000;
+}
+
 /* Whether Accept-Encoding (every line of it) allows `coding`: named with q
  * above 0, or covered by "*" with q above 0 (RFC 9110 §12.5.3). */
 static int accepts(const hr_request_t *req, const char *coding) {
@@ -105,22 +145,16 @@ static int accepts(const hr_request_t *req, const char *coding) {
   while (hr_request_field(req, HR_SPAN_LIT("Accept-Encoding"), &cursor, &v) == 0) {
     const char *p = v.ptr, *e = v.ptr + v.len;
     while (p < e) {
-      const char *name, *end;
-      int q = 1000;
+      const char *name, *end, *elem_end;
+      int q;
       while (p < e && (*p == ' ' || *p == '\t' || *p == ',')) p++;
       name = p;
       while (p < e && *p != ',' && *p != ';' && *p != ' ' && *p != '\t') p++;
       end = p;
-      while (p < e && *p != ',') {
-        /* ";q=0" (or 0.0, 0.00, 0.000) excludes; any other weight allows */
-        if (*p == '=' && p > name && (p[-1] == 'q' || p[-1] == 'Q')) {
-          const char *d = p + 1;
-          q = d < e && *d == '0' ? 0 : 1000;
-          for (d++; q == 0 && d < e && *d != ',' && *d != ';' && *d != ' '; d++)
-            if (*d != '.' && *d != '0') q = 1;
-        }
-        p++;
-      }
+      for (elem_end = p; elem_end < e && *elem_end != ','; elem_end++)
+        ;
+      q = weight(p, elem_end);
+      p = elem_end;
       if ((size_t)(end - name) == clen && strncasecmp(name, coding, clen) == 0) return q > 0;
       if (end - name == 1 && *name == '*') star = q > 0;
     }
@@ -235,6 +269,7 @@ static void take(walk_t *w, hr__fent_t *e, const char *encoding) {
   w->f.fd = e->fd;
   w->f.size = e->size;
   w->f.mtime = e->mtime;
+  w->f.version = e->version;
   w->f.encoding = encoding;
 }
 

@@ -19,6 +19,9 @@
 
 /* ---- mime.c ------------------------------------------------------------- */
 
+/* The longest Content-Type a static root gives (bytes). */
+#define HR__TYPE_MAX 200
+
 typedef struct hr__mime_s {
   const char *ext, *type; /* one allocation, ext first */
   size_t order;           /* built-in entries first */
@@ -37,6 +40,10 @@ void hr__mimes_free(hr__mimes_t *t);
 const char *hr__mimes_find(const hr__mimes_t *t, hr_span_t name);
 
 /* ---- resolve.c ---------------------------------------------------------- */
+
+/* Whether `s` can be a field value of at most HR__TYPE_MAX bytes (VCHAR,
+ * SP, HTAB: no CR, LF or NUL to split a header with). */
+int hr__static_type_ok(const char *s);
 
 enum {
   HR__NAME_OK = 0,
@@ -85,7 +92,8 @@ typedef struct hr__fent_s {
   int status;        /* 0, or 403/404/500 */
   int is_dir;
   uint64_t size;
-  int64_t mtime;
+  int64_t mtime;     /* seconds */
+  uint64_t version;  /* inode and mtime in nanoseconds, mixed: for the ETag */
   unsigned refs;     /* the cache's (while cached) and each response's */
   unsigned cached : 1;
 } hr__fent_t;
@@ -93,6 +101,9 @@ typedef struct hr__fent_s {
 /* One loop's open-file cache: at most `max` entries, each trusted for
  * `valid_ms` after its open (nginx's open_file_cache_valid), then opened
  * again; least recently used first out.  Loop thread only. */
+/* The most entries a loop's cache may be given. */
+#define HR__CACHE_MAX ((size_t)1 << 20)
+
 typedef struct hr__fcache_s {
   hr_static_t *st;
   uv_loop_t *loop;
@@ -130,6 +141,7 @@ typedef struct hr__sfile_s {
   int fd;
   uint64_t size;
   int64_t mtime;
+  uint64_t version;
   const char *encoding;
 } hr__sfile_t;
 
