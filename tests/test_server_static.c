@@ -505,6 +505,50 @@ static void test_cache(void **state) {
   stop(fx);
 }
 
+/* With `listing` on, a directory without an index lists its entries,
+ * escaped; with it off (test_names) it is 403. */
+static void test_listing(void **state) {
+  fx_t *fx = *state;
+  hr_static_options_t o;
+  rc_response_t r;
+  char path[256];
+  snprintf(path, sizeof path, "%s/empty/<b>&co.txt", root);
+  {
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    close(fd);
+  }
+  snprintf(path, sizeof path, "%s/empty/dir one", root);
+  mkdir(path, 0755);
+  snprintf(path, sizeof path, "%s/empty/.hidden", root);
+  {
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    close(fd);
+  }
+  hr_static_options_init(&o);
+  o.listing = 1;
+  assert_int_equal(hr_static_new(&st, root, &o), 0);
+  assert_int_equal(hr_static_mount(fx->router, NULL, NULL, st), 0);
+  fx_start(fx, 1);
+  get(fx, REQ("GET /empty/"), "HTTP/1.1 200 OK",
+      "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Index of /empty/</title>\n"
+      "<h1>Index of /empty/</h1>\n<ul>\n<li><a href=\"../\">../</a></li>\n"
+      "<li><a href=\"%3Cb%3E%26co.txt\">&lt;b&gt;&amp;co.txt</a></li>\n"
+      "<li><a href=\"dir%20one/\">dir one/</a></li>\n</ul>\n",
+      &r);
+  expect_field(&r, "Content-Type", "text/html; charset=utf-8", 0);
+  rc_response_free(&r);
+  /* A directory with an index still answers the index. */
+  get(fx, REQ("GET /sub/"), "HTTP/1.1 200 OK", "sub home", &r);
+  rc_response_free(&r);
+  stop(fx);
+  snprintf(path, sizeof path, "%s/empty/<b>&co.txt", root);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/empty/.hidden", root);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/empty/dir one", root);
+  rmdir(path);
+}
+
 static void test_types_and_errors(void **state) {
   hr_static_t *s;
   hr_static_options_t o;
@@ -563,6 +607,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_precompressed, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_prefix_and_changes, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_cache, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_listing, fx_setup, fx_teardown),
       cmocka_unit_test(test_types_and_errors),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -35,8 +35,8 @@
  *   - HEAD like GET without the body; other methods are the router's
  *     (405, as the mount registers GET and HEAD);
  *   - Cache-Control as configured;
- *   - a directory: its index file (index.html), or 403 without one (the
- *     listing is off); a directory named without its trailing slash
+ *   - a directory: its index file (index.html), or without one 403 (or
+ *     its listing when the `listing` option is on); a directory named without its trailing slash
  *     answers 301 to the name with it (its relative links would break
  *     otherwise);
  *   - precompressed siblings (`precompressed`): for "a.css", "a.css.br" or
@@ -85,6 +85,11 @@ typedef struct hr_static_options_s {
   int dotfiles;
   /* Non-zero: look for ".br" and ".gz" siblings (see above).  0. */
   int precompressed;
+  /* Non-zero: a directory without an index answers an HTML listing of its
+   * entries (sorted; directories with a trailing '/'; hidden ones unless
+   * dotfiles; names percent-encoded in links and escaped in text), read on
+   * the thread pool, as nginx's autoindex.  0: 403. */
+  int listing;
   /* The Cache-Control value of every file response, or NULL for none;
    * copied (at most 200 bytes, no control characters).  NULL. */
   const char *cache_control;

@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -200,8 +200,12 @@ typedef struct walk_s {
   hr_response_t *res;
   char *buf;            /* the current name, NUL-terminated, with room */
   size_t len;           /* the file's name length (without a suffix) */
+  size_t dir_len;       /* a directory's name length, before its index */
   int slash, stage;
   hr__sfile_t f;
+  char *list;           /* a listing made on the thread pool */
+  size_t list_len;
+  int list_status;
 } walk_t;
 
 static void advance(walk_t *w, hr__fent_t *given);
@@ -226,6 +230,60 @@ static void open_done(uv_work_t *req, int status) {
     hr__fcache_free(fc);
     free(fc);
   }
+}
+
+static void list_work(uv_work_t *req) {
+  walk_t *w = req->data;
+  hr_static_t *st = w->fc->st;
+  hr_span_t path = hr_request_path(w->req); /* read only, the request waits */
+  char title[1024];
+  snprintf(title, sizeof title, "%.*s", (int)path.len, path.ptr);
+  w->buf[w->dir_len] = '\0';
+  w->list_status = hr__static_listing(st->rootfd, w->buf, st->opts.symlinks, st->opts.dotfiles,
+                                      title, &w->list, &w->list_len);
+}
+
+static void list_done(uv_work_t *req, int status) {
+  walk_t *w = req->data;
+  hr__fcache_t *fc = w->fc;
+  hr_static_t *st = fc->st;
+  fc->pending--;
+  if (status != 0 && w->list_status == 0) w->list_status = 503;
+  if (w->list_status != 0) {
+    free(w->list);
+    hr__static_status(w->res, w->list_status);
+  } else {
+    hr_response_add_field(w->res, HR_SPAN_LIT("Content-Type"),
+                          HR_SPAN_LIT("text/html; charset=utf-8"));
+    if (st->cache_control != NULL)
+      hr_response_add_field(w->res, HR_SPAN_LIT("Cache-Control"), hr_span_cstr(st->cache_control));
+    hr_response_send(w->res, 200, w->list, w->list_len);
+    free(w->list);
+  }
+  w->list = NULL;
+  if (fc->closing && fc->pending == 0) {
+    hr__fcache_free(fc);
+    free(fc);
+  }
+}
+
+/* A directory without an index: its listing when the option allows,
+ * else 403. */
+static void no_index(walk_t *w) {
+  int rc;
+  if (!w->fc->st->opts.listing) {
+    hr__static_status(w->res, 403);
+    return;
+  }
+  w->list = NULL;
+  w->list_status = 0;
+  w->work.data = w;
+  rc = uv_queue_work(w->fc->loop, &w->work, list_work, list_done);
+  if (rc != 0) {
+    hr__static_status(w->res, 503);
+    return;
+  }
+  w->fc->pending++;
 }
 
 /* The entry for the current name: from the cache, or (returns NULL) an
@@ -304,8 +362,9 @@ static void advance(walk_t *w, hr__fent_t *e) {
             redirect_slash(w->req, w->res);
             return;
           }
+          w->dir_len = w->len;
           if (st->index == NULL) {
-            finish(w, 403); /* no listing */
+            no_index(w);
             return;
           }
           if (w->len > 0) w->buf[w->len++] = '/';
@@ -316,8 +375,11 @@ static void advance(walk_t *w, hr__fent_t *e) {
         }
         if (e->status != 0 || e->is_dir) {
           int status = e->status == 0 || e->status == 404 ? 404 : e->status;
-          if (w->stage == WANT_INDEX && status == 404) status = 403; /* no index, no listing */
           hr__fent_unref(e);
+          if (w->stage == WANT_INDEX && status == 404) {
+            no_index(w); /* the listing, or 403 */
+            return;
+          }
           finish(w, status);
           return;
         }
@@ -368,6 +430,7 @@ static void h_static(hr_request_t *req, hr_response_t *res, void *udata) {
   }
   memset(&w->f, 0, sizeof(w->f));
   w->opening = NULL;
+  w->list = NULL;
   w->fc = fc;
   w->req = req;
   w->res = res;

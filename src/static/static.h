@@ -131,6 +131,15 @@ hr__fent_t *hr__fent_new(const char *name, size_t len);
 void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode);
 void hr__fent_unref(hr__fent_t *e);
 
+/* ---- listing.c ---------------------------------------------------------- */
+
+/* The HTML listing of the directory `name` (NUL-terminated, "" for the
+ * root) into a malloc'd *out of *len bytes, titled with `title` (the
+ * request's path, NUL-terminated).  Any thread (the thread pool).  Returns
+ * 0, 404 (not a directory to read) or 503 (out of memory). */
+int hr__static_listing(int rootfd, const char *name, hr_static_symlinks_t mode, int dotfiles,
+                       const char *title, char **out, size_t *len);
+
 /* ---- serve.c ------------------------------------------------------------ */
 
 /* A file opened for a request: its cache entry (referenced), descriptor,
