@@ -360,9 +360,8 @@ int hr_response_end(hr_response_t *res) {
     /* The declared length was not met: the message cannot be framed. */
     return fail_framing(ex, HR_EINVAL);
   }
-  if (res->chunked &&
-      hr__out_append(ex->conn, "\r\n0\r\n\r\n" + (res->crlf_owed ? 0 : 2),
-                     res->crlf_owed ? 7 : 5) != 0)
+  if (res->chunked && (res->crlf_owed ? hr__out_append(ex->conn, "\r\n0\r\n\r\n", 7)
+                                      : hr__out_append(ex->conn, "0\r\n\r\n", 5)) != 0)
     return fail_framing(ex, HR_ENOMEM);
   return finish(ex);
 }

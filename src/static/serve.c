@@ -8,6 +8,7 @@
  * entry until its bytes are out.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,7 @@ static void send_ranges(hr_request_t *req, hr_response_t *res, const file_t *f, 
    * with overwhelming odds (64 bits of the tag and a counter). */
   static _Atomic uint64_t counter;
   uint64_t x = (uint64_t)f->mtime * 0x9E3779B97F4A7C15ull ^ f->size ^
-               (counter += 0x632BE59BD9B4E019ull);
+               atomic_fetch_add_explicit(&counter, 0x632BE59BD9B4E019ull, memory_order_relaxed);
   if (p == NULL || copy == NULL || (p->head = hr_request_alloc(req, cap)) == NULL) {
     hr__fent_unref(f->ent);
     hr__static_status(res, 503);
