@@ -291,8 +291,10 @@ typedef void (*hr_file_release_cb)(hr_response_t *res, int fd, void *udata);
  * must hold those bytes while they are sent (an in-place change shows in
  * what is sent): one that ends early, because it shrank, ends the
  * connection after what it held, so the client sees a short body and knows.
- * Reading happens on the loop thread, from the page cache when the file is
- * hot (the static handler keeps files hot; a cold disk read waits there).
+ * The file's bytes are read on the loop thread (by sendfile, or pread): a
+ * hot file comes from the page cache; a cold one waits for the disk there,
+ * as in nginx without aio threads (the static handler's opens and stats
+ * run on the thread pool; the data reads do not).
  * `release(res, fd, udata)` runs exactly once, later, when this returns 0;
  * with `release` NULL the server closes `fd` then.  On an error it is
  * never called and the caller keeps `fd`.  Returns 0, HR_EINVAL (fd < 0,
