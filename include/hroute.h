@@ -12,6 +12,7 @@
  *   form.h    application/x-www-form-urlencoded pairs (queries, forms)
  *   multipart.h  multipart/form-data as a streaming parser (uploads)
  *   static.h  a directory served as files (ranges, validators, precompressed)
+ *   upgrade.h  101 Switching Protocols: the connection as a byte stream
  */
 #ifndef HROUTE_H
 #define HROUTE_H
@@ -26,5 +27,6 @@
 #include "hroute/form.h"
 #include "hroute/multipart.h"
 #include "hroute/static.h"
+#include "hroute/upgrade.h"
 
 #endif /* HROUTE_H */

@@ -110,6 +110,7 @@ void hr__conn_close(hr__conn_t *c) {
   c->t->ops->close(c->t, cut); /* on_closed follows, never inside */
   hr__out_discard(c);
   hr__conn_drop_exchange(c, HR_ECLOSED);
+  if (c->upgraded) hr__stream_gone(c); /* its owner hears of it */
 }
 
 /* Once a draining connection has written everything: FIN, then drop the
@@ -129,6 +130,10 @@ static void maybe_shut(hr__conn_t *c) {
 
 void hr__conn_shutdown(hr__conn_t *c) {
   if (c->state != HR__C_OPEN) return;
+  if (c->upgraded) { /* its owner ends it, or it closes now */
+    hr__stream_shutdown(c);
+    return;
+  }
   if (c->ex == NULL && hr__out_queued(c) == 0 && !hr__out_writing(c)) {
     hr__conn_close(c); /* idle (pipelined bytes not yet started are dropped) */
     return;
@@ -181,6 +186,11 @@ static void on_read(void *owner, ssize_t nread) {
   }
   if (nread == UV_EOF) {
     c->peer_eof = 1;
+    if (c->upgraded && c->state == HR__C_OPEN) { /* the peer ended the stream */
+      hr__stream_peer_eof(c);
+      hr__conn_close(c);
+      return;
+    }
     if (c->state == HR__C_SHUT ||
         (c->ex != NULL && c->ex->handler_active && c->ex->phase == HR__PH_DONE)) {
       /* Done lingering; or the peer left while its request is being
@@ -236,6 +246,9 @@ static void update_reading(hr__conn_t *c) {
     /* Draining, then lingering: reading on (and dropping what comes) keeps
      * the socket's poll as it is and notices a peer that leaves. */
     want = 1;
+  else if (c->upgraded)
+    /* A stream reads while its owner wants and the buffer has room. */
+    want = !hr__stream_paused(c) && (c->rbuf == NULL || c->rlen < c->w->server->rbuf_size);
   else if (c->ex != NULL && c->ex->phase == HR__PH_DONE)
     /* Waiting for the response: pipelined bytes wait in the buffer, and
      * reading goes on while there is room so that a peer that goes away is
@@ -279,6 +292,8 @@ static void update_timer(hr__conn_t *c) {
     arm_from_now(c, HR__TL_LINGER, HR__LINGER_MS);
   else if (hr__out_writing(c))
     arm(c, HR__TL_WRITE, c->out->write_since + o->write_timeout_ms);
+  else if (c->upgraded)
+    hr__timer_clear(&c->timer); /* no HTTP deadline for a stream */
   else if (ex == NULL)
     arm_from_now(c, c->requests_served > 0 ? HR__TL_IDLE : HR__TL_HEADER,
                  c->requests_served > 0 ? o->keepalive_timeout_ms

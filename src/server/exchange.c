@@ -60,6 +60,10 @@ void hr__exchange_free(hr__exchange_t *ex) {
   if (where == HR__EX_ABANDONED) return; /* kept until hr_server_free */
   hr__invoke_end(ex);
   if (w->server->opts.access_log != NULL) hr__access_log(ex);
+  if (ex->upgrade != NULL) { /* lost before the connection was handed over */
+    hr__stream_discard(ex->upgrade);
+    ex->upgrade = NULL;
+  }
   hr__locals_release(ex);
   hr__invoke_release(ex);
   if (where == HR__EX_DETACHED) unlink_detached(ex);

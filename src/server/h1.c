@@ -477,11 +477,17 @@ static void message_complete(hr__exchange_t *ex) {
 /* The response is complete and so is the message: next request. */
 static void finish_exchange(hr__conn_t *c, hr__exchange_t *ex) {
   int keep = ex->req.keep_alive && !ex->close_after && !c->w->stopping;
+  hr_stream_t *up = ex->upgrade;
   c->requests_served++;
   hr__stat_inc(&c->w->st_requests);
   c->msg_start = (uint32_t)ex->rpos;
   c->ex = NULL;
+  ex->upgrade = NULL;
   hr__exchange_release(ex);
+  if (up != NULL) { /* 101: no HTTP from here on (stream.c) */
+    hr__stream_attach(c, up);
+    return;
+  }
   if (!keep) c->state = HR__C_DRAINING;
 }
 
@@ -523,6 +529,10 @@ static int step(hr__conn_t *c, hr__exchange_t *ex) {
 int hr__h1_step(hr__conn_t *c) {
   hr__exchange_t *ex = c->ex;
   int go_on;
+  if (c->upgraded) { /* a byte stream now, never parsed */
+    hr__stream_process(c);
+    return 0;
+  }
   if (ex == NULL) {
     if (c->rbuf == NULL || c->rlen == c->msg_start) return 0;
     /* Empty lines before a request line are ignored (RFC 9112 §2.2): a

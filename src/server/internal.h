@@ -22,6 +22,7 @@
 #include "hroute/error.h"
 #include "hroute/http.h"
 #include "hroute/server.h"
+#include "hroute/upgrade.h"
 #include "http/strict.h"
 #include "router/route.h"
 #include "server/out.h"
@@ -148,6 +149,7 @@ struct hr__exchange_s {
   uint64_t t_first;         /* uv_hrtime() at the first byte */
   hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
   const char *peer_text;    /* detached with an access log: the peer, in the arena */
+  struct hr_stream_s *upgrade; /* answered 101: the stream, until the exchange ends */
   uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
   unsigned handler_active : 1; /* handler ran, response not complete */
@@ -224,7 +226,10 @@ struct hr__conn_s {
   char *rbuf;             /* read buffer while bytes are pending, or NULL */
   uint32_t rlen;          /* bytes in rbuf */
   uint32_t msg_start;     /* where the current (or next) message starts */
-  uint32_t requests_served;
+  union {
+    uint32_t requests_served; /* while HTTP */
+    uint32_t stream_slot;     /* once upgraded: its stream in w->streams */
+  };
   uint8_t state;          /* hr__cstate_t */
   uint8_t refs;           /* what keeps the record alive: the transport */
   unsigned in_process : 1;
@@ -232,6 +237,7 @@ struct hr__conn_s {
   unsigned reading : 1;
   unsigned peer_eof : 1;
   unsigned counted : 1;   /* holds a max_connections slot */
+  unsigned upgraded : 1;  /* handed over as a byte stream (stream.c) */
 };
 
 /* conn.c */
@@ -267,6 +273,16 @@ void hr__conn_settle(hr__conn_t *c);
  * any more (close once the handler's call returns). */
 void hr__conn_response_done(hr__conn_t *c);
 void hr__conn_framing_lost(hr__conn_t *c);
+
+/* stream.c: connections handed over by 101 (include/hroute/upgrade.h) */
+void hr__stream_attach(hr__conn_t *c, struct hr_stream_s *s); /* the exchange ended */
+void hr__stream_process(hr__conn_t *c);   /* deliver what was read; drain */
+int hr__stream_paused(const hr__conn_t *c);
+void hr__stream_peer_eof(hr__conn_t *c);  /* before hr__conn_close */
+void hr__stream_gone(hr__conn_t *c);      /* hr__conn_close: tell the owner */
+void hr__stream_shutdown(hr__conn_t *c);  /* graceful server shutdown */
+void hr__stream_discard(struct hr_stream_s *s); /* never attached */
+void hr__streams_free(hr__worker_t *w);
 
 /* h1.c: HTTP/1.1 messages on a connection */
 /* Parses and dispatches what the read buffer holds.  Returns 1 to go on
@@ -347,6 +363,8 @@ typedef struct hr__listener_s {
 
 struct hr__worker_s {
   hr_server_t *server;
+  struct hr_stream_s **streams; /* upgraded connections' streams, by slot */
+  uint32_t streams_cap;
   uv_loop_t *loop;
   uv_loop_t own_loop;
   uv_thread_t thread;

@@ -298,6 +298,7 @@ void hr__worker_cleanup(hr__worker_t *w) {
   hr__pool_drain(&w->apool);
   hr__pool_drain(&w->xpool);
   hr__pool_drain(&w->opool);
+  hr__streams_free(w); /* every stream ended with its connection */
   /* post_lock stays: a thread inside hr_response_post may still take it
    * until hr_server_free. */
   for (i = 0; i < w->nlisteners; i++)

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Protocol upgrades (RFC 9110 §7.8, §15.2.2): a handler answers a request
+ * that asks for one (Upgrade, with "upgrade" in Connection) with 101
+ * Switching Protocols, and the connection is handed over as a byte stream:
+ * what the peer sends goes to a read callback, writes are queued with the
+ * server's usual backpressure, reading can be paused.  No byte after the
+ * request is parsed as HTTP again: bytes that arrived with the request
+ * (pipelined behind it) are the stream's first.  The HTTP timers stop
+ * (only the write-progress deadline stays: a peer that takes nothing is
+ * still dropped), the connection still counts toward max_connections, and
+ * a graceful shutdown tells the stream's owner (or closes the stream when
+ * it has no shutdown callback); at the shutdown deadline the stream is
+ * closed.  WebSocket (RFC 6455) is built on this.
+ *
+ * Threads: every call on a stream from the loop thread that serves it
+ * (its callbacks run there).
+ */
+#ifndef HROUTE_UPGRADE_H
+#define HROUTE_UPGRADE_H
+
+#include <stddef.h>
+
+#include "http.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hr_stream_s hr_stream_t;
+
+typedef struct hr_stream_callbacks_s {
+  /* Bytes from the peer, `len` > 0, valid during the call only. */
+  void (*read)(hr_stream_t *s, const char *data, size_t len, void *udata);
+  /* The stream is over: 0 after hr_stream_close (everything written,
+   * the connection closed), UV_EOF when the peer closed, HR_ECLOSED when
+   * the server closed it (shutdown deadline, a reset, a write error or
+   * timeout).  No call on `s` after this one; it runs exactly once. */
+  void (*closed)(hr_stream_t *s, int status, void *udata);
+  /* Optional: after hr_stream_write answered HR_EAGAIN, the queue fell to
+   * half the server's write_high_water_bytes or less. */
+  void (*drain)(hr_stream_t *s, void *udata);
+  /* Optional: the server began a graceful shutdown; end the stream
+   * (hr_stream_close) before its deadline.  NULL: it is closed at once
+   * (closed gets HR_ECLOSED). */
+  void (*shutdown)(hr_stream_t *s, void *udata);
+} hr_stream_callbacks_t;
+
+/*
+ * Answers `req` with 101 Switching Protocols, with "Upgrade: <protocol>"
+ * and "Connection: Upgrade" besides the fields the handler added, and
+ * hands the connection over to `cb` (copied) with `udata` once the
+ * exchange ends (the after-middleware and the access log see the 101).
+ * The request must be HTTP/1.1, not HEAD, carry an Upgrade field and
+ * "upgrade" in Connection (RFC 9110 §7.8); `protocol` is a token
+ * (optionally "/version").  Stores the stream in *out (may be NULL).
+ * Returns 0, HR_EINVAL (the request asked for no upgrade, a bad protocol,
+ * a callback missing), HR_ESTATE (the response already started),
+ * HR_ECLOSED (the connection is gone: the response is complete),
+ * HR_ENOMEM, HR_ETHREAD.  Loop thread.
+ */
+HR_EXTERN int hr_response_upgrade(hr_response_t *res, const char *protocol,
+                                  const hr_stream_callbacks_t *cb, void *udata,
+                                  hr_stream_t **out);
+
+/*
+ * Queues a copy of `len` bytes for the peer.  When more than the server's
+ * write_high_water_bytes are queued already, nothing is and HR_EAGAIN is
+ * returned: wait for the drain callback.  Returns 0, HR_EAGAIN, HR_ESTATE
+ * (after hr_stream_close), HR_ENOMEM (the stream is closed), HR_ECLOSED
+ * (the stream is over; its closed callback ran or is due).
+ */
+HR_EXTERN int hr_stream_write(hr_stream_t *s, const void *data, size_t len);
+
+/* Stops (paused != 0) or restarts delivering the peer's bytes; while
+ * paused they wait in the kernel (TCP's window pushes back).  Returns 0 or
+ * HR_ECLOSED. */
+HR_EXTERN int hr_stream_pause(hr_stream_t *s, int paused);
+
+/* Ends the stream: what is queued is written, then FIN; the closed
+ * callback follows with 0 (or an error).  Later writes answer HR_ESTATE.
+ * Returns 0, or HR_ECLOSED when the stream is over already. */
+HR_EXTERN int hr_stream_close(hr_stream_t *s);
+
+/* The udata given to hr_response_upgrade. */
+HR_EXTERN void *hr_stream_udata(const hr_stream_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_UPGRADE_H */

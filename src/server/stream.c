@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections handed over by 101 Switching Protocols
+ * (include/hroute/upgrade.h).  hr_response_upgrade answers the request and
+ * leaves the stream on the exchange; when the exchange ends (h1.c), the
+ * connection is marked upgraded and finds its stream by slot in the
+ * worker's table (the slot shares the connection record's request counter,
+ * so an HTTP connection pays nothing for it).  From then on conn.c hands
+ * what it reads here instead of to the parser, and tells the stream when
+ * the connection ends.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "server/internal.h"
+#include "util/text.h"
+
+struct hr_stream_s {
+  hr_stream_callbacks_t cb;
+  void *udata;
+  hr__conn_t *conn;  /* NULL once the stream is over (or before attach) */
+  hr__worker_t *w;
+  uint32_t slot;
+  int status;        /* what `closed` will say */
+  unsigned attached : 1, paused : 1, closing : 1, want_drain : 1, shutdown_told : 1;
+};
+
+/* ---- the worker's table ------------------------------------------------------ */
+
+static int slot_take(hr__worker_t *w, hr_stream_t *s) {
+  uint32_t i;
+  for (i = 0; i < w->streams_cap; i++)
+    if (w->streams[i] == NULL) break;
+  if (i == w->streams_cap) {
+    uint32_t cap = w->streams_cap ? w->streams_cap * 2 : 16;
+    hr_stream_t **n = hr__mem_realloc(&w->mem, w->streams, cap * sizeof(*n));
+    if (n == NULL) return -1;
+    memset(n + w->streams_cap, 0, (cap - w->streams_cap) * sizeof(*n));
+    w->streams = n;
+    w->streams_cap = cap;
+  }
+  w->streams[i] = s;
+  s->slot = i;
+  return 0;
+}
+
+static hr_stream_t *stream_of(const hr__conn_t *c) { return c->w->streams[c->stream_slot]; }
+
+void hr__streams_free(hr__worker_t *w) {
+  hr__mem_free(&w->mem, w->streams);
+  w->streams = NULL;
+  w->streams_cap = 0;
+}
+
+static void stream_free(hr_stream_t *s) {
+  hr__worker_t *w = s->w;
+  w->streams[s->slot] = NULL;
+  hr__mem_free(&w->mem, s);
+}
+
+/* ---- the upgrade ------------------------------------------------------------- */
+
+/* Whether the comma list `v` holds `token` (ASCII case aside). */
+static int list_has(hr_span_t v, const char *token) {
+  size_t n = strlen(token), i = 0;
+  while (i < v.len) {
+    size_t start, end;
+    while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ',')) i++;
+    start = i;
+    while (i < v.len && v.ptr[i] != ',') i++;
+    end = i;
+    while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t')) end--;
+    if (end - start == n && strncasecmp(v.ptr + start, token, n) == 0) return 1;
+  }
+  return 0;
+}
+
+static int is_token(const char *p, size_t n) {
+  size_t i;
+  if (n == 0) return 0;
+  for (i = 0; i < n; i++)
+    if (!hr__is_tchar((unsigned char)p[i])) return 0;
+  return 1;
+}
+
+/* protocol = token [ "/" token ] (RFC 9110 §7.8) */
+static int protocol_ok(const char *p) {
+  const char *slash = strchr(p, '/');
+  size_t n = strlen(p);
+  if (n > 64) return 0;
+  if (slash != NULL)
+    return is_token(p, (size_t)(slash - p)) && is_token(slash + 1, n - (size_t)(slash - p) - 1);
+  return is_token(p, n);
+}
+
+/* Whether the request asked for an upgrade: Upgrade, and "upgrade" in
+ * a Connection line. */
+static int asks_upgrade(const hr_request_t *req) {
+  size_t cursor = 0;
+  hr_span_t v;
+  int in_connection = 0;
+  if (hr_request_field(req, HR_SPAN_LIT("Upgrade"), NULL, &v) != 0 || v.len == 0) return 0;
+  while (!in_connection && hr_request_field(req, HR_SPAN_LIT("Connection"), &cursor, &v) == 0)
+    in_connection = list_has(v, "upgrade");
+  return in_connection;
+}
+
+int hr_response_upgrade(hr_response_t *res, const char *protocol,
+                        const hr_stream_callbacks_t *cb, void *udata, hr_stream_t **out) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  hr_request_t *req = &ex->req;
+  hr__conn_t *c = ex->conn;
+  hr_stream_t *s;
+  int err = hr__exchange_check_thread(ex);
+  if (out != NULL) *out = NULL;
+  if (err != 0) return err;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (cb == NULL || cb->read == NULL || cb->closed == NULL || protocol == NULL ||
+      !protocol_ok(protocol) || req->version != 11 || req->is_head || !asks_upgrade(req))
+    return HR_EINVAL;
+  if (c == NULL) {
+    res->state = HR__RES_DONE;
+    ex->handler_active = 0;
+    hr__exchange_release(ex);
+    return HR_ECLOSED;
+  }
+  s = hr__mem_alloc(&c->w->mem, sizeof(*s));
+  if (s == NULL) return HR_ENOMEM;
+  memset(s, 0, sizeof(*s));
+  s->cb = *cb;
+  s->udata = udata;
+  s->w = c->w;
+  s->status = HR_ECLOSED;
+  if (slot_take(c->w, s) != 0) {
+    hr__mem_free(&c->w->mem, s);
+    return HR_ENOMEM;
+  }
+  /* RFC 9110 §15.2.2: the protocols switched to, and Connection naming
+   * Upgrade; no Content-Length in a 1xx (§8.6). */
+  if (hr__out_append(c, "HTTP/1.1 101 Switching Protocols\r\n", 34) != 0 ||
+      (res->fields_len > 0 && hr__out_append(c, res->fields, res->fields_len) != 0) ||
+      hr__out_append(c, "Upgrade: ", 9) != 0 || hr__out_append(c, protocol, strlen(protocol)) != 0 ||
+      hr__out_append(c, "\r\nConnection: Upgrade\r\n\r\n", 25) != 0) {
+    stream_free(s);
+    hr__conn_framing_lost(c);
+    return HR_ENOMEM;
+  }
+  res->status = 101;
+  ex->upgrade = s;
+  res->state = HR__RES_DONE;
+  hr__conn_response_done(c);
+  if (out != NULL) *out = s;
+  return 0;
+}
+
+void hr__stream_attach(hr__conn_t *c, hr_stream_t *s) {
+  c->upgraded = 1;
+  c->stream_slot = s->slot;
+  s->conn = c;
+  s->attached = 1;
+  /* A shutdown that began meanwhile is the owner's to hear now. */
+  if (c->w->stopping) hr__stream_shutdown(c);
+}
+
+void hr__stream_discard(hr_stream_t *s) {
+  /* The exchange ended without handing the connection over (it was lost
+   * first): the owner hears that the stream is over. */
+  s->cb.closed(s, HR_ECLOSED, s->udata);
+  stream_free(s);
+}
+
+/* ---- events from the connection --------------------------------------------- */
+
+int hr__stream_paused(const hr__conn_t *c) { return stream_of(c)->paused; }
+
+void hr__stream_process(hr__conn_t *c) {
+  hr_stream_t *s = stream_of(c);
+  const hr_server_options_t *o = &c->w->server->opts;
+  if (!s->paused && c->rbuf != NULL && c->msg_start < c->rlen) {
+    uint32_t from = c->msg_start, to = c->rlen;
+    /* Consumed before the call: the callback may pause, write or close. */
+    c->msg_start = c->rlen = 0;
+    s->cb.read(s, c->rbuf + from, to - from, s->udata);
+    if (c->state == HR__C_CLOSED || c->w->streams[c->stream_slot] != s) return;
+  }
+  if (s->want_drain && !s->closing && !hr__out_writing(c) &&
+      hr__out_queued_memory(c) <= o->write_high_water_bytes / 2) {
+    s->want_drain = 0;
+    if (s->cb.drain != NULL) s->cb.drain(s, s->udata);
+  }
+}
+
+void hr__stream_peer_eof(hr__conn_t *c) { stream_of(c)->status = UV_EOF; }
+
+void hr__stream_gone(hr__conn_t *c) {
+  hr_stream_t *s = stream_of(c);
+  s->conn = NULL;
+  c->upgraded = 0;
+  s->cb.closed(s, s->status, s->udata);
+  stream_free(s);
+}
+
+void hr__stream_shutdown(hr__conn_t *c) {
+  hr_stream_t *s = stream_of(c);
+  if (s->shutdown_told || s->closing) return;
+  s->shutdown_told = 1;
+  if (s->cb.shutdown != NULL) {
+    s->cb.shutdown(s, s->udata);
+    return;
+  }
+  s->status = HR_ECLOSED;
+  hr__conn_close(c);
+}
+
+/* ---- the owner's calls -------------------------------------------------------- */
+
+static int check(const hr_stream_t *s) {
+  uv_thread_t self;
+  if (s == NULL) return HR_EINVAL;
+  self = uv_thread_self();
+  if (!uv_thread_equal(&self, &s->w->loop_thread)) return HR_ETHREAD;
+  return s->conn == NULL ? HR_ECLOSED : 0;
+}
+
+int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
+  int err = check(s);
+  hr__conn_t *c;
+  if (err != 0) return err;
+  c = s->conn;
+  if (s->closing) return HR_ESTATE;
+  if (len == 0) return 0;
+  if (hr__out_queued_memory(c) > c->w->server->opts.write_high_water_bytes) {
+    s->want_drain = 1;
+    return HR_EAGAIN;
+  }
+  if (hr__out_append(c, data, len) != 0) {
+    s->status = HR_ECLOSED;
+    hr__conn_close(c);
+    return HR_ENOMEM;
+  }
+  hr__conn_kick(c);
+  return 0;
+}
+
+int hr_stream_pause(hr_stream_t *s, int paused) {
+  int err = check(s);
+  if (err != 0) return err;
+  s->paused = paused != 0;
+  hr__conn_kick(s->conn); /* reading is re-armed, held bytes delivered */
+  return 0;
+}
+
+int hr_stream_close(hr_stream_t *s) {
+  int err = check(s);
+  hr__conn_t *c;
+  if (err != 0) return err;
+  c = s->conn;
+  if (s->closing) return 0;
+  s->closing = 1;
+  s->status = 0;
+  /* What is queued goes out, then FIN (conn.c, as after a last response). */
+  if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  hr__conn_kick(c);
+  return 0;
+}
+
+void *hr_stream_udata(const hr_stream_t *s) { return s != NULL ? s->udata : NULL; }

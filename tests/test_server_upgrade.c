@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Protocol upgrades (hr_response_upgrade, hr_stream_*) through the server:
+ * the 101 head, an echo stream, bytes pipelined behind the request given
+ * to the stream first and never parsed as HTTP, a request that asks for no
+ * upgrade refused, pause and resume, the stream ended by its owner (FIN
+ * after the queued bytes), by the peer, and by a graceful shutdown that
+ * tells the owner; the after-middleware and the closed callback's status.
+ * ctest-labels: tsan
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+
+static struct {
+  pthread_mutex_t mu;
+  int closed_status, closed_calls, shutdown_calls, after_status;
+  hr_stream_t *last;
+} st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, NULL};
+static ev_t closed_ev;
+
+/* Echoes what it reads; "close" ends the stream; "pause" pauses it. */
+static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
+  (void)udata;
+  if (len == 5 && memcmp(data, "close", 5) == 0) {
+    hr_stream_write(s, "bye", 3);
+    hr_stream_close(s);
+    return;
+  }
+  if (len == 5 && memcmp(data, "pause", 5) == 0) {
+    hr_stream_pause(s, 1);
+    hr_stream_write(s, "paused", 6);
+    return;
+  }
+  hr_stream_write(s, data, len);
+}
+
+static void on_closed(hr_stream_t *s, int status, void *udata) {
+  (void)s;
+  (void)udata;
+  pthread_mutex_lock(&st.mu);
+  st.closed_status = status;
+  st.closed_calls++;
+  st.last = NULL;
+  pthread_mutex_unlock(&st.mu);
+  ev_signal(&closed_ev);
+}
+
+static void on_shutdown(hr_stream_t *s, void *udata) {
+  (void)udata;
+  pthread_mutex_lock(&st.mu);
+  st.shutdown_calls++;
+  pthread_mutex_unlock(&st.mu);
+  hr_stream_write(s, "going", 5);
+  hr_stream_close(s);
+}
+
+static const hr_stream_callbacks_t cbs = {on_read, on_closed, NULL, on_shutdown};
+
+static void h_echo(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_stream_t *s;
+  int rc;
+  (void)req;
+  (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("X-Echo"), HR_SPAN_LIT("1"));
+  rc = hr_response_upgrade(res, "echo", &cbs, NULL, &s);
+  if (rc == HR_EINVAL) {
+    hr_response_send(res, 400, "no upgrade asked", 16);
+    return;
+  }
+  pthread_mutex_lock(&st.mu);
+  st.last = s;
+  pthread_mutex_unlock(&st.mu);
+}
+
+static void mw_after(hr_request_t *req, int status, void *udata) {
+  (void)req;
+  (void)udata;
+  pthread_mutex_lock(&st.mu);
+  st.after_status = status;
+  pthread_mutex_unlock(&st.mu);
+}
+
+static const char *const UPGRADE =
+    "GET /echo HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo\r\n\r\n";
+
+/* Reads exactly `want` (n bytes) from c. */
+static void expect_bytes(rc_t *c, const char *want) {
+  size_t n = strlen(want), got = 0;
+  char buf[256];
+  while (got < n) {
+    ssize_t r;
+    if (c->off < c->len) { /* what the response reader buffered */
+      size_t k = c->len - c->off < n - got ? c->len - c->off : n - got;
+      memcpy(buf + got, c->buf + c->off, k);
+      c->off += k;
+      got += k;
+      continue;
+    }
+    r = recv(c->fd, buf + got, n - got, 0);
+    if (r <= 0) fail_msg("stream ended after %zu of %zu bytes", got, n);
+    got += (size_t)r;
+  }
+  assert_memory_equal(buf, want, n);
+}
+
+static void start(fx_t *fx) {
+  memset(&st.closed_status, 0, sizeof(int) * 4);
+  ev_init(&closed_ev);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_after, NULL), 0);
+  fx_route(fx, "GET", "/echo", h_echo, NULL);
+  fx_start(fx, 1);
+}
+
+static void test_echo_and_pipelined(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  char req[512];
+  start(fx);
+  c = fx_connect(fx);
+  /* Bytes right behind the request, and an HTTP request among them: the
+   * stream's, never parsed. */
+  snprintf(req, sizeof req, "%sfirst GET / HTTP/1.1\r\nHost: a\r\n\r\n", UPGRADE);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  expect_field(&r, "Upgrade", "echo", 0);
+  expect_field(&r, "Connection", "Upgrade", 0);
+  expect_field(&r, "X-Echo", "1", 0);
+  expect_no_field(&r, "Content-Length");
+  rc_response_free(&r);
+  expect_bytes(c, "first GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+  assert_int_equal(rc_send_str(c, "hello"), 0);
+  expect_bytes(c, "hello");
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.after_status, 101);
+  pthread_mutex_unlock(&st.mu);
+  /* The owner ends it: the queued bytes, then FIN; closed(0). */
+  assert_int_equal(rc_send_str(c, "close"), 0);
+  expect_bytes(c, "bye");
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.closed_calls, 1);
+  assert_int_equal(st.closed_status, 0);
+  pthread_mutex_unlock(&st.mu);
+  ev_destroy(&closed_ev);
+}
+
+static void test_refused_and_peer_close(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start(fx);
+  /* No Upgrade field, or none named in Connection: an ordinary answer. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /echo HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "no upgrade asked", NULL);
+  assert_int_equal(rc_send_str(c, "GET /echo HTTP/1.1\r\nHost: a\r\nUpgrade: echo\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "no upgrade asked", NULL);
+  assert_int_equal(rc_send_str(c, "GET /echo HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "no upgrade asked", NULL);
+  fx_drop(fx, c);
+  /* The peer closes: closed(UV_EOF). */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, UPGRADE), 0);
+  {
+    rc_response_t r;
+    expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+    rc_response_free(&r);
+  }
+  assert_int_equal(rc_send_str(c, "ping"), 0);
+  expect_bytes(c, "ping");
+  rc_shutdown_wr(c);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.closed_status, UV_EOF);
+  pthread_mutex_unlock(&st.mu);
+  fx_drop(fx, c);
+  ev_destroy(&closed_ev);
+}
+
+static void resume_last(fx_t *fx, void *arg) {
+  (void)fx;
+  (void)arg;
+  pthread_mutex_lock(&st.mu);
+  if (st.last != NULL) hr_stream_pause(st.last, 0);
+  pthread_mutex_unlock(&st.mu);
+}
+
+static void begin_close(fx_t *fx, void *arg) {
+  (void)arg;
+  fx->close_rc = hr_server_close(fx->server, 5000, fx_on_shutdown, fx);
+}
+
+/* Paused, the stream leaves the peer's bytes where they are; resumed, it
+ * gets them in order.  Then a graceful shutdown tells the owner, which
+ * says goodbye and closes. */
+static void test_pause_and_shutdown(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  memset(&st.closed_status, 0, sizeof(int) * 4);
+  ev_init(&closed_ev);
+  fx_route(fx, "GET", "/echo", h_echo, NULL);
+  fx_attach(fx); /* the test runs calls on the loop's thread */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, UPGRADE), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "pause"), 0);
+  expect_bytes(c, "paused");
+  assert_int_equal(rc_send_str(c, "later"), 0);
+  fx_run_on_loop(fx, resume_last, NULL);
+  expect_bytes(c, "later");
+  /* The shutdown: the owner's goodbye, then FIN; the server lingers until
+   * the peer closes too. */
+  fx_run_on_loop(fx, begin_close, NULL);
+  expect_bytes(c, "going");
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  rc_shutdown_wr(c);
+  fx_join_attached(fx);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.shutdown_calls, 1);
+  assert_int_equal(st.closed_status, 0);
+  pthread_mutex_unlock(&st.mu);
+  fx_drop(fx, c);
+  ev_destroy(&closed_ev);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_echo_and_pipelined, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_refused_and_peer_close, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_pause_and_shutdown, fx_setup, fx_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
