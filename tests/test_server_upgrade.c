@@ -5,7 +5,9 @@
  * to the stream first and never parsed as HTTP, a request that asks for no
  * upgrade refused, pause and resume, the stream ended by its owner (FIN
  * after the queued bytes), by the peer, and by a graceful shutdown that
- * tells the owner; the after-middleware and the closed callback's status.
+ * tells the owner; the after-middleware and the closed callback's status;
+ * backpressure through the drain callback, a peer's FIN with output
+ * queued, a request whose body is still to come refused.
  * ctest-labels: tsan
  */
 #include <pthread.h>
@@ -21,9 +23,41 @@ static struct {
 } st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, NULL};
 static ev_t closed_ev;
 
-/* Echoes what it reads; "close" ends the stream; "pause" pauses it. */
+/* "flood": 1 MiB in 64 KiB writes, going on from the drain callback. */
+static size_t flood_left;
+static char flood_chunk[65536];
+
+static void flood(hr_stream_t *s) {
+  while (flood_left > 0) {
+    int rc = hr_stream_write(s, flood_chunk, sizeof flood_chunk);
+    if (rc == HR_EAGAIN) return; /* the drain callback goes on */
+    assert_int_equal(rc, 0);
+    flood_left -= sizeof flood_chunk;
+  }
+  hr_stream_close(s);
+}
+
+static void on_drain(hr_stream_t *s, void *udata) {
+  (void)udata;
+  flood(s);
+}
+
+/* Echoes what it reads; "close" ends the stream; "pause" pauses it;
+ * "flood" writes 1 MiB with backpressure; "big" 4 MiB at once. */
 static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
   (void)udata;
+  if (len == 5 && memcmp(data, "flood", 5) == 0) {
+    memset(flood_chunk, 'f', sizeof flood_chunk);
+    flood_left = 16 * sizeof flood_chunk;
+    flood(s);
+    return;
+  }
+  if (len == 3 && memcmp(data, "big", 3) == 0) {
+    static char big[4 << 20];
+    memset(big, 'b', sizeof big);
+    assert_int_equal(hr_stream_write(s, big, sizeof big), 0);
+    return;
+  }
   if (len == 5 && memcmp(data, "close", 5) == 0) {
     hr_stream_write(s, "bye", 3);
     hr_stream_close(s);
@@ -57,7 +91,7 @@ static void on_shutdown(hr_stream_t *s, void *udata) {
   hr_stream_close(s);
 }
 
-static const hr_stream_callbacks_t cbs = {on_read, on_closed, NULL, on_shutdown};
+static const hr_stream_callbacks_t cbs = {on_read, on_closed, on_drain, on_shutdown};
 
 static void h_echo(hr_request_t *req, hr_response_t *res, void *udata) {
   hr_stream_t *s;
@@ -70,6 +104,12 @@ static void h_echo(hr_request_t *req, hr_response_t *res, void *udata) {
     hr_response_send(res, 400, "no upgrade asked", 16);
     return;
   }
+  if (rc == HR_ESTATE) { /* the request's body is still to come */
+    hr_response_send(res, 400, "body first", 10);
+    return;
+  }
+  /* A greeting before the hand-over goes right after the 101. */
+  assert_int_equal(hr_stream_write(s, "hi", 2), 0);
   pthread_mutex_lock(&st.mu);
   st.last = s;
   pthread_mutex_unlock(&st.mu);
@@ -131,6 +171,7 @@ static void test_echo_and_pipelined(void **state) {
   expect_field(&r, "X-Echo", "1", 0);
   expect_no_field(&r, "Content-Length");
   rc_response_free(&r);
+  expect_bytes(c, "hi");
   expect_bytes(c, "first GET / HTTP/1.1\r\nHost: a\r\n\r\n");
   assert_int_equal(rc_send_str(c, "hello"), 0);
   expect_bytes(c, "hello");
@@ -171,6 +212,7 @@ static void test_refused_and_peer_close(void **state) {
     expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
     rc_response_free(&r);
   }
+  expect_bytes(c, "hi");
   assert_int_equal(rc_send_str(c, "ping"), 0);
   expect_bytes(c, "ping");
   rc_shutdown_wr(c);
@@ -210,6 +252,7 @@ static void test_pause_and_shutdown(void **state) {
   assert_int_equal(rc_send_str(c, UPGRADE), 0);
   expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
   rc_response_free(&r);
+  expect_bytes(c, "hi");
   assert_int_equal(rc_send_str(c, "pause"), 0);
   expect_bytes(c, "paused");
   assert_int_equal(rc_send_str(c, "later"), 0);
@@ -231,11 +274,85 @@ static void test_pause_and_shutdown(void **state) {
   ev_destroy(&closed_ev);
 }
 
+/* Reads until EOF; returns the count of bytes equal to `ch`. */
+static size_t read_all(rc_t *c, char ch, size_t *total) {
+  char buf[65536];
+  size_t same = 0, n = 0;
+  ssize_t r;
+  while ((r = recv(c->fd, buf, sizeof buf, 0)) > 0) {
+    ssize_t i;
+    for (i = 0; i < r; i++) same += buf[i] == ch;
+    n += (size_t)r;
+  }
+  *total = n;
+  return same;
+}
+
+/* Backpressure: 1 MiB through HR_EAGAIN and the drain callback (even when
+ * a write goes out at once), then FIN.  A peer's FIN while 4 MiB are
+ * queued: they still go out before the close.  A request whose body is
+ * still to come (Expect: 100-continue on a streaming route) is refused. */
+static void test_backpressure_and_half_close(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  size_t total, same;
+  start(fx);
+  c = rc_connect_ex("127.0.0.1", fx->port, 8192);
+  assert_int_equal(rc_send_str(c, UPGRADE), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  expect_bytes(c, "hi");
+  assert_int_equal(rc_send_str(c, "flood"), 0);
+  same = read_all(c, 'f', &total);
+  assert_int_equal(total, 16 * 65536);
+  assert_int_equal(same, total);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.closed_status, 0);
+  pthread_mutex_unlock(&st.mu);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, UPGRADE), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  expect_bytes(c, "hi");
+  assert_int_equal(rc_send_str(c, "big"), 0);
+  rc_shutdown_wr(c);
+  same = read_all(c, 'b', &total);
+  assert_int_equal(total, 4 << 20);
+  assert_int_equal(same, total);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 2, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.closed_status, UV_EOF);
+  pthread_mutex_unlock(&st.mu);
+  ev_destroy(&closed_ev);
+}
+
+static void test_body_first(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t ro;
+  rc_t *c;
+  hr_route_options_init(&ro);
+  ro.body_mode = HR_BODY_STREAM;
+  fx_route_opts(fx, "POST", "/up", h_echo, NULL, &ro);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: echo\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "body first", NULL);
+  fx_drop(fx, c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_echo_and_pipelined, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_refused_and_peer_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_shutdown, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_backpressure_and_half_close, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_body_first, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

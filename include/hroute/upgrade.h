@@ -32,10 +32,14 @@ typedef struct hr_stream_s hr_stream_t;
 typedef struct hr_stream_callbacks_s {
   /* Bytes from the peer, `len` > 0, valid during the call only. */
   void (*read)(hr_stream_t *s, const char *data, size_t len, void *udata);
-  /* The stream is over: 0 after hr_stream_close (everything written,
-   * the connection closed), UV_EOF when the peer closed, HR_ECLOSED when
-   * the server closed it (shutdown deadline, a reset, a write error or
-   * timeout).  No call on `s` after this one; it runs exactly once. */
+  /* The stream is over: 0 after hr_stream_close once everything was
+   * written and FIN sent (the server then waits up to 2 s for the peer's
+   * own close, as after an HTTP response), UV_EOF when the peer closed
+   * (what was queued is written first), HR_ECLOSED when the server ended
+   * it (shutdown, a reset, a write error or timeout, out of memory).  It
+   * runs exactly once, never inside a call of the owner's; no call on `s`
+   * after it.  A paused stream reads nothing, so it notices a peer that
+   * closes only when resumed (or at a write). */
   void (*closed)(hr_stream_t *s, int status, void *udata);
   /* Optional: after hr_stream_write answered HR_EAGAIN, the queue fell to
    * half the server's write_high_water_bytes or less. */
@@ -52,10 +56,13 @@ typedef struct hr_stream_callbacks_s {
  * hands the connection over to `cb` (copied) with `udata` once the
  * exchange ends (the after-middleware and the access log see the 101).
  * The request must be HTTP/1.1, not HEAD, carry an Upgrade field and
- * "upgrade" in Connection (RFC 9110 §7.8); `protocol` is a token
- * (optionally "/version").  Stores the stream in *out (may be NULL).
- * Returns 0, HR_EINVAL (the request asked for no upgrade, a bad protocol,
- * a callback missing), HR_ESTATE (the response already started),
+ * "upgrade" in Connection (RFC 9110 §7.8), and be read whole (its body
+ * too); `protocol` is a token (optionally "/version").  The route's
+ * constant fields are not sent with a 101.  Stores the stream in *out (may
+ * be NULL): writes, pause and close work at once (a greeting goes right
+ * after the 101).  Returns 0, HR_EINVAL (the request asked for no upgrade,
+ * a bad protocol, a callback missing), HR_ESTATE (the response already
+ * started, or the request's body is still to come: a streaming route),
  * HR_ECLOSED (the connection is gone: the response is complete),
  * HR_ENOMEM, HR_ETHREAD.  Loop thread.
  */
@@ -66,9 +73,11 @@ HR_EXTERN int hr_response_upgrade(hr_response_t *res, const char *protocol,
 /*
  * Queues a copy of `len` bytes for the peer.  When more than the server's
  * write_high_water_bytes are queued already, nothing is and HR_EAGAIN is
- * returned: wait for the drain callback.  Returns 0, HR_EAGAIN, HR_ESTATE
- * (after hr_stream_close), HR_ENOMEM (the stream is closed), HR_ECLOSED
- * (the stream is over; its closed callback ran or is due).
+ * returned: wait for the drain callback (it runs on a later loop turn,
+ * also when the queue emptied at once).  Returns 0, HR_EAGAIN, HR_ESTATE
+ * (after hr_stream_close), HR_ENOMEM (the stream is being closed: closed
+ * follows with HR_ECLOSED), HR_ECLOSED (the stream is over; its closed
+ * callback ran or is due), HR_ETHREAD.
  */
 HR_EXTERN int hr_stream_write(hr_stream_t *s, const void *data, size_t len);
 

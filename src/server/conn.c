@@ -122,6 +122,7 @@ static void maybe_shut(hr__conn_t *c) {
     hr__conn_close(c);
     return;
   }
+  if (c->upgraded) hr__stream_fin_sent(c);
   c->state = HR__C_SHUT;
   if (c->rbuf != NULL) hr__pool_put(&c->w->rpool, c->rbuf);
   c->rbuf = NULL;
@@ -188,6 +189,11 @@ static void on_read(void *owner, ssize_t nread) {
     c->peer_eof = 1;
     if (c->upgraded && c->state == HR__C_OPEN) { /* the peer ended the stream */
       hr__stream_peer_eof(c);
+      if (hr__out_queued(c) > 0 || hr__out_writing(c)) {
+        c->state = HR__C_DRAINING; /* what is queued still goes out, then close */
+        hr__conn_settle(c);
+        return;
+      }
       hr__conn_close(c);
       return;
     }
@@ -364,6 +370,10 @@ void hr__conn_settle(hr__conn_t *c) {
       !hr__out_writing(c) &&
       hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2)
     hr__conn_kick(c);
+  else if (c->upgraded && c->state == HR__C_OPEN && hr__stream_wants_drain(c) &&
+           !hr__out_writing(c) &&
+           hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2)
+    hr__conn_kick(c); /* the stream's writer hears of it on the next turn */
 }
 
 static void conn_process(hr__conn_t *c) {

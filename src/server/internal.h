@@ -278,6 +278,8 @@ void hr__conn_framing_lost(hr__conn_t *c);
 void hr__stream_attach(hr__conn_t *c, struct hr_stream_s *s); /* the exchange ended */
 void hr__stream_process(hr__conn_t *c);   /* deliver what was read; drain */
 int hr__stream_paused(const hr__conn_t *c);
+int hr__stream_wants_drain(const hr__conn_t *c);
+void hr__stream_fin_sent(hr__conn_t *c);  /* the owner's close reached FIN */
 void hr__stream_peer_eof(hr__conn_t *c);  /* before hr__conn_close */
 void hr__stream_gone(hr__conn_t *c);      /* hr__conn_close: tell the owner */
 void hr__stream_shutdown(hr__conn_t *c);  /* graceful server shutdown */

@@ -23,6 +23,8 @@ struct hr_stream_s {
   uint32_t slot;
   int status;        /* what `closed` will say */
   unsigned attached : 1, paused : 1, closing : 1, want_drain : 1, shutdown_told : 1;
+  unsigned owner_closed : 1; /* hr_stream_close: 0 once FIN is out */
+  unsigned dead : 1;         /* failed: closed on the next turn, never inside a call */
 };
 
 /* ---- the worker's table ------------------------------------------------------ */
@@ -115,6 +117,9 @@ int hr_response_upgrade(hr_response_t *res, const char *protocol,
   if (out != NULL) *out = NULL;
   if (err != 0) return err;
   if (res->state != HR__RES_NEW) return HR_ESTATE;
+  /* The whole request first: a body still to come (a streaming route,
+   * perhaps held back for 100 Continue) would be taken for stream bytes. */
+  if (!ex->msg_complete) return HR_ESTATE;
   if (cb == NULL || cb->read == NULL || cb->closed == NULL || protocol == NULL ||
       !protocol_ok(protocol) || req->version != 11 || req->is_head || !asks_upgrade(req))
     return HR_EINVAL;
@@ -147,6 +152,7 @@ int hr_response_upgrade(hr_response_t *res, const char *protocol,
   }
   res->status = 101;
   ex->upgrade = s;
+  s->conn = c; /* writes, pause and close work at once; bytes follow the 101 */
   res->state = HR__RES_DONE;
   hr__conn_response_done(c);
   if (out != NULL) *out = s;
@@ -156,8 +162,9 @@ int hr_response_upgrade(hr_response_t *res, const char *protocol,
 void hr__stream_attach(hr__conn_t *c, hr_stream_t *s) {
   c->upgraded = 1;
   c->stream_slot = s->slot;
-  s->conn = c;
   s->attached = 1;
+  /* Closed by its owner before the hand-over: its bytes, then FIN. */
+  if (s->closing && c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
   /* A shutdown that began meanwhile is the owner's to hear now. */
   if (c->w->stopping) hr__stream_shutdown(c);
 }
@@ -173,9 +180,23 @@ void hr__stream_discard(hr_stream_t *s) {
 
 int hr__stream_paused(const hr__conn_t *c) { return stream_of(c)->paused; }
 
+int hr__stream_wants_drain(const hr__conn_t *c) {
+  const hr_stream_t *s = stream_of(c);
+  return s->want_drain && !s->closing;
+}
+
+void hr__stream_fin_sent(hr__conn_t *c) {
+  hr_stream_t *s = stream_of(c);
+  if (s->owner_closed) s->status = 0; /* everything went out */
+}
+
 void hr__stream_process(hr__conn_t *c) {
   hr_stream_t *s = stream_of(c);
   const hr_server_options_t *o = &c->w->server->opts;
+  if (s->dead) {
+    hr__conn_close(c);
+    return;
+  }
   if (!s->paused && c->rbuf != NULL && c->msg_start < c->rlen) {
     uint32_t from = c->msg_start, to = c->rlen;
     /* Consumed before the call: the callback may pause, write or close. */
@@ -208,8 +229,12 @@ void hr__stream_shutdown(hr__conn_t *c) {
     s->cb.shutdown(s, s->udata);
     return;
   }
+  /* No one to say goodbye: what is queued (the 101 perhaps) goes out,
+   * then FIN. */
   s->status = HR_ECLOSED;
-  hr__conn_close(c);
+  s->closing = 1;
+  if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  hr__conn_kick(c);
 }
 
 /* ---- the owner's calls -------------------------------------------------------- */
@@ -219,7 +244,7 @@ static int check(const hr_stream_t *s) {
   if (s == NULL) return HR_EINVAL;
   self = uv_thread_self();
   if (!uv_thread_equal(&self, &s->w->loop_thread)) return HR_ETHREAD;
-  return s->conn == NULL ? HR_ECLOSED : 0;
+  return s->conn == NULL || s->dead || s->conn->state == HR__C_CLOSED ? HR_ECLOSED : 0;
 }
 
 int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
@@ -234,8 +259,11 @@ int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
     return HR_EAGAIN;
   }
   if (hr__out_append(c, data, len) != 0) {
+    /* Closed on the next turn: the closed callback never runs inside the
+     * owner's own call. */
     s->status = HR_ECLOSED;
-    hr__conn_close(c);
+    s->dead = 1;
+    hr__conn_kick(c);
     return HR_ENOMEM;
   }
   hr__conn_kick(c);
@@ -257,9 +285,10 @@ int hr_stream_close(hr_stream_t *s) {
   c = s->conn;
   if (s->closing) return 0;
   s->closing = 1;
-  s->status = 0;
-  /* What is queued goes out, then FIN (conn.c, as after a last response). */
-  if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  s->owner_closed = 1; /* closed says 0 only once FIN is out */
+  /* What is queued goes out, then FIN (conn.c, as after a last response);
+   * before the hand-over, from hr__stream_attach. */
+  if (s->attached && c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
   hr__conn_kick(c);
   return 0;
 }
