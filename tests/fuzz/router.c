@@ -136,9 +136,9 @@ static void refs_free(refs_t *rs) {
 }
 
 /* The table a request selects (router.h: an absolute-form target's
- * authority, without userinfo, else the Host value; port ignored, ASCII
- * case-insensitive; unknown hosts and hosts without routes use the default
- * table). */
+ * authority, without userinfo, else the Host value; port ignored, one
+ * trailing dot ignored, ASCII case-insensitive; unknown hosts and hosts
+ * without routes use the default table). */
 static const char *ref_host(const refs_t *rs, hr_span_t host, hr_span_t target) {
   size_t n, i;
   if (target.len > 1 && target.ptr[0] != '/') {
@@ -168,6 +168,8 @@ static const char *ref_host(const refs_t *rs, hr_span_t host, hr_span_t target) 
   } else {
     const char *c = memchr(host.ptr, ':', host.len);
     if (c != NULL) n = (size_t)(c - host.ptr);
+    /* an absolute name's one trailing dot names the same host */
+    if (n > 1 && host.ptr[n - 1] == '.') n--;
   }
   for (i = 0; i < rs->n; i++) {
     hr_span_t a = {host.ptr, n};
