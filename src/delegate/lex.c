@@ -11,14 +11,6 @@
 
 /* ---- character classes -------------------------------------------------- */
 
-int hr__is_token(hr_span_t s) {
-  size_t i;
-  if (s.len == 0) return 0;
-  for (i = 0; i < s.len; i++)
-    if (!hr__is_tchar((unsigned char)s.ptr[i])) return 0;
-  return 1;
-}
-
 int hr__is_qdtext(unsigned char c) {
   return c == '\t' || c == ' ' || c == 0x21 || (c >= 0x23 && c <= 0x5B) ||
          (c >= 0x5D && c <= 0x7E) || c >= 0x80;

@@ -20,10 +20,7 @@
 
 /* ---- character classes (RFC 9110 §5.6.2, §5.6.4; RFC 5234 B.1) ---------- */
 
-/* tchar: hr__is_tchar() in util/text.h. */
-
-/* 1 when `s` is a non-empty run of tchar. */
-int hr__is_token(hr_span_t s);
+/* tchar and tokens: hr__is_tchar() and hr__is_token() in util/text.h. */
 
 /* qdtext: HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text. */
 int hr__is_qdtext(unsigned char c);

@@ -84,6 +84,7 @@ struct hr_request_s {
   unsigned has_length : 1;
   unsigned conn_close : 1;
   unsigned conn_keep_alive : 1;
+  unsigned conn_upgrade : 1; /* "upgrade" in Connection (RFC 9110 §7.8) */
   unsigned body_done : 1;     /* body callback saw its last call */
   unsigned has_te : 1;        /* Transfer-Encoding present */
   unsigned te_unsupported : 1;

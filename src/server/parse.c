@@ -157,6 +157,7 @@ static int on_header_value_complete(llhttp_t *p) {
       if (hr_span_eq_nocase(f->name, HR_SPAN_LIT("Connection"))) {
         if (has_token(f->value, HR_SPAN_LIT("close"))) r->conn_close = 1;
         if (has_token(f->value, HR_SPAN_LIT("keep-alive"))) r->conn_keep_alive = 1;
+        if (has_token(f->value, HR_SPAN_LIT("upgrade"))) r->conn_upgrade = 1;
       }
       break;
     default:

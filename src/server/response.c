@@ -250,6 +250,19 @@ static size_t chunk_line(char *line, size_t len) {
   return (size_t)(e - line);
 }
 
+/* Queues the size line of a chunk of `len` bytes, after the CRLF a file
+ * chunk still owes (hr_response_write_file).  0 or HR_ENOMEM. */
+static int open_chunk(hr_response_t *res, hr__conn_t *c, size_t len) {
+  char line[26];
+  size_t n = 0;
+  int err;
+  if (res->crlf_owed) line[n++] = '\r', line[n++] = '\n';
+  n += chunk_line(line + n, len);
+  err = hr__out_append(c, line, n);
+  if (err == 0) res->crlf_owed = 0;
+  return err;
+}
+
 int hr_response_write(hr_response_t *res, const void *data, size_t len) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
   hr__conn_t *c = ex->conn;
@@ -271,14 +284,7 @@ int hr_response_write(hr_response_t *res, const void *data, size_t len) {
     res->want_drain = 1;
     return HR_EAGAIN;
   }
-  if (res->chunked) {
-    char line[26];
-    size_t n = 0;
-    if (res->crlf_owed) line[n++] = '\r', line[n++] = '\n';
-    n += chunk_line(line + n, len);
-    err = hr__out_append(c, line, n);
-    if (err == 0) res->crlf_owed = 0;
-  }
+  if (res->chunked) err = open_chunk(res, c, len);
   if (err == 0) err = hr__out_append(c, data, len);
   if (err == 0 && res->chunked) err = hr__out_append(c, "\r\n", 2);
   if (err != 0) {
@@ -306,14 +312,7 @@ int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset, uint64_t
     return HR_EINVAL;
   if (res->content_length >= 0 && (uint64_t)res->content_length - res->written < length)
     return HR_EINVAL;
-  if (res->chunked && length > 0) {
-    char line[26];
-    size_t n = 0;
-    if (res->crlf_owed) line[n++] = '\r', line[n++] = '\n';
-    n += chunk_line(line + n, (size_t)length);
-    err = hr__out_append(c, line, n);
-    if (err == 0) res->crlf_owed = 0;
-  }
+  if (res->chunked && length > 0) err = open_chunk(res, c, (size_t)length);
   /* Even with nothing to send (HEAD, length 0) the file goes through the
    * queue, so it is released later, never inside this call.  The chunk's
    * CRLF goes with the next chunk line or the last chunk: once the file is

@@ -10,7 +10,6 @@
  * the connection ends.
  */
 #include <string.h>
-#include <strings.h>
 
 #include "server/internal.h"
 #include "util/text.h"
@@ -62,49 +61,23 @@ static void stream_free(hr_stream_t *s) {
 
 /* ---- the upgrade ------------------------------------------------------------- */
 
-/* Whether the comma list `v` holds `token` (ASCII case aside). */
-static int list_has(hr_span_t v, const char *token) {
-  size_t n = strlen(token), i = 0;
-  while (i < v.len) {
-    size_t start, end;
-    while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ',')) i++;
-    start = i;
-    while (i < v.len && v.ptr[i] != ',') i++;
-    end = i;
-    while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t')) end--;
-    if (end - start == n && strncasecmp(v.ptr + start, token, n) == 0) return 1;
-  }
-  return 0;
-}
-
-static int is_token(const char *p, size_t n) {
-  size_t i;
-  if (n == 0) return 0;
-  for (i = 0; i < n; i++)
-    if (!hr__is_tchar((unsigned char)p[i])) return 0;
-  return 1;
-}
-
 /* protocol = token [ "/" token ] (RFC 9110 §7.8) */
 static int protocol_ok(const char *p) {
   const char *slash = strchr(p, '/');
   size_t n = strlen(p);
   if (n > 64) return 0;
   if (slash != NULL)
-    return is_token(p, (size_t)(slash - p)) && is_token(slash + 1, n - (size_t)(slash - p) - 1);
-  return is_token(p, n);
+    return hr__is_token((hr_span_t){p, (size_t)(slash - p)}) &&
+           hr__is_token((hr_span_t){slash + 1, n - (size_t)(slash - p) - 1});
+  return hr__is_token((hr_span_t){p, n});
 }
 
 /* Whether the request asked for an upgrade: Upgrade, and "upgrade" in
- * a Connection line. */
+ * Connection (noted by parse.c). */
 static int asks_upgrade(const hr_request_t *req) {
-  size_t cursor = 0;
   hr_span_t v;
-  int in_connection = 0;
-  if (hr_request_field(req, HR_SPAN_LIT("Upgrade"), NULL, &v) != 0 || v.len == 0) return 0;
-  while (!in_connection && hr_request_field(req, HR_SPAN_LIT("Connection"), &cursor, &v) == 0)
-    in_connection = list_has(v, "upgrade");
-  return in_connection;
+  return req->conn_upgrade && hr_request_field(req, HR_SPAN_LIT("Upgrade"), NULL, &v) == 0 &&
+         v.len > 0;
 }
 
 int hr_response_upgrade(hr_response_t *res, const char *protocol,

@@ -21,6 +21,15 @@ static inline int hr__is_tchar(unsigned char c) {
   return 0;
 }
 
+/* 1 when `s` is a non-empty run of tchar (a token, RFC 9110 §5.6.2). */
+static inline int hr__is_token(hr_span_t s) {
+  size_t i;
+  if (s.len == 0) return 0;
+  for (i = 0; i < s.len; i++)
+    if (!hr__is_tchar((unsigned char)s.ptr[i])) return 0;
+  return 1;
+}
+
 /* The value of a hexadecimal digit (RFC 5234 HEXDIG, either case), or -1. */
 static inline int hr__hex_value(unsigned char c) {
   if (c >= '0' && c <= '9') return c - '0';
