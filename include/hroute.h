@@ -28,5 +28,6 @@
 #include "hroute/multipart.h"
 #include "hroute/static.h"
 #include "hroute/upgrade.h"
+#include "hroute/websocket.h"
 
 #endif /* HROUTE_H */

@@ -13,7 +13,8 @@
 
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl)
+packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl
+          libwslay-dev python3-websockets node-ws)
 
 for arg in "$@"; do
   case $arg in

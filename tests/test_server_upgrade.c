@@ -6,6 +6,7 @@
  * upgrade refused, pause and resume, the stream ended by its owner (FIN
  * after the queued bytes), by the peer, and by a graceful shutdown that
  * tells the owner; the after-middleware and the closed callback's status;
+ * the owner's deadline and a write posted from another thread;
  * backpressure through the drain callback, a peer's FIN with output
  * queued, a request whose body is still to come refused.
  * ctest-labels: tsan
@@ -42,6 +43,22 @@ static void on_drain(hr_stream_t *s, void *udata) {
   flood(s);
 }
 
+static void on_timeout(hr_stream_t *s, void *udata) {
+  (void)udata;
+  hr_stream_write(s, "fired", 5);
+}
+
+/* Runs on the loop thread, after the read callback that asked for it. */
+static void on_posted(hr_stream_t *s, void *udata) {
+  assert_ptr_equal(udata, &st);
+  hr_stream_write(s, "posted", 6);
+}
+
+static void *post_from_thread(void *arg) {
+  assert_int_equal(hr_stream_post(arg, on_posted, &st), 0);
+  return NULL;
+}
+
 /* Echoes what it reads; "close" ends the stream; "pause" pauses it;
  * "flood" writes 1 MiB with backpressure; "big" 4 MiB at once. */
 static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
@@ -61,6 +78,20 @@ static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
   if (len == 5 && memcmp(data, "close", 5) == 0) {
     hr_stream_write(s, "bye", 3);
     hr_stream_close(s);
+    return;
+  }
+  if (len == 5 && memcmp(data, "timer", 5) == 0) {
+    /* Armed twice: the second replaces the first, so one "fired". */
+    assert_int_equal(hr_stream_set_timeout(s, 60000), 0);
+    assert_int_equal(hr_stream_set_timeout(s, 1), 0);
+    hr_stream_write(s, "armed", 5);
+    return;
+  }
+  if (len == 4 && memcmp(data, "post", 4) == 0) {
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, post_from_thread, s), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    hr_stream_write(s, "asked", 5);
     return;
   }
   if (len == 5 && memcmp(data, "pause", 5) == 0) {
@@ -91,7 +122,9 @@ static void on_shutdown(hr_stream_t *s, void *udata) {
   hr_stream_close(s);
 }
 
-static const hr_stream_callbacks_t cbs = {on_read, on_closed, on_drain, on_shutdown};
+static const hr_stream_callbacks_t cbs = {
+    .read = on_read, .closed = on_closed, .drain = on_drain, .shutdown = on_shutdown,
+    .timeout = on_timeout};
 
 static void h_echo(hr_request_t *req, hr_response_t *res, void *udata) {
   hr_stream_t *s;
@@ -188,6 +221,29 @@ static void test_echo_and_pipelined(void **state) {
   assert_int_equal(st.closed_calls, 1);
   assert_int_equal(st.closed_status, 0);
   pthread_mutex_unlock(&st.mu);
+  ev_destroy(&closed_ev);
+}
+
+/* The owner's deadline, and a write posted from another thread. */
+static void test_timeout_and_post(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  start(fx);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, UPGRADE), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  expect_bytes(c, "hi");
+  assert_int_equal(rc_send_str(c, "timer"), 0);
+  expect_bytes(c, "armedfired");
+  assert_int_equal(rc_send_str(c, "post"), 0);
+  expect_bytes(c, "askedposted");
+  assert_int_equal(rc_send_str(c, "close"), 0);
+  expect_bytes(c, "bye");
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
   ev_destroy(&closed_ev);
 }
 
@@ -349,6 +405,7 @@ static void test_body_first(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_echo_and_pipelined, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_timeout_and_post, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_refused_and_peer_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_pause_and_shutdown, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_backpressure_and_half_close, fx_setup, fx_teardown),

@@ -14,12 +14,14 @@
  * closed.  WebSocket (RFC 6455) is built on this.
  *
  * Threads: every call on a stream from the loop thread that serves it
- * (its callbacks run there).
+ * (its callbacks run there), except hr_stream_post(), which any thread may
+ * call.
  */
 #ifndef HROUTE_UPGRADE_H
 #define HROUTE_UPGRADE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http.h"
 
@@ -48,6 +50,9 @@ typedef struct hr_stream_callbacks_s {
    * (hr_stream_close) before its deadline.  NULL: it is closed at once
    * (closed gets HR_ECLOSED). */
   void (*shutdown)(hr_stream_t *s, void *udata);
+  /* Optional (needed by hr_stream_set_timeout): the deadline set there
+   * passed.  It is then unset; set it again to be called again. */
+  void (*timeout)(hr_stream_t *s, void *udata);
 } hr_stream_callbacks_t;
 
 /*
@@ -90,6 +95,30 @@ HR_EXTERN int hr_stream_pause(hr_stream_t *s, int paused);
  * callback follows with 0 (or an error).  Later writes answer HR_ESTATE.
  * Returns 0, or HR_ECLOSED when the stream is over already. */
 HR_EXTERN int hr_stream_close(hr_stream_t *s);
+
+/* Sets the stream's one deadline `ms` milliseconds from now, replacing
+ * the one before (0 unsets it); when it passes, the timeout callback runs.
+ * Nothing the peer or the owner does moves it: the owner keeps its own
+ * clock (uv_now) and sets the deadline again as it sees fit.  Returns 0,
+ * HR_EINVAL (no timeout callback), HR_ECLOSED, HR_ETHREAD. */
+HR_EXTERN int hr_stream_set_timeout(hr_stream_t *s, uint64_t ms);
+
+/* Callback run on the stream's loop thread by hr_stream_post(). */
+typedef void (*hr_stream_post_cb)(hr_stream_t *s, void *udata);
+
+/*
+ * Runs `cb(s, udata)` on the loop thread that serves `s`, soon, never
+ * inside this call: the way to write to a stream from another thread.
+ * Any thread may call it until the stream's closed callback has returned;
+ * the owner makes sure no thread calls it later (typically: a lock the
+ * posting threads hold, taken by the closed callback to forget the
+ * stream).  A callback posted before then still runs, after the closed
+ * callback if the stream ended meanwhile (its calls on `s` then return
+ * HR_ECLOSED); `s` stays allocated until it has.  Allocates one small
+ * node.  Returns 0, HR_EINVAL (cb NULL), HR_ENOMEM, HR_ECLOSED (the
+ * worker has finished); cb does not run on an error.
+ */
+HR_EXTERN int hr_stream_post(hr_stream_t *s, hr_stream_post_cb cb, void *udata);
 
 /* The udata given to hr_response_upgrade. */
 HR_EXTERN void *hr_stream_udata(const hr_stream_t *s);

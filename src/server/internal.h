@@ -285,6 +285,15 @@ void hr__stream_peer_eof(hr__conn_t *c);  /* before hr__conn_close */
 void hr__stream_gone(hr__conn_t *c);      /* hr__conn_close: tell the owner */
 void hr__stream_shutdown(hr__conn_t *c);  /* graceful server shutdown */
 void hr__stream_discard(struct hr_stream_s *s); /* never attached */
+void hr__stream_timeout(hr__tnode_t *n);  /* its HR__TL_STREAM deadline passed */
+uv_loop_t *hr__stream_loop(const struct hr_stream_s *s);
+size_t hr__stream_queued(const struct hr_stream_s *s); /* output bytes held */
+/* The drain callback is wanted, as after an HR_EAGAIN. */
+void hr__stream_want_drain(struct hr_stream_s *s);
+/* Keeps `s` allocated (not usable: its calls answer HR_ECLOSED once it is
+ * over) until the matching release, which may run on any thread. */
+void hr__stream_hold(struct hr_stream_s *s);
+void hr__stream_release(struct hr_stream_s *s);
 void hr__streams_free(hr__worker_t *w);
 
 /* h1.c: HTTP/1.1 messages on a connection */
@@ -349,10 +358,16 @@ typedef struct hr__ctxent_s {
   hr__slot_t *slot;
 } hr__ctxent_t;
 
+/* A call another thread asked the worker to make (hr__worker_post): `run`
+ * gets `target`, the caller's callback `fn` (cast back to its own type by
+ * `run`) and `udata`, on the loop thread. */
+typedef void (*hr__fn_t)(void);
+typedef void (*hr__post_run_t)(void *target, hr__fn_t fn, void *udata);
 typedef struct hr__post_s {
   struct hr__post_s *next;
-  hr_response_t *res;
-  hr_post_cb cb;
+  hr__post_run_t run;
+  void *target;
+  hr__fn_t fn;
   void *udata;
 } hr__post_t;
 
@@ -474,6 +489,12 @@ int hr__worker_tls_loop(hr__worker_t *w);
 void hr__worker_conn_gone(hr__worker_t *w);
 void hr__worker_exchange_gone(hr__worker_t *w);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
+/* Any thread: queues run(target, fn, udata) for the worker's loop thread,
+ * never run inside this call.  Allocates one node with the server's
+ * allocator.  Returns 0, HR_ENOMEM, or HR_ECLOSED when the worker has
+ * finished (nothing would run it). */
+int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t fn,
+                    void *udata);
 void hr__worker_handle_closed(hr__worker_t *w);
 void hr__stat_inc(_Atomic uint64_t *c);
 void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...)

@@ -369,33 +369,15 @@ hr_request_t *hr_response_request(hr_response_t *res) {
   return &HR__EX_OF_RES(res)->req;
 }
 
+static void run_post(void *target, hr__fn_t fn, void *udata) {
+  ((hr_post_cb)fn)(target, udata);
+}
+
 int hr_response_post(hr_response_t *res, hr_post_cb cb, void *udata) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
-  hr__worker_t *w = ex->w;
-  const hr_allocator_t *a = w->mem.a;
-  hr__post_t *p;
   if (cb == NULL) return HR_EINVAL;
   /* Pairs with the release store in hr__exchange_abandon(). */
   if (atomic_load_explicit(&ex->where, memory_order_acquire) == HR__EX_ABANDONED)
     return HR_ECLOSED;
-  /* Not through w->mem: its counter has a single writer, the worker. */
-  p = a->malloc(a->ctx, sizeof(*p));
-  if (p == NULL) return HR_ENOMEM;
-  p->res = res;
-  p->cb = cb;
-  p->udata = udata;
-  uv_mutex_lock(&w->post_lock);
-  if (w->posts_closed) {
-    /* The worker has finished: nothing would run the callback. */
-    uv_mutex_unlock(&w->post_lock);
-    a->free(a->ctx, p);
-    return HR_ECLOSED;
-  }
-  p->next = w->posts;
-  w->posts = p;
-  /* uv_async_send is thread-safe; under the lock, so the worker cannot
-   * close the handle between the check above and the send. */
-  uv_async_send(&w->async);
-  uv_mutex_unlock(&w->post_lock);
-  return 0;
+  return hr__worker_post(ex->w, run_post, res, (hr__fn_t)cb, udata);
 }

@@ -16,6 +16,10 @@
 
 struct hr_stream_s {
   hr_stream_callbacks_t cb;
+  hr__tnode_t timer; /* hr_stream_set_timeout, in the HR__TL_STREAM list */
+  /* One reference while the stream is in the worker's table, one per
+   * pending post (hr_stream_post): the last release frees it. */
+  _Atomic unsigned refs;
   void *udata;
   hr__conn_t *conn;  /* NULL once the stream is over (or before attach) */
   hr__worker_t *w;
@@ -53,11 +57,45 @@ void hr__streams_free(hr__worker_t *w) {
   w->streams_cap = 0;
 }
 
-static void stream_free(hr_stream_t *s) {
-  hr__worker_t *w = s->w;
-  w->streams[s->slot] = NULL;
-  hr__mem_free(&w->mem, s);
+/* Streams come from the server's allocator itself, not the worker's
+ * counted one: a post's release may free one from another thread. */
+static hr_stream_t *stream_new(hr__worker_t *w) {
+  const hr_allocator_t *a = w->mem.a;
+  hr_stream_t *s = a->malloc(a->ctx, sizeof(*s));
+  if (s == NULL) return NULL;
+  memset(s, 0, sizeof(*s));
+  hr__tnode_init(&s->timer);
+  atomic_init(&s->refs, 1);
+  s->w = w;
+  return s;
 }
+
+void hr__stream_hold(hr_stream_t *s) { atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed); }
+
+void hr__stream_release(hr_stream_t *s) {
+  /* acq_rel: every holder's use of *s happens before the free. */
+  if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+    const hr_allocator_t *a = s->w->mem.a;
+    a->free(a->ctx, s);
+  }
+}
+
+/* The stream is over: out of the table and the timers, then the table's
+ * reference goes. */
+static void stream_free(hr_stream_t *s) {
+  s->w->streams[s->slot] = NULL;
+  hr__timer_clear(&s->timer);
+  s->conn = NULL;
+  hr__stream_release(s);
+}
+
+uv_loop_t *hr__stream_loop(const hr_stream_t *s) { return s->w->loop; }
+
+size_t hr__stream_queued(const hr_stream_t *s) {
+  return s->conn != NULL ? hr__out_queued_memory(s->conn) : 0;
+}
+
+void hr__stream_want_drain(hr_stream_t *s) { s->want_drain = 1; }
 
 /* ---- the upgrade ------------------------------------------------------------- */
 
@@ -102,15 +140,13 @@ int hr_response_upgrade(hr_response_t *res, const char *protocol,
     hr__exchange_release(ex);
     return HR_ECLOSED;
   }
-  s = hr__mem_alloc(&c->w->mem, sizeof(*s));
+  s = stream_new(c->w);
   if (s == NULL) return HR_ENOMEM;
-  memset(s, 0, sizeof(*s));
   s->cb = *cb;
   s->udata = udata;
-  s->w = c->w;
   s->status = HR_ECLOSED;
   if (slot_take(c->w, s) != 0) {
-    hr__mem_free(&c->w->mem, s);
+    hr__stream_release(s);
     return HR_ENOMEM;
   }
   /* RFC 9110 §15.2.2: the protocols switched to, and Connection naming
@@ -190,8 +226,14 @@ void hr__stream_gone(hr__conn_t *c) {
   hr_stream_t *s = stream_of(c);
   s->conn = NULL;
   c->upgraded = 0;
+  hr__timer_clear(&s->timer);
   s->cb.closed(s, s->status, s->udata);
   stream_free(s);
+}
+
+void hr__stream_timeout(hr__tnode_t *n) {
+  hr_stream_t *s = (hr_stream_t *)((char *)n - offsetof(hr_stream_t, timer));
+  s->cb.timeout(s, s->udata);
 }
 
 void hr__stream_shutdown(hr__conn_t *c) {
@@ -264,6 +306,31 @@ int hr_stream_close(hr_stream_t *s) {
   if (s->attached && c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
   hr__conn_kick(c);
   return 0;
+}
+
+int hr_stream_set_timeout(hr_stream_t *s, uint64_t ms) {
+  int err = check(s);
+  if (err != 0) return err;
+  if (s->cb.timeout == NULL) return HR_EINVAL;
+  if (ms == 0)
+    hr__timer_clear(&s->timer);
+  else
+    hr__timer_set(&s->w->timers, &s->timer, HR__TL_STREAM, uv_now(s->w->loop) + ms);
+  return 0;
+}
+
+static void run_post(void *target, hr__fn_t fn, void *udata) {
+  ((hr_stream_post_cb)fn)(target, udata);
+  hr__stream_release(target);
+}
+
+int hr_stream_post(hr_stream_t *s, hr_stream_post_cb cb, void *udata) {
+  int err;
+  if (s == NULL || cb == NULL) return HR_EINVAL;
+  hr__stream_hold(s);
+  err = hr__worker_post(s->w, run_post, s, (hr__fn_t)cb, udata);
+  if (err != 0) hr__stream_release(s);
+  return err;
 }
 
 void *hr_stream_udata(const hr_stream_t *s) { return s != NULL ? s->udata : NULL; }

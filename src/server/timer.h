@@ -3,7 +3,8 @@
  * Per-loop deadlines: one uv_timer_t per loop instead of one per
  * connection.  Every timeout a connection can wait for has a fixed length
  * per kind (keep-alive, header section, body, write progress, lingering
- * close), so a node armed later in a kind's list is almost always due later
+ * close; a stream's owner picks its own, and a node placed out of order
+ * only costs a longer walk from the tail), so a node armed later in a kind's list is almost always due later
  * too: each kind keeps a list sorted by deadline, a node is inserted from
  * the tail (normally in one step), and the loop's timer is armed for the
  * earliest head.  Moving, re-arming and clearing a node are O(1) in the
@@ -21,6 +22,7 @@ typedef enum {
   HR__TL_BODY,     /* body inactivity */
   HR__TL_WRITE,    /* output not progressing */
   HR__TL_LINGER,   /* closing: draining the peer's bytes after our FIN */
+  HR__TL_STREAM,   /* an upgraded stream's owner deadline (lengths vary) */
   HR__TL_COUNT,
   HR__TL_NONE = HR__TL_COUNT
 } hr__tlist_t;

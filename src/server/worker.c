@@ -88,10 +88,36 @@ static void run_posts(hr__worker_t *w) {
   }
   while (rev != NULL) {
     hr__post_t *n = rev->next;
-    rev->cb(rev->res, rev->udata);
+    rev->run(rev->target, rev->fn, rev->udata);
     w->mem.a->free(w->mem.a->ctx, rev);
     rev = n;
   }
+}
+
+int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t fn,
+                    void *udata) {
+  /* Not through w->mem: its counter has a single writer, the worker. */
+  const hr_allocator_t *a = w->mem.a;
+  hr__post_t *p = a->malloc(a->ctx, sizeof(*p));
+  if (p == NULL) return HR_ENOMEM;
+  p->run = run;
+  p->target = target;
+  p->fn = fn;
+  p->udata = udata;
+  uv_mutex_lock(&w->post_lock);
+  if (w->posts_closed) {
+    /* The worker has finished: nothing would run the callback. */
+    uv_mutex_unlock(&w->post_lock);
+    a->free(a->ctx, p);
+    return HR_ECLOSED;
+  }
+  p->next = w->posts;
+  w->posts = p;
+  /* uv_async_send is thread-safe; under the lock, so the worker cannot
+   * close the handle between the check above and the send. */
+  uv_async_send(&w->async);
+  uv_mutex_unlock(&w->post_lock);
+  return 0;
 }
 
 static void on_async(uv_async_t *a) {
@@ -108,7 +134,10 @@ static void on_async(uv_async_t *a) {
 
 static void on_timeout(hr__timers_t *t, hr__tnode_t *n, hr__tlist_t list) {
   (void)t;
-  hr__conn_timeout((hr__conn_t *)((char *)n - offsetof(hr__conn_t, timer)), list);
+  if (list == HR__TL_STREAM)
+    hr__stream_timeout(n);
+  else
+    hr__conn_timeout((hr__conn_t *)((char *)n - offsetof(hr__conn_t, timer)), list);
 }
 
 int hr__worker_tls_loop(hr__worker_t *w) {

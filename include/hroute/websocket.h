@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * WebSocket (RFC 6455) on an upgraded connection (upgrade.h), with
+ * Debian's wslay doing the framing.  A handler calls hr_websocket_accept
+ * on a GET that asks for one; from then on whole messages arrive at the
+ * message callback (fragments reassembled up to a per-route limit, text
+ * checked as UTF-8), pings are answered, the close handshake is done, and
+ * hr_websocket_send queues messages with backpressure.  Extensions
+ * (permessage-deflate) are not offered: frames with RSV bits set fail the
+ * connection.
+ *
+ * How a connection ends, and the close code each end sees:
+ *   - A frame that breaks RFC 6455 (not masked, a reserved opcode or bit, a
+ *     fragmented or oversized control frame, a continuation out of place):
+ *     the server sends close 1002 and closes the connection (§7.1.7).
+ *   - A text message (or close reason) that is not UTF-8: 1007 (§8.1).
+ *   - A message longer than max_message_bytes: 1009.
+ *   - The peer's close: answered with the same code (§5.5.1), then the
+ *     server closes the TCP connection (§7.1.1).
+ *   - hr_websocket_close: the server's close frame, then it waits up to
+ *     close_timeout_ms for the peer's before closing the connection.
+ *   - No byte from the peer for ping_interval_ms: a ping; still nothing
+ *     ping_timeout_ms later: the connection is dropped (closed gets 1006).
+ *   - No message (text or binary, either way) for idle_timeout_ms: close
+ *     1001.
+ *   - A graceful server shutdown: the shutdown callback, or close 1001 when
+ *     there is none; the shutdown deadline drops what is still open.
+ *
+ * Threads: every call from the loop thread that serves the connection (the
+ * callbacks run there), except hr_websocket_post(), which any thread may
+ * call; use it to send from other threads.
+ */
+#ifndef HROUTE_WEBSOCKET_H
+#define HROUTE_WEBSOCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hr_websocket_s hr_websocket_t;
+
+/* Message types (the frame opcodes of RFC 6455 §5.6). */
+enum { HR_WS_TEXT = 1, HR_WS_BINARY = 2 };
+
+/* Per-endpoint settings; hr_websocket_options_init() fills the defaults
+ * shown.  Times in milliseconds; 0 turns a timer off. */
+typedef struct hr_websocket_options_s {
+  /* Longest message accepted, after reassembly (1 MiB); longer: 1009. */
+  uint64_t max_message_bytes;
+  uint32_t ping_interval_ms; /* 30000: peer silent this long, ping it */
+  uint32_t ping_timeout_ms;  /* 10000: no byte this long after a ping, drop */
+  uint32_t idle_timeout_ms;  /* 0: no message this long either way, 1001 */
+  uint32_t close_timeout_ms; /* 5000: wait for the peer's close frame */
+  /* Subprotocols the endpoint speaks, best first, NULL-terminated (NULL:
+   * none).  The first one the client offers in Sec-WebSocket-Protocol is
+   * chosen (RFC 6455 §4.2.2); when it offers none of them the handshake
+   * goes on without one.  Read during hr_websocket_accept only. */
+  const char *const *subprotocols;
+} hr_websocket_options_t;
+
+HR_EXTERN void hr_websocket_options_init(hr_websocket_options_t *opts);
+
+/* How the connection ended (the closed callback's view). */
+typedef struct hr_websocket_close_s {
+  /* The peer's close code: 1005 when its close frame carried none, 1006
+   * when no close frame came (a reset, a timeout, the server failing the
+   * connection first: see sent_code). */
+  uint16_t code;
+  /* The code of the server's close frame; 0 when none went out. */
+  uint16_t sent_code;
+  /* The peer's close reason (UTF-8, at most 123 bytes), valid during the
+   * call only. */
+  const char *reason;
+  size_t reason_len;
+} hr_websocket_close_t;
+
+typedef struct hr_websocket_callbacks_s {
+  /* A whole message: `type` HR_WS_TEXT (valid UTF-8) or HR_WS_BINARY,
+   * `data` valid during the call only (len may be 0). */
+  void (*message)(hr_websocket_t *ws, int type, const void *data, size_t len,
+                  void *udata);
+  /* The connection is over; runs exactly once, never inside a call of the
+   * owner's.  No call on `ws` after it returns, except the ones in
+   * callbacks posted before (they answer HR_ECLOSED). */
+  void (*closed)(hr_websocket_t *ws, const hr_websocket_close_t *how, void *udata);
+  /* Optional: after hr_websocket_send answered HR_EAGAIN, the queue fell
+   * to half the server's write_high_water_bytes or less. */
+  void (*drain)(hr_websocket_t *ws, void *udata);
+  /* Optional: the server began a graceful shutdown; say goodbye
+   * (hr_websocket_close) before its deadline.  NULL: close 1001. */
+  void (*shutdown)(hr_websocket_t *ws, void *udata);
+} hr_websocket_callbacks_t;
+
+/*
+ * Answers `res` (the response to `req`) with 101 Switching Protocols and
+ * Sec-WebSocket-Accept when `req` is a valid opening handshake (RFC 6455
+ * §4.2.1: GET, HTTP/1.1, Upgrade: websocket, Connection: upgrade, a
+ * Sec-WebSocket-Key of 16 bytes in base64, Sec-WebSocket-Version: 13),
+ * choosing a subprotocol from `opts` (NULL: the defaults).  The handler's
+ * fields go out with the 101.  `cb` is copied; message and closed are
+ * required.  Stores the connection in *out (may be NULL): sends work at
+ * once (a greeting goes right after the 101).
+ *
+ * Returns 0; HR_EINVAL when the handshake is not valid: the response was
+ * then sent (426 Upgrade Required with "Sec-WebSocket-Version: 13" for a
+ * version other than 13, 400 otherwise, and 405 for a method other than
+ * GET) and is complete; HR_EINVAL also for a bad argument (no response
+ * sent); HR_ESTATE (the response already started, or a body is still to
+ * come), HR_ECLOSED (the connection is gone; the response is complete),
+ * HR_ENOMEM, HR_ETHREAD.  Loop thread.
+ */
+HR_EXTERN int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
+                                  const hr_websocket_options_t *opts,
+                                  const hr_websocket_callbacks_t *cb, void *udata,
+                                  hr_websocket_t **out);
+
+/*
+ * Queues a copy of a message of `len` bytes (RFC 6455 §6.1), `type`
+ * HR_WS_TEXT (must be valid UTF-8) or HR_WS_BINARY.  When earlier
+ * messages still wait for room in the server's write queue
+ * (write_high_water_bytes), nothing is queued and HR_EAGAIN is returned:
+ * wait for the drain callback.  So what waits is bounded by the high-water
+ * mark plus one message.  Returns 0, HR_EAGAIN, HR_EINVAL (bad type, text
+ * not UTF-8), HR_ESTATE (a close frame was sent already), HR_ECLOSED,
+ * HR_ENOMEM (the connection fails: closed follows), HR_ETHREAD.
+ */
+HR_EXTERN int hr_websocket_send(hr_websocket_t *ws, int type, const void *data,
+                                size_t len);
+
+/*
+ * Starts the close handshake (RFC 6455 §5.5.1, §7.1.2): sends a close frame
+ * with `code` (1000-4999 except the reserved 1004-1006, 1015; 0 sends a
+ * frame without a code) and `reason` (UTF-8, at most 123 bytes, may be
+ * NULL), then waits up to close_timeout_ms for the peer's close.  Messages
+ * that arrive meanwhile are still delivered.  Returns 0, HR_EINVAL (bad
+ * code or reason), HR_ESTATE (a close frame was sent already),
+ * HR_ECLOSED, HR_ENOMEM, HR_ETHREAD.
+ */
+HR_EXTERN int hr_websocket_close(hr_websocket_t *ws, uint16_t code, const char *reason,
+                                 size_t reason_len);
+
+/*
+ * Stops (paused != 0) or restarts delivering messages: while paused, no
+ * message callback runs, and the peer's bytes wait in the kernel (TCP's
+ * window pushes back).  A pause inside a message callback takes effect at
+ * once: messages that had already arrived are kept and delivered, in
+ * order, on a later loop turn after the resume (never inside this call).
+ * Pings are still not answered while paused, so a long pause may meet the
+ * peer's own timeout.  Returns 0, HR_ECLOSED, HR_ENOMEM, HR_ETHREAD.
+ */
+HR_EXTERN int hr_websocket_pause(hr_websocket_t *ws, int paused);
+
+/* Callback run on the connection's loop thread by hr_websocket_post(). */
+typedef void (*hr_websocket_post_cb)(hr_websocket_t *ws, void *udata);
+
+/*
+ * Runs `cb(ws, udata)` on the loop thread that serves `ws`, soon, never
+ * inside this call: the way to send from another thread.  Any thread may
+ * call it until the closed callback has returned, and the owner makes sure
+ * none calls it later (typically: a lock the posting threads hold, which
+ * the closed callback takes to forget `ws`).  A callback posted before
+ * then still runs, after the closed callback if the connection ended
+ * meanwhile (its calls on `ws` then answer HR_ECLOSED); `ws` stays
+ * allocated until it has.  Allocates one small node.  Returns 0, HR_EINVAL
+ * (cb NULL), HR_ENOMEM, HR_ECLOSED (the server's worker has finished); cb
+ * does not run on an error.
+ */
+HR_EXTERN int hr_websocket_post(hr_websocket_t *ws, hr_websocket_post_cb cb, void *udata);
+
+/* The subprotocol chosen by hr_websocket_accept (a copy owned by `ws`), or
+ * NULL. */
+HR_EXTERN const char *hr_websocket_subprotocol(const hr_websocket_t *ws);
+
+/* The udata given to hr_websocket_accept. */
+HR_EXTERN void *hr_websocket_udata(const hr_websocket_t *ws);
+
+/* The loop that serves `ws` (for timers of the owner's). */
+HR_EXTERN uv_loop_t *hr_websocket_loop(const hr_websocket_t *ws);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HROUTE_WEBSOCKET_H */

@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * WebSocket (hr_websocket_*) through the server, with frames built and
+ * read byte by byte here: the handshake (RFC 6455's sample key and its
+ * accept value, subprotocol choice, 400/405/426 refusals), echo of text,
+ * binary and fragmented messages with a ping between the fragments, the
+ * close handshake both ways, the connection failed with 1002 (unmasked),
+ * 1007 (bad UTF-8) and 1009 (over the route's limit), ping and idle
+ * timeouts, pause with messages held across it, a send posted from
+ * another thread, backpressure through the drain callback, the owner's
+ * argument errors, and the close 1001 of a graceful shutdown.
+ * ctest-labels: tsan
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "hroute/websocket.h"
+
+static struct {
+  pthread_mutex_t mu;
+  int closed_calls;
+  hr_websocket_close_t how;
+  char reason[128];
+  size_t flood_left;
+  int after_close;
+} st = {PTHREAD_MUTEX_INITIALIZER, 0, {0, 0, NULL, 0}, {0}, 0, 0};
+static ev_t closed_ev;
+
+/* ---- the server's side ------------------------------------------------------- */
+
+static char flood_chunk[65536];
+
+/* 32 chunks of 64 KiB, then "done"; each waits for the drain when the
+ * queue is full. */
+static void flood(hr_websocket_t *ws) {
+  while (st.flood_left > 0) {
+    int rc = st.flood_left == 1 ? hr_websocket_send(ws, HR_WS_TEXT, "done", 4)
+                                : hr_websocket_send(ws, HR_WS_BINARY, flood_chunk, sizeof flood_chunk);
+    if (rc == HR_EAGAIN) return; /* the drain callback goes on */
+    assert_int_equal(rc, 0);
+    st.flood_left--;
+  }
+}
+
+static void on_drain(hr_websocket_t *ws, void *udata) {
+  (void)udata;
+  flood(ws);
+}
+
+static void resume(hr_websocket_t *ws, void *udata) {
+  assert_ptr_equal(udata, &st);
+  assert_int_equal(hr_websocket_pause(ws, 0), 0);
+}
+
+static void from_thread(hr_websocket_t *ws, void *udata) {
+  assert_ptr_equal(udata, &st);
+  assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "posted", 6), 0);
+}
+
+static void *post_thread(void *arg) {
+  assert_int_equal(hr_websocket_post(arg, from_thread, &st), 0);
+  return NULL;
+}
+
+#define IS(lit) (len == sizeof(lit) - 1 && memcmp(data, lit, len) == 0)
+
+/* Echoes, except for commands. */
+static void on_message(hr_websocket_t *ws, int type, const void *data, size_t len,
+                       void *udata) {
+  int rc;
+  (void)udata;
+  if (type == HR_WS_TEXT && IS("close")) {
+    assert_int_equal(hr_websocket_close(ws, 4001, "bye", 3), 0);
+    assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "late", 4), HR_ESTATE);
+    assert_int_equal(hr_websocket_close(ws, 1000, NULL, 0), HR_ESTATE);
+    return;
+  }
+  if (type == HR_WS_TEXT && IS("errors")) {
+    assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "\xc3\x28", 2), HR_EINVAL);
+    assert_int_equal(hr_websocket_send(ws, 9, "x", 1), HR_EINVAL);
+    assert_int_equal(hr_websocket_close(ws, 1005, NULL, 0), HR_EINVAL);
+    assert_int_equal(hr_websocket_close(ws, 999, NULL, 0), HR_EINVAL);
+    assert_int_equal(hr_websocket_close(ws, 0, "why", 3), HR_EINVAL);
+    assert_int_equal(hr_websocket_close(ws, 1000, "\xff", 1), HR_EINVAL);
+    assert_int_equal(hr_websocket_pause(NULL, 1), HR_EINVAL);
+    assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "checked", 7), 0);
+    return;
+  }
+  if (type == HR_WS_TEXT && IS("pause")) {
+    /* The messages behind this one in the same read are held, and come
+     * after "paused", once the posted resume ran. */
+    assert_int_equal(hr_websocket_pause(ws, 1), 0);
+    assert_int_equal(hr_websocket_post(ws, resume, &st), 0);
+    assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "paused", 6), 0);
+    return;
+  }
+  if (type == HR_WS_TEXT && IS("post")) {
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, post_thread, ws), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    return;
+  }
+  if (type == HR_WS_TEXT && IS("flood")) {
+    memset(flood_chunk, 'f', sizeof flood_chunk);
+    st.flood_left = 33; /* 2 MiB, far above the 64 KiB high-water mark */
+    flood(ws);
+    return;
+  }
+  if (type == HR_WS_TEXT && IS("proto")) {
+    char sub[32];
+    const char *p = hr_websocket_subprotocol(ws);
+    snprintf(sub, sizeof sub, "sub=%s", p != NULL ? p : "(none)");
+    assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, sub, strlen(sub)), 0);
+    return;
+  }
+  rc = hr_websocket_send(ws, type, data, len);
+  if (rc == HR_ESTATE) { /* after the server's close: delivered, not echoed */
+    pthread_mutex_lock(&st.mu);
+    st.after_close++;
+    pthread_mutex_unlock(&st.mu);
+    return;
+  }
+  assert_int_equal(rc, 0);
+}
+
+static void on_closed(hr_websocket_t *ws, const hr_websocket_close_t *how, void *udata) {
+  (void)udata;
+  /* No call works after the end. */
+  assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "x", 1), HR_ECLOSED);
+  pthread_mutex_lock(&st.mu);
+  st.closed_calls++;
+  st.how = *how;
+  if (how->reason_len > 0) memcpy(st.reason, how->reason, how->reason_len);
+  st.how.reason = st.reason;
+  pthread_mutex_unlock(&st.mu);
+  ev_signal(&closed_ev);
+}
+
+static const hr_websocket_callbacks_t cbs = {
+    .message = on_message, .closed = on_closed, .drain = on_drain};
+
+static const char *const protocols[] = {"chat.v2", "chat.v1", NULL};
+
+static hr_websocket_options_t wsopts;
+
+static void h_ws(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_websocket_t *ws;
+  (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("X-Handler"), HR_SPAN_LIT("ws"));
+  if (hr_websocket_accept(req, res, &wsopts, &cbs, NULL, &ws) != 0) return;
+  assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "welcome", 7), 0);
+}
+
+static void start_with(fx_t *fx, void (*tune)(hr_websocket_options_t *)) {
+  pthread_mutex_lock(&st.mu);
+  st.closed_calls = 0;
+  st.after_close = 0;
+  memset(&st.how, 0, sizeof st.how);
+  pthread_mutex_unlock(&st.mu);
+  ev_init(&closed_ev);
+  hr_websocket_options_init(&wsopts);
+  wsopts.max_message_bytes = 70000;
+  wsopts.subprotocols = protocols;
+  if (tune != NULL) tune(&wsopts);
+  fx_route(fx, "GET,POST", "/ws", h_ws, NULL);
+  fx_start(fx, 1);
+}
+
+static void start(fx_t *fx) { start_with(fx, NULL); }
+
+/* ---- the client's side --------------------------------------------------------- */
+
+static const char *const HANDSHAKE =
+    "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+
+/* Appends one client frame (masked unless `unmasked`) to out; returns
+ * its length. */
+static size_t frame(unsigned char *out, int fin, int opcode, const void *data, size_t len,
+                    int unmasked) {
+  static const unsigned char mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+  size_t n = 0, i;
+  out[n++] = (unsigned char)((fin ? 0x80 : 0) | opcode);
+  if (len < 126) {
+    out[n++] = (unsigned char)((unmasked ? 0 : 0x80) | len);
+  } else if (len < 65536) {
+    out[n++] = (unsigned char)((unmasked ? 0 : 0x80) | 126);
+    out[n++] = (unsigned char)(len >> 8);
+    out[n++] = (unsigned char)len;
+  } else {
+    out[n++] = (unsigned char)((unmasked ? 0 : 0x80) | 127);
+    for (i = 0; i < 8; i++) out[n++] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
+  }
+  if (!unmasked) {
+    memcpy(out + n, mask, 4);
+    n += 4;
+  }
+  for (i = 0; i < len; i++)
+    out[n + i] = (unsigned char)(((const unsigned char *)data)[i] ^ (unmasked ? 0 : mask[i % 4]));
+  return n + len;
+}
+
+static void send_frame(rc_t *c, int fin, int opcode, const void *data, size_t len) {
+  static unsigned char buf[80000];
+  assert_int_equal(rc_send(c, buf, frame(buf, fin, opcode, data, len, 0)), 0);
+}
+
+static void send_text(rc_t *c, const char *s) { send_frame(c, 1, 1, s, strlen(s)); }
+
+/* Reads n bytes (what the response reader buffered first). */
+static void read_exact(rc_t *c, void *out, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r;
+    if (c->off < c->len) {
+      size_t k = c->len - c->off < n - got ? c->len - c->off : n - got;
+      memcpy((char *)out + got, c->buf + c->off, k);
+      c->off += k;
+      got += k;
+      continue;
+    }
+    r = recv(c->fd, (char *)out + got, n - got, 0);
+    if (r <= 0) fail_msg("connection ended after %zu of %zu bytes", got, n);
+    got += (size_t)r;
+  }
+}
+
+typedef struct {
+  int fin, opcode;
+  size_t len;
+  unsigned char data[70000];
+} sframe_t;
+
+/* Reads one server frame: never masked (RFC 6455 §5.1). */
+static void read_frame(rc_t *c, sframe_t *f) {
+  unsigned char h[2], ext[8];
+  size_t i;
+  read_exact(c, h, 2);
+  f->fin = h[0] >> 7;
+  f->opcode = h[0] & 0x0f;
+  assert_int_equal(h[0] & 0x70, 0);
+  assert_int_equal(h[1] & 0x80, 0);
+  f->len = h[1] & 0x7f;
+  if (f->len == 126) {
+    read_exact(c, ext, 2);
+    f->len = (size_t)ext[0] << 8 | ext[1];
+  } else if (f->len == 127) {
+    read_exact(c, ext, 8);
+    for (f->len = 0, i = 0; i < 8; i++) f->len = f->len << 8 | ext[i];
+  }
+  assert_true(f->len <= sizeof f->data);
+  read_exact(c, f->data, f->len);
+}
+
+static sframe_t fr;
+
+static void expect_frame(rc_t *c, int opcode, const char *data) {
+  read_frame(c, &fr);
+  assert_int_equal(fr.fin, 1);
+  assert_int_equal(fr.opcode, opcode);
+  assert_int_equal(fr.len, strlen(data));
+  assert_memory_equal(fr.data, data, fr.len);
+}
+
+/* A close frame with `code` and `reason`. */
+static void expect_close(rc_t *c, unsigned code, const char *reason) {
+  read_frame(c, &fr);
+  assert_int_equal(fr.opcode, 8);
+  assert_int_equal(fr.len, 2 + strlen(reason));
+  assert_int_equal((unsigned)fr.data[0] << 8 | fr.data[1], code);
+  assert_memory_equal(fr.data + 2, reason, strlen(reason));
+}
+
+static void expect_end(rc_t *c) {
+  char b;
+  assert_int_equal(c->off, c->len);
+  assert_int_equal(recv(c->fd, &b, 1, 0), 0);
+}
+
+/* Connects and does the handshake (with `extra` fields); the 101 and the
+ * welcome message are checked. */
+static rc_t *open_ws(fx_t *fx, const char *extra) {
+  rc_t *c = fx_connect(fx);
+  rc_response_t r;
+  char req[1024];
+  snprintf(req, sizeof req, "%s%s\r\n", HANDSHAKE, extra);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  expect_field(&r, "Upgrade", "websocket", 0);
+  expect_field(&r, "Connection", "Upgrade", 0);
+  /* RFC 6455 §1.3's example. */
+  expect_field(&r, "Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", 0);
+  expect_field(&r, "X-Handler", "ws", 0);
+  rc_response_free(&r);
+  expect_frame(c, 1, "welcome");
+  return c;
+}
+
+static void expect_closed_with(uint16_t code, uint16_t sent, const char *reason) {
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.closed_calls, 1);
+  assert_int_equal(st.how.code, code);
+  assert_int_equal(st.how.sent_code, sent);
+  assert_int_equal(st.how.reason_len, strlen(reason));
+  assert_memory_equal(st.how.reason, reason, st.how.reason_len);
+  pthread_mutex_unlock(&st.mu);
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_handshake(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  start(fx);
+  /* The endpoint's first choice among what the client offers. */
+  c = open_ws(fx, "Sec-WebSocket-Protocol: chat.v1\r\nSec-WebSocket-Protocol: x, chat.v2\r\n");
+  send_text(c, "proto");
+  expect_frame(c, 1, "sub=chat.v2");
+  fx_drop(fx, c);
+  c = open_ws(fx, "Sec-WebSocket-Protocol: other\r\n");
+  send_text(c, "proto");
+  expect_frame(c, 1, "sub=(none)");
+  fx_drop(fx, c);
+
+  /* Refusals, each with its status. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "WebSocket handshake: bad Sec-WebSocket-Key\n", &r);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 8\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 426 Upgrade Required", "WebSocket handshake: version 13 only\n", &r);
+  expect_field(&r, "Sec-WebSocket-Version", "13", 0);
+  expect_field(&r, "Upgrade", "websocket", 0);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 400 Bad Request",
+                  "WebSocket handshake: Upgrade: websocket and Connection: Upgrade needed\n", &r);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "POST /ws HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 405 Method Not Allowed", "WebSocket handshake: GET only\n", &r);
+  expect_field(&r, "Allow", "GET", 0);
+  rc_response_free(&r);
+  /* A key that is not 16 bytes of base64; two keys. */
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "WebSocket handshake: bad Sec-WebSocket-Key\n", &r);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 400 Bad Request", "WebSocket handshake: bad Sec-WebSocket-Key\n", &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  /* Only the accepted connections ended through closed. */
+  assert_true(ev_wait(&closed_ev, 2, RC_TIMEOUT_MS));
+  ev_destroy(&closed_ev);
+}
+
+static void test_echo_fragments_and_close(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  static unsigned char big[65600];
+  start(fx);
+  c = open_ws(fx, "");
+  send_text(c, "h\xc3\xa9llo");
+  expect_frame(c, 1, "h\xc3\xa9llo");
+  send_frame(c, 1, 2, "\x00\x01\x02", 3);
+  read_frame(c, &fr);
+  assert_int_equal(fr.opcode, 2);
+  assert_int_equal(fr.len, 3);
+  assert_memory_equal(fr.data, "\x00\x01\x02", 3);
+  /* 64 KiB + a bit: the 8-byte length form. */
+  memset(big, 'z', sizeof big);
+  send_frame(c, 1, 2, big, sizeof big);
+  read_frame(c, &fr);
+  assert_int_equal(fr.len, sizeof big);
+  assert_memory_equal(fr.data, big, sizeof big);
+  /* Fragments, a ping between them (answered first), an empty message. */
+  send_frame(c, 0, 1, "frag", 4);
+  send_frame(c, 1, 9, "p!", 2);
+  send_frame(c, 0, 0, "men", 3);
+  send_frame(c, 1, 0, "ted", 3);
+  expect_frame(c, 10, "p!");
+  expect_frame(c, 1, "fragmented");
+  send_text(c, "");
+  expect_frame(c, 1, "");
+  send_text(c, "errors");
+  expect_frame(c, 1, "checked");
+  /* The peer closes: the same code comes back, then the server's FIN. */
+  send_frame(c, 1, 8, "\x03\xe8" "done", 6);
+  expect_close(c, 1000, "done");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1000, 1000, "done");
+  ev_destroy(&closed_ev);
+}
+
+static void test_server_closes(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start(fx);
+  c = open_ws(fx, "");
+  send_text(c, "close");
+  expect_close(c, 4001, "bye");
+  /* A message on its way is still delivered (no data may follow the
+   * server's close, so it is not echoed); then the peer's answer. */
+  send_text(c, "still");
+  send_frame(c, 1, 8, "\x0f\xa1", 2);
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(4001, 4001, "");
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.after_close, 1);
+  pthread_mutex_unlock(&st.mu);
+  ev_destroy(&closed_ev);
+}
+
+static void test_failures(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  unsigned char buf[64];
+  size_t n;
+  static char over[70001];
+  start(fx);
+  /* Unmasked: 1002. */
+  c = open_ws(fx, "");
+  n = frame(buf, 1, 1, "hi", 2, 1);
+  assert_int_equal(rc_send(c, buf, n), 0);
+  expect_close(c, 1002, "");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1006, 1002, "");
+  /* Invalid UTF-8, across fragments: 1007. */
+  pthread_mutex_lock(&st.mu);
+  st.closed_calls = 0;
+  pthread_mutex_unlock(&st.mu);
+  c = open_ws(fx, "");
+  send_frame(c, 0, 1, "ok \xe2\x82", 5);
+  send_frame(c, 1, 0, "\x28", 1);
+  expect_close(c, 1007, "");
+  expect_end(c);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 2, RC_TIMEOUT_MS));
+  /* One byte over the limit, in two fragments: 1009. */
+  c = open_ws(fx, "");
+  memset(over, 'o', sizeof over);
+  send_frame(c, 0, 2, over, 35000);
+  send_frame(c, 1, 0, over, sizeof over - 35000);
+  expect_close(c, 1009, "");
+  expect_end(c);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 3, RC_TIMEOUT_MS));
+  /* A reserved opcode: 1002.  A control frame over 125 bytes is an error
+   * wslay finds in the frame's header: its close frame has no code. */
+  c = open_ws(fx, "");
+  send_frame(c, 1, 3, "x", 1);
+  expect_close(c, 1002, "");
+  expect_end(c);
+  fx_drop(fx, c);
+  c = open_ws(fx, "");
+  send_frame(c, 1, 9, over, 126);
+  read_frame(c, &fr);
+  assert_int_equal(fr.opcode, 8);
+  assert_int_equal(fr.len, 0);
+  expect_end(c);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 5, RC_TIMEOUT_MS));
+  ev_destroy(&closed_ev);
+}
+
+static void fast_ping(hr_websocket_options_t *o) {
+  o->ping_interval_ms = 20;
+  o->ping_timeout_ms = 20;
+}
+
+static void fast_idle(hr_websocket_options_t *o) {
+  o->ping_interval_ms = 0;
+  o->idle_timeout_ms = 30;
+}
+
+static void test_ping_timeout(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start_with(fx, fast_ping);
+  c = open_ws(fx, "");
+  /* Silence: a ping; answered with a pong: another ping later. */
+  expect_frame(c, 9, "");
+  send_frame(c, 1, 10, "", 0);
+  expect_frame(c, 9, "");
+  /* Not answered: dropped. */
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1006, 0, "");
+  ev_destroy(&closed_ev);
+}
+
+static void test_idle_timeout(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start_with(fx, fast_idle);
+  c = open_ws(fx, "");
+  expect_close(c, 1001, "idle");
+  send_frame(c, 1, 8, "\x03\xe9", 2);
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1001, 1001, "");
+  ev_destroy(&closed_ev);
+}
+
+static void test_pause_post_and_backpressure(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  unsigned char buf[256];
+  size_t n = 0, got = 0;
+  start(fx);
+  c = open_ws(fx, "");
+  /* One write: the two messages behind "pause" arrive with it. */
+  n += frame(buf + n, 1, 1, "pause", 5, 0);
+  n += frame(buf + n, 1, 1, "m1", 2, 0);
+  n += frame(buf + n, 1, 1, "m2", 2, 0);
+  assert_int_equal(rc_send(c, buf, n), 0);
+  expect_frame(c, 1, "paused");
+  expect_frame(c, 1, "m1");
+  expect_frame(c, 1, "m2");
+  send_text(c, "post");
+  expect_frame(c, 1, "posted");
+  /* 2 MiB through a 64 KiB high-water mark, every byte. */
+  send_text(c, "flood");
+  for (;;) {
+    read_frame(c, &fr);
+    if (fr.opcode == 1) break;
+    assert_int_equal(fr.opcode, 2);
+    assert_int_equal(fr.len, 65536);
+    assert_int_equal(fr.data[0], 'f');
+    assert_int_equal(fr.data[65535], 'f');
+    got++;
+  }
+  assert_int_equal(got, 32);
+  assert_int_equal(fr.len, 4);
+  assert_memory_equal(fr.data, "done", 4);
+  send_frame(c, 1, 8, "", 0); /* a close without a code */
+  read_frame(c, &fr);
+  assert_int_equal(fr.opcode, 8);
+  assert_int_equal(fr.len, 0);
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1005, 1005, "");
+  ev_destroy(&closed_ev);
+}
+
+static void short_close(hr_websocket_options_t *o) { o->close_timeout_ms = 10; }
+
+static void test_shutdown(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  /* The server says 1001 and, with no answer (this thread is in fx_stop),
+   * closes after close_timeout_ms. */
+  start_with(fx, short_close);
+  c = open_ws(fx, "");
+  fx_stop(fx, 5000);
+  expect_close(c, 1001, "server shutting down");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1006, 1001, "");
+  ev_destroy(&closed_ev);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_handshake, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_echo_fragments_and_close, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_server_closes, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_failures, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_ping_timeout, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_idle_timeout, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_pause_post_and_backpressure, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_shutdown, fx_setup, fx_teardown),
+  };
+  watchdog(120);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
