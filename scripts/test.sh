@@ -154,7 +154,7 @@ run_stages() {
 
   TSAN_OPTIONS=$tsan_options \
     stage tsan build/tsan '^(stress|tsan)$' -DHROUTE_SANITIZE=thread \
-      -DHROUTE_BUILD_EXAMPLES=OFF -DHROUTE_BUILD_BENCH=OFF -DHROUTE_BUILD_TOOLS=OFF ||
+      -DHROUTE_BUILD_EXAMPLES=ON -DHROUTE_BUILD_BENCH=OFF -DHROUTE_BUILD_TOOLS=OFF ||
     return 0
 
   # libFuzzer targets (clang only), each for HROUTE_FUZZ_RUNS inputs.
