@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/text.h"
+#include "util/utf8.h"
 
 /* Whether c is in the NUL-terminated list (the NUL itself is not). */
 static int listed(const char *list, unsigned c) {
@@ -49,11 +50,48 @@ static void test_hex_value(void **state) {
   }
 }
 
+/* RFC 3629 §4's well-formed sequences, and what falls just outside
+ * them; long ASCII runs around a bad byte for the 8-byte skip. */
+static void test_utf8(void **state) {
+  static const struct {
+    const char *s;
+    int ok;
+  } cases[] = {
+      {"", 1},
+      {"plain ascii", 1},
+      {"\xc2\x80 \xdf\xbf", 1},             /* U+0080, U+07FF */
+      {"\xe0\xa0\x80 \xef\xbf\xbf", 1},     /* U+0800, U+FFFF */
+      {"\xed\x9f\xbf \xee\x80\x80", 1},     /* around the surrogates */
+      {"\xf0\x90\x80\x80 \xf4\x8f\xbf\xbf", 1}, /* U+10000, U+10FFFF */
+      {"\x80", 0},                         /* a lone continuation */
+      {"\xc0\xaf", 0},                     /* overlong '/' */
+      {"\xc1\xbf", 0},
+      {"\xe0\x9f\xbf", 0},                 /* overlong 3-byte */
+      {"\xed\xa0\x80", 0},                 /* U+D800 */
+      {"\xf0\x8f\xbf\xbf", 0},             /* overlong 4-byte */
+      {"\xf4\x90\x80\x80", 0},             /* past U+10FFFF */
+      {"\xf5\x80\x80\x80", 0},
+      {"\xff", 0},
+      {"\xe2\x82", 0},                     /* cut short */
+      {"\xe2\x28\xa1", 0},                 /* a bad continuation */
+      {"abcdefghijklmnop\xc3\xa9" "abcdefghijklmnop", 1},
+      {"abcdefghijklmnop\xc3" "abcdefghijklmnop", 0},
+      {"abcdefghijklmno\x80", 0},
+  };
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (hr__utf8_valid(cases[i].s, strlen(cases[i].s)) != cases[i].ok)
+      fail_msg("case %zu: want %d", i, cases[i].ok);
+  assert_int_equal(hr__utf8_valid(NULL, 0), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tchar),
       cmocka_unit_test(test_path_char),
       cmocka_unit_test(test_hex_value),
+      cmocka_unit_test(test_utf8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

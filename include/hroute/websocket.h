@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * WebSocket (RFC 6455) on an upgraded connection (upgrade.h), with
- * Debian's wslay doing the framing.  A handler calls hr_websocket_accept
+ * Debian's wslay doing the framing (its frame layer: headers, lengths,
+ * masking; the message layer is hroute's).  A handler calls hr_websocket_accept
  * on a GET that asks for one; from then on whole messages arrive at the
  * message callback (fragments reassembled up to a per-route limit, text
  * checked as UTF-8), pings are answered, the close handshake is done, and
@@ -11,8 +12,10 @@
  *
  * How a connection ends, and the close code each end sees:
  *   - A frame that breaks RFC 6455 (not masked, a reserved opcode or bit, a
- *     fragmented or oversized control frame, a continuation out of place):
- *     the server sends close 1002 and closes the connection (§7.1.7).
+ *     fragmented or oversized control frame, a continuation out of place,
+ *     a length not in its shortest form, a close frame of one byte or with
+ *     a code not allowed on the wire): the server sends close 1002 and
+ *     closes the connection (§7.1.7).
  *   - A text message (or close reason) that is not UTF-8: 1007 (§8.1).
  *   - A message longer than max_message_bytes: 1009.
  *   - The peer's close: answered with the same code (§5.5.1), then the
@@ -121,11 +124,12 @@ HR_EXTERN int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
 
 /*
  * Queues a copy of a message of `len` bytes (RFC 6455 §6.1), `type`
- * HR_WS_TEXT (must be valid UTF-8) or HR_WS_BINARY.  When earlier
- * messages still wait for room in the server's write queue
- * (write_high_water_bytes), nothing is queued and HR_EAGAIN is returned:
- * wait for the drain callback.  So what waits is bounded by the high-water
- * mark plus one message.  Returns 0, HR_EAGAIN, HR_EINVAL (bad type, text
+ * HR_WS_TEXT (must be valid UTF-8) or HR_WS_BINARY, into the connection's
+ * output queue.  When more than the server's write_high_water_bytes are
+ * queued already, nothing is and HR_EAGAIN is returned: wait for the drain
+ * callback.  So what waits is bounded by the high-water mark plus one
+ * message; and while that much is queued the peer's bytes
+ * are not read.  Returns 0, HR_EAGAIN, HR_EINVAL (bad type, text
  * not UTF-8), HR_ESTATE (a close frame was sent already), HR_ECLOSED,
  * HR_ENOMEM (the connection fails: closed follows), HR_ETHREAD.
  */

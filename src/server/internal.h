@@ -288,6 +288,10 @@ void hr__stream_discard(struct hr_stream_s *s); /* never attached */
 void hr__stream_timeout(hr__tnode_t *n);  /* its HR__TL_STREAM deadline passed */
 uv_loop_t *hr__stream_loop(const struct hr_stream_s *s);
 size_t hr__stream_queued(const struct hr_stream_s *s); /* output bytes held */
+/* hr_stream_write without the high-water check: for a protocol layer that
+ * keeps its own (websocket/session.c).  Returns 0, HR_ENOMEM, HR_ESTATE,
+ * HR_ECLOSED. */
+int hr__stream_write_any(struct hr_stream_s *s, const void *data, size_t len);
 /* The drain callback is wanted, as after an HR_EAGAIN. */
 void hr__stream_want_drain(struct hr_stream_s *s);
 /* Keeps `s` allocated (not usable: its calls answer HR_ECLOSED once it is

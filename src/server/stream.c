@@ -262,20 +262,12 @@ static int check(const hr_stream_t *s) {
   return s->conn == NULL || s->dead || s->conn->state == HR__C_CLOSED ? HR_ECLOSED : 0;
 }
 
-int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
-  int err = check(s);
-  hr__conn_t *c;
-  if (err != 0) return err;
-  c = s->conn;
-  if (s->closing) return HR_ESTATE;
+/* Appends to the output queue; on failure the stream is closed on the
+ * next turn (the closed callback never runs inside the owner's call). */
+static int append(hr_stream_t *s, const void *data, size_t len) {
+  hr__conn_t *c = s->conn;
   if (len == 0) return 0;
-  if (hr__out_queued_memory(c) > c->w->server->opts.write_high_water_bytes) {
-    s->want_drain = 1;
-    return HR_EAGAIN;
-  }
   if (hr__out_append(c, data, len) != 0) {
-    /* Closed on the next turn: the closed callback never runs inside the
-     * owner's own call. */
     s->status = HR_ECLOSED;
     s->dead = 1;
     hr__conn_kick(c);
@@ -283,6 +275,24 @@ int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
   }
   hr__conn_kick(c);
   return 0;
+}
+
+int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
+  int err = check(s);
+  if (err != 0) return err;
+  if (s->closing) return HR_ESTATE;
+  if (len > 0 && hr__out_queued_memory(s->conn) > s->w->server->opts.write_high_water_bytes) {
+    s->want_drain = 1;
+    return HR_EAGAIN;
+  }
+  return append(s, data, len);
+}
+
+int hr__stream_write_any(hr_stream_t *s, const void *data, size_t len) {
+  int err = check(s);
+  if (err != 0) return err;
+  if (s->closing) return HR_ESTATE;
+  return append(s, data, len);
 }
 
 int hr_stream_pause(hr_stream_t *s, int paused) {

@@ -11,7 +11,9 @@
 #include <string.h>
 
 int hr__utf8_valid(const void *p, size_t n) {
-  const unsigned char *s = p, *end = s + n;
+  const unsigned char *s = p, *end;
+  if (n == 0) return 1; /* p may be NULL */
+  end = s + n;
   while (s < end) {
     unsigned char c = *s;
     size_t need, i;

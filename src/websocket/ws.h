@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A WebSocket connection (include/hroute/websocket.h): handshake.c checks
- * the opening handshake and answers it; session.c runs the connection over
- * the upgraded stream with wslay's event API.
+ * A WebSocket connection (include/hroute/websocket.h).  handshake.c checks
+ * the opening handshake and answers it; input.c reads frames with wslay's
+ * frame API and builds messages (RFC 6455 §5.4, §5.5); session.c ties the
+ * connection to its upgraded stream: sending, closing, timers, pause,
+ * posts.  wslay's frame layer does the framing both ways (headers,
+ * lengths, masking); the message layer is hroute's, so that every failure
+ * gets its close code and nothing waits in a second queue: frames go
+ * straight into the connection's output queue.
  */
 #ifndef HR_WEBSOCKET_WS_H
 #define HR_WEBSOCKET_WS_H
@@ -14,50 +19,94 @@
 #include "hroute/upgrade.h"
 #include "hroute/websocket.h"
 
-typedef struct hr__ws_held_s hr__ws_held_t; /* a message that came while paused */
+/* Close codes of RFC 6455 §7.4.1. */
+enum {
+  HR__WS_NORMAL = 1000,
+  HR__WS_GOING_AWAY = 1001,
+  HR__WS_PROTOCOL = 1002,
+  HR__WS_NO_STATUS = 1005,
+  HR__WS_ABNORMAL = 1006,
+  HR__WS_BAD_DATA = 1007,
+  HR__WS_TOO_BIG = 1009,
+  HR__WS_INTERNAL = 1011,
+};
 
 struct hr_websocket_s {
   struct hr__worker_s *w;       /* the loop's; never changes */
   hr_stream_t *s;               /* NULL once the connection is over */
-  wslay_event_context_ptr ctx;  /* NULL once over */
+  wslay_frame_context_ptr fc;   /* NULL once over */
   hr_websocket_callbacks_t cb;
   void *udata;
   const hr_allocator_t *a;      /* the server's: a post may free `ws` anywhere */
   /* One reference for the connection's life, one per pending post. */
   _Atomic unsigned refs;
-  /* The peer's bytes, during the stream's read callback. */
+  size_t high_water;            /* the server's write_high_water_bytes */
+  uint64_t max_message;
+
+  /* Reading (input.c).  The peer's bytes during a read callback, and
+   * those a pause left over. */
   const uint8_t *in;
   size_t in_len;
-  size_t high_water;            /* the server's write_high_water_bytes */
-  uint32_t ping_interval_ms, ping_timeout_ms, idle_timeout_ms, close_timeout_ms;
-  uint64_t last_rx;             /* loop time of the last byte from the peer */
-  uint64_t last_msg;            /* of the last message either way */
-  uint64_t ping_sent, close_sent_at;
-  char *subprotocol;
-  hr__ws_held_t *held_msgs;     /* delivered on resume, before held bytes */
-  uint8_t *held;                /* the peer's bytes not yet given to wslay */
+  uint8_t *held;
   size_t held_len;
-  uint8_t reason_len;           /* the peer's close reason */
-  char reason[123];
-  unsigned ping_out : 1;        /* a ping went out, no byte came since */
-  unsigned in_recv : 1;         /* inside wslay_event_recv: sends only queue */
-  unsigned want_drain : 1;      /* the owner got HR_EAGAIN */
+  uint64_t frame_got;           /* payload bytes of the current frame so far */
+  uint8_t msg_type;             /* HR_WS_TEXT/BINARY being assembled, or 0 */
+  uint8_t ctrl_op;              /* the control frame being read */
+  uint8_t ctrl_len;
+  uint8_t ctrl[125];
+  uint8_t *msg;                 /* the message being assembled */
+  size_t msg_len, msg_cap;
+
+  /* Timers (session.c); loop times in ms, lengths from the options. */
+  uint32_t ping_interval_ms, ping_timeout_ms, idle_timeout_ms, close_timeout_ms;
+  uint64_t last_rx, last_msg, ping_sent, close_sent_at;
+
+  char *subprotocol;
+  uint16_t code_rx;             /* the peer's close code (1005: none) */
+  uint16_t code_tx;             /* the code of the close frame sent */
+  uint8_t reason_len;
+  char reason[123];             /* the peer's close reason */
+  unsigned in_frame : 1;        /* a frame's payload is being read */
+  unsigned in_pump : 1;         /* inside input.c's loop */
+  unsigned close_rx : 1;        /* the peer's close frame came */
+  unsigned close_tx : 1;        /* the server's close frame was queued */
+  unsigned read_done : 1;       /* nothing more is read (closed or failed) */
   unsigned paused : 1;          /* hr_websocket_pause */
-  unsigned read_paused : 1;     /* wslay holds frames the stream refused */
   unsigned stream_paused : 1;   /* what hr_stream_pause was last told */
   unsigned resume_posted : 1;
+  unsigned want_drain : 1;      /* the owner got HR_EAGAIN */
+  unsigned ping_out : 1;        /* a ping went out, no byte came since */
   unsigned fin_asked : 1;       /* hr_stream_close was called */
-  unsigned close_queued : 1;    /* a close frame was queued (by anyone) */
+  unsigned broken : 1;          /* a write failed: closed follows */
 };
 
-/* session.c: sets up wslay and the timers' lengths from `o`; returns 0
- * or HR_ENOMEM.  Once the 101 is queued (ws->s set), _start arms the
- * timers; when the upgrade failed instead, _free undoes _init and frees
- * `ws`. */
+/* input.c: gives the peer's bytes (data, len; may be none) and those held
+ * to the frame reader while the owner does not pause; what is left is
+ * held.  Messages go to the message callback. */
+void hr__ws_input(hr_websocket_t *ws, const uint8_t *data, size_t len);
+void hr__ws_input_free(hr_websocket_t *ws);
+/* Keeps bytes that came while paused, for the resume. */
+void hr__ws_input_hold(hr_websocket_t *ws, const uint8_t *data, size_t len);
+/* wslay's recv callback: from ws->in. */
+ssize_t hr__ws_recv_cb(uint8_t *buf, size_t len, int flags, void *user);
+
+/* session.c */
 int hr__ws_session_init(hr_websocket_t *ws, const hr_websocket_options_t *o);
-void hr__ws_session_start(hr_websocket_t *ws);
-void hr__ws_session_free(hr_websocket_t *ws);
+void hr__ws_session_start(hr_websocket_t *ws); /* once ws->s is set */
+void hr__ws_session_free(hr_websocket_t *ws);  /* the upgrade failed */
 extern const hr_stream_callbacks_t hr__ws_stream_callbacks;
 void hr__ws_release(hr_websocket_t *ws);
+uint64_t hr__ws_now(const hr_websocket_t *ws);
+/* Queues one frame (FIN set) in the connection's output queue, whatever
+ * is queued already.  Returns 0 or HR_ENOMEM (the connection fails). */
+int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t len);
+/* Queues the server's close frame (code 0: none) unless one went out. */
+void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, size_t len);
+/* Fails the connection (RFC 6455 §7.1.7): close `code`, read no more,
+ * then close the TCP connection once the frame is out. */
+void hr__ws_fail(hr_websocket_t *ws, uint16_t code);
+/* Ends the TCP connection when both close frames are settled. */
+void hr__ws_settle(hr_websocket_t *ws);
+int hr__ws_close_code_ok(unsigned code, int received);
 
 #endif /* HR_WEBSOCKET_WS_H */

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a WebSocket connection: wslay_frame_recv takes the peer's bytes
+ * through the recv callback and hands back each frame's payload in chunks,
+ * unmasked; this file checks each frame against RFC 6455 and builds
+ * messages:
+ *   - §5.2: no RSV bit (no extension was negotiated), a known opcode, and
+ *     a masked frame (§5.1: a client masks every frame); wslay itself
+ *     refuses a fragmented or oversized control frame and a length not in
+ *     its shortest form.  All fail the connection with 1002.
+ *   - §5.4: a continuation only inside a fragmented message, a new text or
+ *     binary frame only outside one (1002); control frames may come
+ *     between fragments.
+ *   - The message limit counts declared lengths, before any byte of the
+ *     payload is stored: 1009.
+ *   - §8.1: a text message must be UTF-8, checked when it is whole (1007).
+ *   - §5.5: a ping is answered with a pong of its payload; a pong proves
+ *     the peer alive; a close frame is checked (§7.4: its code, its reason
+ *     in UTF-8), answered with the same code and reason, and ends reading.
+ * The loop stops when the owner pauses: what wslay already buffered stays
+ * in its frame context, what the read gave beyond it is held here, and
+ * both are read on the resume.
+ */
+#include <string.h>
+
+#include "server/internal.h"
+#include "util/utf8.h"
+#include "websocket/ws.h"
+
+void hr__ws_input_free(hr_websocket_t *ws) {
+  ws->a->free(ws->a->ctx, ws->msg);
+  ws->msg = NULL;
+  ws->msg_len = ws->msg_cap = 0;
+  ws->a->free(ws->a->ctx, ws->held);
+  ws->held = NULL;
+  ws->held_len = 0;
+}
+
+/* Room for `more` bytes of message; the caller checked the limit. */
+static int msg_reserve(hr_websocket_t *ws, size_t more) {
+  size_t need = ws->msg_len + more, cap;
+  uint8_t *n;
+  if (need <= ws->msg_cap) return 0;
+  cap = ws->msg_cap ? ws->msg_cap : 256;
+  while (cap < need) cap *= 2;
+  if (cap > ws->max_message) cap = (size_t)ws->max_message;
+  n = ws->a->realloc(ws->a->ctx, ws->msg, cap);
+  if (n == NULL) return -1;
+  ws->msg = n;
+  ws->msg_cap = cap;
+  return 0;
+}
+
+/* After a message: a large buffer is not kept for an idle connection. */
+static void msg_reset(hr_websocket_t *ws) {
+  ws->msg_type = 0;
+  ws->msg_len = 0;
+  if (ws->msg_cap > 4096) {
+    ws->a->free(ws->a->ctx, ws->msg);
+    ws->msg = NULL;
+    ws->msg_cap = 0;
+  }
+}
+
+/* The first chunk of a frame: its header is known. */
+static int frame_start(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
+  int op = io->opcode;
+  if (io->rsv != 0 || !io->mask) return HR__WS_PROTOCOL;
+  if (op >= 8) {
+    if (op != WSLAY_CONNECTION_CLOSE && op != WSLAY_PING && op != WSLAY_PONG)
+      return HR__WS_PROTOCOL;
+    ws->ctrl_op = (uint8_t)op;
+    ws->ctrl_len = 0;
+    return 0;
+  }
+  if (op == WSLAY_CONTINUATION_FRAME) {
+    if (ws->msg_type == 0) return HR__WS_PROTOCOL;
+  } else if (op == WSLAY_TEXT_FRAME || op == WSLAY_BINARY_FRAME) {
+    if (ws->msg_type != 0) return HR__WS_PROTOCOL;
+    ws->msg_type = op == WSLAY_TEXT_FRAME ? HR_WS_TEXT : HR_WS_BINARY;
+  } else {
+    return HR__WS_PROTOCOL;
+  }
+  if (io->payload_length > ws->max_message - ws->msg_len) return HR__WS_TOO_BIG;
+  return 0;
+}
+
+static int close_frame(hr_websocket_t *ws) {
+  unsigned code;
+  if (ws->ctrl_len == 0) {
+    ws->code_rx = HR__WS_NO_STATUS;
+    ws->close_rx = 1;
+    hr__ws_send_close(ws, 0, NULL, 0);
+    return 0;
+  }
+  if (ws->ctrl_len == 1) return HR__WS_PROTOCOL;
+  code = (unsigned)ws->ctrl[0] << 8 | ws->ctrl[1];
+  if (!hr__ws_close_code_ok(code, 1)) return HR__WS_PROTOCOL;
+  if (!hr__utf8_valid(ws->ctrl + 2, ws->ctrl_len - 2u)) return HR__WS_BAD_DATA;
+  ws->code_rx = (uint16_t)code;
+  ws->reason_len = (uint8_t)(ws->ctrl_len - 2);
+  memcpy(ws->reason, ws->ctrl + 2, ws->reason_len);
+  ws->close_rx = 1;
+  /* §5.5.1: answered with the same code (and here the same reason). */
+  hr__ws_send_close(ws, (uint16_t)code, ws->reason, ws->reason_len);
+  return 0;
+}
+
+/* The last chunk of a frame. */
+static int frame_end(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
+  if (ws->ctrl_op != 0) {
+    int op = ws->ctrl_op;
+    ws->ctrl_op = 0;
+    if (op == WSLAY_PING) {
+      if (!ws->close_tx && hr__ws_send_frame(ws, WSLAY_PONG, ws->ctrl, ws->ctrl_len) != 0)
+        return -1;
+      return 0;
+    }
+    if (op == WSLAY_PONG) return 0; /* any byte already proved the peer alive */
+    return close_frame(ws);
+  }
+  if (!io->fin) return 0;
+  if (ws->msg_type == HR_WS_TEXT && !hr__utf8_valid(ws->msg, ws->msg_len))
+    return HR__WS_BAD_DATA;
+  {
+    int type = ws->msg_type;
+    ws->last_msg = hr__ws_now(ws);
+    ws->msg_type = 0; /* a message callback may pause; the next frame starts anew */
+    ws->cb.message(ws, type, ws->msg_len > 0 ? ws->msg : (const uint8_t *)"", ws->msg_len,
+                   ws->udata);
+  }
+  msg_reset(ws);
+  return 0;
+}
+
+/* One chunk from wslay_frame_recv.  Returns 0, a close code to fail
+ * with, or -1 (a write failed: the connection is going). */
+static int chunk(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
+  int rc;
+  if (!ws->in_frame) {
+    if ((rc = frame_start(ws, io)) != 0) return rc;
+    ws->in_frame = 1;
+    ws->frame_got = 0;
+  }
+  if (io->data_length > 0) {
+    if (ws->ctrl_op != 0) { /* at most 125 bytes in all: wslay checked */
+      memcpy(ws->ctrl + ws->ctrl_len, io->data, io->data_length);
+      ws->ctrl_len = (uint8_t)(ws->ctrl_len + io->data_length);
+    } else {
+      if (msg_reserve(ws, io->data_length) != 0) return HR__WS_INTERNAL;
+      memcpy(ws->msg + ws->msg_len, io->data, io->data_length);
+      ws->msg_len += io->data_length;
+    }
+    ws->frame_got += io->data_length;
+  }
+  if (ws->frame_got < io->payload_length) return 0;
+  ws->in_frame = 0;
+  return frame_end(ws, io);
+}
+
+/* Appends n bytes to those held for later. */
+static int hold(hr_websocket_t *ws, const uint8_t *p, size_t n) {
+  uint8_t *b;
+  if (n == 0) return 0;
+  b = ws->a->realloc(ws->a->ctx, ws->held, ws->held_len + n);
+  if (b == NULL) return -1;
+  memcpy(b + ws->held_len, p, n);
+  ws->held = b;
+  ws->held_len += n;
+  return 0;
+}
+
+void hr__ws_input_hold(hr_websocket_t *ws, const uint8_t *data, size_t len) {
+  if (hold(ws, data, len) != 0) hr__ws_fail(ws, HR__WS_INTERNAL);
+}
+
+/* Reads frames from what wslay buffered and from ws->in. */
+static void pump(hr_websocket_t *ws) {
+  ws->in_pump = 1;
+  while (!ws->paused && !ws->read_done && !ws->broken) {
+    struct wslay_frame_iocb io;
+    ssize_t r;
+    int rc;
+    memset(&io, 0, sizeof io);
+    r = wslay_frame_recv(ws->fc, &io);
+    if (r == WSLAY_ERR_WANT_READ) break;
+    if (r < 0) { /* a control frame fragmented or over 125 bytes, a long length */
+      hr__ws_fail(ws, HR__WS_PROTOCOL);
+      break;
+    }
+    rc = chunk(ws, &io);
+    if (rc > 0) hr__ws_fail(ws, (uint16_t)rc);
+    if (rc != 0) break;
+    if (ws->close_rx) ws->read_done = 1;
+  }
+  ws->in_pump = 0;
+}
+
+void hr__ws_input(hr_websocket_t *ws, const uint8_t *data, size_t len) {
+  const uint8_t *src = data, *rest;
+  size_t left;
+  /* Bytes behind held ones go behind them. */
+  if (ws->held_len > 0) {
+    if (hold(ws, data, len) != 0) hr__ws_fail(ws, HR__WS_INTERNAL);
+    src = ws->held;
+    len = ws->held_len;
+  }
+  ws->in = src;
+  ws->in_len = len;
+  pump(ws);
+  rest = ws->in;
+  left = ws->in_len;
+  ws->in = NULL;
+  ws->in_len = 0;
+  if (ws->read_done || ws->broken) {
+    ws->held_len = 0; /* nothing more is read */
+  } else if (src == ws->held && src != NULL) {
+    memmove(ws->held, rest, left);
+    ws->held_len = left;
+  } else if (hold(ws, rest, left) != 0) {
+    hr__ws_fail(ws, HR__WS_INTERNAL);
+  }
+}
+
+ssize_t hr__ws_recv_cb(uint8_t *buf, size_t len, int flags, void *user) {
+  hr_websocket_t *ws = user;
+  size_t n = ws->in_len < len ? ws->in_len : len;
+  (void)flags;
+  if (n == 0) return -1; /* wslay_frame_recv answers WSLAY_ERR_WANT_READ */
+  memcpy(buf, ws->in, n);
+  ws->in += n;
+  ws->in_len -= n;
+  return (ssize_t)n;
+}
