@@ -52,11 +52,13 @@
 #   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
 #   bench/run.sh --tls --duration 3s --rounds 3 --compare nginx
 #   bench/run.sh --static --compare nginx        # files: bench/static.sh
+#   bench/run.sh --websocket                     # WebSocket: bench/ws.sh
 set -euo pipefail
 
 # --static is its own benchmark (files against nginx): bench/static.sh.
 for arg in "$@"; do
   [[ $arg == --static ]] && exec "$(dirname "${BASH_SOURCE[0]}")/static.sh" "$@"
+  [[ $arg == --websocket ]] && exec "$(dirname "${BASH_SOURCE[0]}")/ws.sh" "$@"
 done
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -140,6 +142,8 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
                        beyond its max_connections, 10000)
   --churn N            route replacements per second in the keepalive+churn
                        run (hello --churn N); 0 skips that run (default $CHURN)
+  --websocket          WebSocket echo and idle memory against node-ws instead
+                       (bench/ws.sh, which takes its own options)
   --static             static files against nginx instead (bench/static.sh,
                        which takes its own options; see its --help)
   --tls                everything over HTTPS with a self-signed ECDSA P-256

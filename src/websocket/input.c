@@ -141,7 +141,11 @@ static int chunk(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
     if ((rc = frame_start(ws, io)) != 0) return rc;
     ws->in_frame = 1;
     ws->frame_got = 0;
+    /* The header wslay consumed: it takes only the shortest length form. */
+    ws->taken += 2 + (io->payload_length < 126 ? 0 : io->payload_length < 65536 ? 2 : 8) +
+                 (io->mask ? 4 : 0);
   }
+  ws->taken += io->data_length;
   if (io->data_length > 0) {
     if (ws->ctrl_op != 0) { /* at most 125 bytes in all: wslay checked */
       memcpy(ws->ctrl + ws->ctrl_len, io->data, io->data_length);
@@ -176,6 +180,10 @@ void hr__ws_input_hold(hr_websocket_t *ws, const uint8_t *data, size_t len) {
 
 /* Reads frames from what wslay buffered and from ws->in. */
 static void pump(hr_websocket_t *ws) {
+  if (hr__ws_frames(ws) != 0) {
+    ws->broken = 1; /* not even a close frame can be framed */
+    return;
+  }
   ws->in_pump = 1;
   while (!ws->paused && !ws->read_done && !ws->broken) {
     struct wslay_frame_iocb io;
@@ -228,6 +236,7 @@ ssize_t hr__ws_recv_cb(uint8_t *buf, size_t len, int flags, void *user) {
   (void)flags;
   if (n == 0) return -1; /* wslay_frame_recv answers WSLAY_ERR_WANT_READ */
   memcpy(buf, ws->in, n);
+  ws->given += n;
   ws->in += n;
   ws->in_len -= n;
   return (ssize_t)n;

@@ -50,6 +50,10 @@ int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t l
   struct wslay_frame_iocb io;
   ssize_t r;
   if (ws->broken) return HR_ECLOSED;
+  if (hr__ws_frames(ws) != 0) {
+    ws->broken = 1;
+    return HR_ENOMEM;
+  }
   memset(&io, 0, sizeof io);
   io.fin = 1;
   io.opcode = (uint8_t)opcode;
@@ -134,7 +138,7 @@ static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
   (void)s;
   ws->last_rx = hr__ws_now(ws);
   ws->ping_out = 0;
-  if (ws->fc == NULL || ws->read_done || ws->fin_asked) return; /* dropped */
+  if (ws->over || ws->read_done || ws->fin_asked) return; /* dropped */
   if (ws->paused) { /* read before the pause took hold: kept */
     hr__ws_input_hold(ws, (const uint8_t *)data, len);
     update_reading(ws);
@@ -169,6 +173,7 @@ static void on_closed(hr_stream_t *s, int status, void *udata) {
   how.sent_code = ws->close_tx ? ws->code_tx : 0;
   if (ws->fc != NULL) wslay_frame_context_free(ws->fc);
   ws->fc = NULL;
+  ws->over = 1;
   hr__ws_input_free(ws);
   ws->s = NULL;
   ws->cb.closed(ws, &how, ws->udata);
@@ -207,11 +212,21 @@ static void arm(hr_websocket_t *ws) {
   hr_stream_set_timeout(ws->s, due == 0 ? 0 : due > now ? due - now : 1);
 }
 
+/* Frees wslay's context while nothing of a frame is in it: no frame is
+ * half read (every byte given to it was part of a whole header or
+ * payload) and sending leaves it between frames after every call. */
+static void rest(hr_websocket_t *ws) {
+  if (ws->fc == NULL || ws->in_frame || ws->given != ws->taken || ws->in_pump) return;
+  wslay_frame_context_free(ws->fc);
+  ws->fc = NULL;
+}
+
 static void on_timeout(hr_stream_t *s, void *udata) {
   hr_websocket_t *ws = udata;
   uint64_t now = hr__ws_now(ws);
   (void)s;
-  if (ws->fc == NULL || ws->fin_asked) return;
+  if (ws->over || ws->fin_asked) return;
+  rest(ws);
   if (ws->close_tx) {
     /* The peer's close frame never came. */
     if (ws->close_timeout_ms != 0 && now >= ws->close_sent_at + ws->close_timeout_ms) {
@@ -245,12 +260,18 @@ const hr_stream_callbacks_t hr__ws_stream_callbacks = {
     .timeout = on_timeout,
 };
 
-int hr__ws_session_init(hr_websocket_t *ws, const hr_websocket_options_t *o) {
+int hr__ws_frames(hr_websocket_t *ws) {
   static const struct wslay_frame_callbacks cbs = {on_send, hr__ws_recv_cb, NULL};
+  if (ws->fc != NULL) return 0;
   if (wslay_frame_context_init(&ws->fc, &cbs, ws) != 0) {
     ws->fc = NULL;
-    return HR_ENOMEM;
+    return -1;
   }
+  ws->given = ws->taken = 0;
+  return 0;
+}
+
+int hr__ws_session_init(hr_websocket_t *ws, const hr_websocket_options_t *o) {
   ws->max_message = o->max_message_bytes;
   ws->ping_interval_ms = o->ping_interval_ms;
   ws->ping_timeout_ms = o->ping_timeout_ms;
@@ -265,7 +286,7 @@ void hr__ws_session_start(hr_websocket_t *ws) {
 }
 
 void hr__ws_session_free(hr_websocket_t *ws) {
-  wslay_frame_context_free(ws->fc);
+  if (ws->fc != NULL) wslay_frame_context_free(ws->fc);
   ws->fc = NULL;
   hr__ws_release(ws);
 }
@@ -277,7 +298,7 @@ static int check(const hr_websocket_t *ws) {
   if (ws == NULL) return HR_EINVAL;
   self = uv_thread_self();
   if (!uv_thread_equal(&self, &ws->w->loop_thread)) return HR_ETHREAD;
-  return ws->s == NULL || ws->fc == NULL || ws->fin_asked || ws->broken ? HR_ECLOSED : 0;
+  return ws->s == NULL || ws->over || ws->fin_asked || ws->broken ? HR_ECLOSED : 0;
 }
 
 int hr_websocket_send(hr_websocket_t *ws, int type, const void *data, size_t len) {
@@ -321,7 +342,7 @@ static void run_resume(void *target, hr__fn_t fn, void *udata) {
   (void)fn;
   (void)udata;
   ws->resume_posted = 0;
-  if (ws->s != NULL && ws->fc != NULL && !ws->fin_asked && !ws->paused && !ws->read_done) {
+  if (ws->s != NULL && !ws->over && !ws->fin_asked && !ws->paused && !ws->read_done) {
     hr__ws_input(ws, NULL, 0);
     after_input(ws);
   }

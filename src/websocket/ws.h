@@ -34,7 +34,10 @@ enum {
 struct hr_websocket_s {
   struct hr__worker_s *w;       /* the loop's; never changes */
   hr_stream_t *s;               /* NULL once the connection is over */
-  wslay_frame_context_ptr fc;   /* NULL once over */
+  /* wslay's frame context (4 KiB of input buffer): made at the first
+   * byte either way, freed again when the connection rests (nothing of a
+   * frame buffered) at a timer, so an idle connection does not keep it. */
+  wslay_frame_context_ptr fc;
   hr_websocket_callbacks_t cb;
   void *udata;
   const hr_allocator_t *a;      /* the server's: a post may free `ws` anywhere */
@@ -50,6 +53,7 @@ struct hr_websocket_s {
   uint8_t *held;
   size_t held_len;
   uint64_t frame_got;           /* payload bytes of the current frame so far */
+  uint64_t given, taken;        /* bytes given to wslay; of whole headers and payloads */
   uint8_t msg_type;             /* HR_WS_TEXT/BINARY being assembled, or 0 */
   uint8_t ctrl_op;              /* the control frame being read */
   uint8_t ctrl_len;
@@ -78,6 +82,7 @@ struct hr_websocket_s {
   unsigned ping_out : 1;        /* a ping went out, no byte came since */
   unsigned fin_asked : 1;       /* hr_stream_close was called */
   unsigned broken : 1;          /* a write failed: closed follows */
+  unsigned over : 1;            /* the closed callback ran */
 };
 
 /* input.c: gives the peer's bytes (data, len; may be none) and those held
@@ -91,6 +96,8 @@ void hr__ws_input_hold(hr_websocket_t *ws, const uint8_t *data, size_t len);
 ssize_t hr__ws_recv_cb(uint8_t *buf, size_t len, int flags, void *user);
 
 /* session.c */
+/* Makes ws->fc when there is none; returns 0 or -1 (out of memory). */
+int hr__ws_frames(hr_websocket_t *ws);
 int hr__ws_session_init(hr_websocket_t *ws, const hr_websocket_options_t *o);
 void hr__ws_session_start(hr_websocket_t *ws); /* once ws->s is set */
 void hr__ws_session_free(hr_websocket_t *ws);  /* the upgrade failed */

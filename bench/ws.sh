@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench/ws.sh (also `bench/run.sh --websocket`): WebSocket echo, hroute
+# (examples/chat.c's /echo) against node-ws (bench/peers/ws_echo.cjs), each
+# pinned to the server CPUs, the client (bench/ws_load.c) to others.
+# Rounds alternate hroute and node; it prints the median messages/s of a
+# 64-byte binary echo (CONNS connections, DEPTH messages in flight each)
+# and the ratio.  Then memory: the server's VmRSS before and after N idle
+# WebSocket connections (handshake done, nothing sent), per connection.
+#
+#   bench/ws.sh                          # 3 rounds of 5 s, 5000 idle connections
+#   bench/ws.sh --rounds 5 --duration 10 --idle 10000
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR="$ROOT/build/release"
+DURATION=5
+ROUNDS=3
+CONNS=32
+DEPTH=16
+SIZE=64
+IDLE=5000
+SERVER_CPUS=0
+CLIENT_CPUS=1
+BUILD=1
+HROUTE_PORT=18191
+NODE_PORT=18192
+
+usage() {
+  cat <<USAGE
+usage: bench/ws.sh [options]
+  --duration S         seconds per echo run (default $DURATION)
+  --rounds N           alternating rounds (default $ROUNDS)
+  --connections N      client connections (default $CONNS)
+  --depth N            messages in flight per connection (default $DEPTH)
+  --size BYTES         message size (default $SIZE)
+  --idle N             idle connections for the memory line, 0: skip (default $IDLE)
+  --server-cpus LIST   CPUs for the servers, taskset syntax (default $SERVER_CPUS)
+  --client-cpus LIST   CPUs for the client (default $CLIENT_CPUS)
+  --no-build           use the existing build/release programs
+USAGE
+}
+
+while (($#)); do
+  case $1 in
+    --duration) DURATION=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --connections) CONNS=$2; shift 2 ;;
+    --depth) DEPTH=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --idle) IDLE=$2; shift 2 ;;
+    --server-cpus) SERVER_CPUS=$2; shift 2 ;;
+    --client-cpus) CLIENT_CPUS=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --websocket) shift ;; # from bench/run.sh --websocket
+    -h|--help) usage; exit 0 ;;
+    *) echo "ws.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+"$ROOT/scripts/deps.sh" --bench
+export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+ulimit -n "$(ulimit -Hn)"
+
+TMP=$(mktemp -d /tmp/hroute-ws-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+if ((BUILD)); then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target chat bench_ws_load >/dev/null
+fi
+LOAD="$BUILD_DIR/bench_ws_load"
+
+wait_port() {
+  local i
+  for i in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "ws.sh: nothing listens on $1" >&2
+  exit 1
+}
+
+taskset -c "$SERVER_CPUS" "$BUILD_DIR/chat" --port "$HROUTE_PORT" 2>"$TMP/chat.err" &
+HROUTE_PID=$!
+PIDS+=("$HROUTE_PID")
+taskset -c "$SERVER_CPUS" node "$ROOT/bench/peers/ws_echo.cjs" "$NODE_PORT" >"$TMP/node.out" &
+NODE_PID=$!
+PIDS+=("$NODE_PID")
+wait_port "$HROUTE_PORT"
+wait_port "$NODE_PORT"
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+: >"$TMP/hroute.rates"
+: >"$TMP/node.rates"
+for ((r = 1; r <= ROUNDS; r++)); do
+  for who in hroute node; do
+    port=$HROUTE_PORT
+    [[ $who == node ]] && port=$NODE_PORT
+    rate=$(taskset -c "$CLIENT_CPUS" "$LOAD" echo "$port" /echo "$CONNS" "$DEPTH" "$DURATION" "$SIZE" |
+           sed -n 's/^msgs_per_s //p')
+    echo "round $r $who $rate msgs/s" >&2
+    echo "$rate" >>"$TMP/$who.rates"
+  done
+done
+h=$(median <"$TMP/hroute.rates")
+n=$(median <"$TMP/node.rates")
+printf '%-8s %-28s %12s\n' server run msgs/s
+printf '%-8s %-28s %12.0f\n' hroute "echo ${SIZE}B x${CONNS}x${DEPTH}" "$h"
+printf '%-8s %-28s %12.0f\n' node-ws "echo ${SIZE}B x${CONNS}x${DEPTH}" "$n"
+awk -v h="$h" -v n="$n" 'BEGIN { printf "ratio hroute/node-ws: %.2fx (median of rounds)\n", h / n }'
+
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+if ((IDLE > 0)); then
+  for who in hroute node; do
+    port=$HROUTE_PORT pid=$HROUTE_PID
+    [[ $who == node ]] && port=$NODE_PORT pid=$NODE_PID
+    before=$(rss "$pid")
+    mkfifo "$TMP/idle.in.$who"
+    taskset -c "$CLIENT_CPUS" "$LOAD" idle "$port" /echo "$IDLE" <"$TMP/idle.in.$who" >"$TMP/idle.out.$who" &
+    client=$!
+    exec {to}>"$TMP/idle.in.$who"
+    for _ in $(seq 1 600); do
+      grep -q '^ready' "$TMP/idle.out.$who" 2>/dev/null && break
+      sleep 0.1
+    done
+    sleep 0.5
+    after=$(rss "$pid")
+    echo >&"$to"
+    for _ in $(seq 1 100); do
+      grep -q '^open' "$TMP/idle.out.$who" && break
+      sleep 0.1
+    done
+    open=$(sed -n 's/^open //p' "$TMP/idle.out.$who")
+    exec {to}>&-
+    wait "$client" || true
+    awk -v w="$who" -v b="$before" -v a="$after" -v n="$IDLE" -v o="$open" 'BEGIN {
+      printf "idle: %s RSS %d KiB -> %d KiB for %d WebSocket connections (%s still open): %.0f B each\n",
+             w, b, a, n, o, (a - b) * 1024 / n }'
+  done
+fi
