@@ -6,8 +6,10 @@
  * closed), pipelined requests after a file, a slow reader of a large file
  * that costs the server no memory, and a file that shrinks while it is sent
  * (the client gets a short body and the end of the connection, never a
- * hang).  Files are made in a temporary directory with a pattern that tells
+ * hang), and peers that reset while a long file is sent on the thread
+ * pool.  Files are made in a temporary directory with a pattern that tells
  * every offset apart.
+ * ctest-labels: tsan
  */
 #include <errno.h>
 #include <signal.h>
@@ -207,6 +209,40 @@ static void test_slow_reader_costs_no_memory(void **state) {
   /* Pools and buffers the server keeps anyway; far from 32 MiB. */
   if (peak > (1u << 20)) fail_msg("the server held %zu bytes while sending 32 MiB", peak);
   ca_destroy(&ca);
+}
+
+/* Peers that reset while a long file is on its way (sent on the thread
+ * pool: the close waits for the job): every response is released, every
+ * connection ends, and the server goes on serving. */
+static void test_reset_mid_send(void **state) {
+  fx_t *fx = *state;
+  rc_response_t r;
+  rc_t *c;
+  char buf[65536];
+  int i;
+  make_file("long", 64 << 20);
+  make_file("small", 1000);
+  start(fx, 1);
+  for (i = 0; i < 20; i++) {
+    size_t got = 0;
+    ssize_t n;
+    c = rc_connect_ex("127.0.0.1", fx->port, 65536);
+    assert_non_null(c);
+    assert_int_equal(rc_send_str(c, "GET /f/long HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    while (got < (size_t)(i + 1) * 4096 && (n = recv(c->fd, buf, sizeof buf, 0)) > 0)
+      got += (size_t)n;
+    rc_close_rst(c);
+  }
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /f/small HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  assert_int_equal(r.status, 200);
+  assert_int_equal(r.body_len, 1000);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  fx_stop(fx, 1000); /* joined: the counts below are settled */
+  assert_int_equal(fl.released, 21);
 }
 
 /* The file shrinks to 1 MiB while 64 MiB of it are being sent: the client
@@ -448,6 +484,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_server_closes_fd, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_slow_reader_costs_no_memory, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_file_shrinks, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_reset_mid_send, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_refused, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_file_ends_early, fx_setup, fx_teardown),

@@ -31,6 +31,7 @@
 
 typedef struct tcp_arg_s {
   uv_loop_t *loop;
+  const hr_allocator_t *a;
   int fd;
   SSL *ssl;               /* TLS listener: the connection's SSL */
   hr__tlsloop_t *tls;
@@ -39,7 +40,7 @@ typedef struct tcp_arg_s {
 static int init_tcp(hr__transport_t *t, void *arg,
                     const hr__transport_events_t *ev, void *owner) {
   tcp_arg_t *a = arg;
-  return hr__tcp_init(t, a->loop, a->fd, ev, owner);
+  return hr__tcp_init(t, a->loop, a->a, a->fd, ev, owner);
 }
 
 static int init_tls(hr__transport_t *t, void *arg,
@@ -51,6 +52,7 @@ static int init_tls(hr__transport_t *t, void *arg,
 hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl) {
   tcp_arg_t a;
   a.loop = w->loop;
+  a.a = w->mem.a;
   a.fd = fd;
   a.ssl = ssl;
   a.tls = w->tls;

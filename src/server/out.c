@@ -347,7 +347,9 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
     size_t left = s->len - b->done;
     ssize_t n;
     if (c->t->ops->try_sendfile != NULL) {
-      n = c->t->ops->try_sendfile(c->t, s->fd, &off, left);
+      /* A long range goes to the transport's write at once, which sends it
+       * off the loop (tcp.c); a short one is tried here first. */
+      n = left >= HR__POOL_SENDFILE ? 0 : c->t->ops->try_sendfile(c->t, s->fd, &off, left);
       if (n < 0) return (int)n;
       if (n > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)n;

@@ -8,8 +8,15 @@
  * per batch, with MSG_NOSIGNAL so a peer that went away never raises
  * SIGPIPE; file bodies go with sendfile(2), what the socket takes at each
  * writable event.  Writes that do not complete wait for a writable event.
+ *
+ * sendfile reads the file, and a file not in the page cache would block
+ * the loop on the disk: a range of HR__POOL_SENDFILE bytes or more is
+ * sent on libuv's thread pool instead (a job per writable event, with its
+ * own descriptor of the file, so the output queue may close its own
+ * meanwhile); a close waits for the job before it closes the socket.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <limits.h>
@@ -22,14 +29,30 @@
 
 #include "server/transport.h"
 
+typedef struct hr__tcp_job_s hr__tcp_job_t;
+
 typedef struct hr__tcp_s {
   hr__transport_t base;
   uv_poll_t poll;
   hr__wreq_t *wreq; /* the write waiting for room, or NULL */
+  const hr_allocator_t *a; /* for jobs; NULL: no thread-pool sendfile */
+  hr__tcp_job_t *job; /* a sendfile on the thread pool, or NULL */
   int fd;
   unsigned char events; /* UV_READABLE | UV_WRITABLE being polled */
   unsigned char reading;
+  unsigned char close_after_job; /* 1: close once the job is back; 2: abortively */
 } hr__tcp_t;
+
+/* A sendfile on the thread pool: what it sends, what it did. */
+struct hr__tcp_job_s {
+  uv_work_t work;
+  hr__tcp_t *s;
+  int sock, file;   /* the socket; a descriptor of the file of its own */
+  off_t off;
+  size_t len;
+  size_t moved;     /* bytes the job sent */
+  int err;          /* 0, or a negative errno (UV_EOF: the file ended) */
+};
 
 _Static_assert(sizeof(uv_buf_t) == sizeof(struct iovec),
                "uv_buf_t is an iovec on Unix");
@@ -40,9 +63,10 @@ static hr__tcp_t *tcp_of(hr__transport_t *t) { return (hr__tcp_t *)t; }
 
 static void on_poll(uv_poll_t *h, int status, int events);
 
-/* Polls for what is wanted now. */
+/* Polls for what is wanted now (not writable while a job sends). */
 static int repoll(hr__tcp_t *s) {
-  int want = (s->reading ? UV_READABLE : 0) | (s->wreq != NULL ? UV_WRITABLE : 0);
+  int want = (s->reading ? UV_READABLE : 0) |
+             (s->wreq != NULL && s->job == NULL ? UV_WRITABLE : 0);
   int err = 0;
   if (want == s->events || uv_is_closing((uv_handle_t *)&s->poll)) return 0;
   if (want)
@@ -157,13 +181,97 @@ static int tcp_write(hr__transport_t *t, hr__wreq_t *req) {
   return repoll(s);
 }
 
-/* Writable: a file range, what the socket takes of it. */
+static void close_now(hr__tcp_t *s, int abort);
+
+/* On a thread-pool thread: sendfile while the socket takes it (it is
+ * non-blocking) and the range lasts. */
+static void job_run(uv_work_t *w) {
+  hr__tcp_job_t *j = w->data;
+  while (j->moved < j->len) {
+    size_t want = j->len - j->moved;
+    ssize_t r;
+    if (want > 0x40000000u) want = 0x40000000u;
+    do
+      r = sendfile_nosignal(j->sock, j->file, &j->off, want);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) j->err = -errno;
+      return;
+    }
+    if (r == 0) {
+      j->err = UV_EOF; /* the file ended */
+      return;
+    }
+    j->moved += (size_t)r;
+    if ((size_t)r < want) return; /* the socket is full */
+  }
+}
+
+/* Back on the loop: account, then finish, fail, or wait for room. */
+static void job_done(uv_work_t *w, int status) {
+  hr__tcp_job_t *j = w->data;
+  hr__tcp_t *s = j->s;
+  hr__wreq_t *req = s->wreq;
+  int err = j->err;
+  size_t moved = j->moved;
+  const hr_allocator_t *a = s->a;
+  close(j->file);
+  a->free(a->ctx, j);
+  s->job = NULL;
+  if (s->close_after_job) { /* closed meanwhile: the write is dropped */
+    close_now(s, s->close_after_job == 2);
+    return;
+  }
+  if (status < 0 && err == 0) err = status;
+  req->foff += moved;
+  req->flen -= moved;
+  if (err == UV_EOF && moved > 0) err = 0; /* reported on the next call */
+  if (err < 0 || req->flen == 0) {
+    s->wreq = NULL;
+    if (repoll(s) != 0 && err == 0) err = UV_EIO;
+    s->base.ev->write_done(s->base.owner, err);
+    return;
+  }
+  repoll(s); /* writable again: the next piece */
+  if (moved > 0) s->base.ev->write_progress(s->base.owner);
+}
+
+/* Starts a job for the rest of the file range.  Returns 0, or -1 when it
+ * cannot (then the caller sends on the loop). */
+static int job_start(hr__tcp_t *s, hr__wreq_t *req) {
+  hr__tcp_job_t *j = s->a->malloc(s->a->ctx, sizeof(*j));
+  if (j == NULL) return -1;
+  memset(j, 0, sizeof(*j));
+  j->file = fcntl(req->fd, F_DUPFD_CLOEXEC, 0);
+  if (j->file < 0) {
+    s->a->free(s->a->ctx, j);
+    return -1;
+  }
+  j->s = s;
+  j->sock = s->fd;
+  j->off = (off_t)req->foff;
+  j->len = req->flen > SIZE_MAX ? SIZE_MAX : (size_t)req->flen;
+  j->work.data = j;
+  if (uv_queue_work(s->poll.loop, &j->work, job_run, job_done) != 0) {
+    close(j->file);
+    s->a->free(s->a->ctx, j);
+    return -1;
+  }
+  s->job = j;
+  repoll(s);
+  return 0;
+}
+
+/* Writable: a file range, what the socket takes of it; a long one on the
+ * thread pool. */
 static void on_writable_file(hr__tcp_t *s) {
   hr__wreq_t *req = s->wreq;
   size_t want = req->flen > SIZE_MAX ? SIZE_MAX : (size_t)req->flen;
   uint64_t before = req->foff;
-  ssize_t r = tcp_try_sendfile(&s->base, req->fd, &req->foff, want);
+  ssize_t r;
   int err;
+  if (s->a != NULL && want >= HR__POOL_SENDFILE && job_start(s, req) == 0) return;
+  r = tcp_try_sendfile(&s->base, req->fd, &req->foff, want);
   if (r < 0) {
     s->wreq = NULL;
     repoll(s);
@@ -260,7 +368,7 @@ static void tcp_read_stop(hr__transport_t *t) {
 
 static int tcp_shutdown(hr__transport_t *t) {
   hr__tcp_t *s = tcp_of(t);
-  if (s->wreq != NULL) return UV_EBUSY;
+  if (s->wreq != NULL || s->job != NULL) return UV_EBUSY;
   return shutdown(s->fd, SHUT_WR) == 0 ? 0 : -errno;
 }
 
@@ -269,22 +377,34 @@ static void on_close(uv_handle_t *h) {
   s->base.ev->closed(s->base.owner);
 }
 
-static void tcp_close(hr__transport_t *t, int abort) {
-  hr__tcp_t *s = tcp_of(t);
-  if (uv_is_closing((uv_handle_t *)&s->poll)) return;
+static void close_now(hr__tcp_t *s, int abort) {
   if (abort) {
     /* SO_LINGER with a zero timeout: close(2) sends RST and drops what
      * the kernel still holds for the peer. */
     struct linger l = {1, 0};
     setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
   }
-  s->wreq = NULL;
-  s->reading = 0;
   /* uv_close stops the poll and drops the descriptor from the loop's epoll
    * set before it returns, so the socket can be closed at once. */
   uv_close((uv_handle_t *)&s->poll, on_close);
   close(s->fd);
   s->fd = -1;
+}
+
+static void tcp_close(hr__transport_t *t, int abort) {
+  hr__tcp_t *s = tcp_of(t);
+  if (uv_is_closing((uv_handle_t *)&s->poll) || s->close_after_job) return;
+  s->wreq = NULL;
+  s->reading = 0;
+  if (s->job != NULL) {
+    /* A thread-pool thread still uses the socket: closed when it is back
+     * (job_done), so the descriptor is not reused under it. */
+    s->close_after_job = abort ? 2 : 1;
+    uv_poll_stop(&s->poll);
+    s->events = 0;
+    return;
+  }
+  close_now(s, abort);
 }
 
 /* getpeername(2) or getsockname(2) into the caller's buffer. */
@@ -320,7 +440,7 @@ static const hr__transport_ops_t tcp_ops = {
     .try_sendfile = tcp_try_sendfile,
 };
 
-int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,
+int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, const hr_allocator_t *a, int fd,
                  const hr__transport_events_t *ev, void *owner) {
   hr__tcp_t *s = tcp_of(t);
   int err;
@@ -328,6 +448,7 @@ int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,
   err = uv_poll_init_socket(loop, &s->poll, fd);
   if (err != 0) return err;
   s->poll.data = s;
+  s->a = a;
   s->fd = fd;
   s->base.ops = &tcp_ops;
   s->base.ev = ev;

@@ -632,7 +632,7 @@ int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
   if (bio_method == NULL || (bio = BIO_new(bio_method)) == NULL) return UV_ENOMEM;
   /* The inner transport first: when it fails, the caller still owns fd
    * and ssl. */
-  if ((err = hr__tcp_init(t->inner, loop, fd, &inner_events, t)) != 0) {
+  if ((err = hr__tcp_init(t->inner, loop, NULL, fd, &inner_events, t)) != 0) {
     BIO_free(bio);
     return err;
   }

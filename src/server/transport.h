@@ -30,6 +30,10 @@ typedef struct hr__transport_s hr__transport_t;
  * instead, both advanced as they leave. */
 #define HR__WRITE_MORE 1u
 
+/* File ranges at least this long are sent on libuv's thread pool by the
+ * TCP transport's write (sendfile reads the disk). */
+#define HR__POOL_SENDFILE ((size_t)64 << 10)
+
 typedef struct hr__wreq_s {
   uv_buf_t *bufs;
   unsigned nbufs;
@@ -121,8 +125,10 @@ void hr__tcp_block_sigpipe(void);
 size_t hr__tcp_size(void);
 /* Makes a TCP transport at `t` (hr__tcp_size() bytes) over the connected,
  * non-blocking socket `fd`, which it then owns (closed by ops->close).
- * Returns 0 or a libuv error (the caller still owns fd then). */
-int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, int fd,
+ * Long file ranges are sent on libuv's thread pool, with jobs from `a`
+ * (NULL: always on the loop).  Returns 0 or a libuv error (the caller
+ * still owns fd then). */
+int hr__tcp_init(hr__transport_t *t, uv_loop_t *loop, const hr_allocator_t *a, int fd,
                  const hr__transport_events_t *ev, void *owner);
 
 /* The loopback sink (sink.c): output goes to `sink` synchronously, input is
