@@ -2,7 +2,9 @@
 /*
  * chat: a WebSocket broadcast room (include/hroute/websocket.h).  Every
  * text message a member sends on /chat goes to every member, the sender
- * included, in the order the room took them.  With --threads > 1 the
+ * included; each sender's messages arrive in the order it sent them (with
+ * --threads > 1, messages of senders on different loops may interleave
+ * differently for different members).  With --threads > 1 the
  * members live on several worker loops: a member on the sender's loop is
  * sent to directly, one on another loop through hr_websocket_post with a
  * shared, reference-counted copy of the message.  A member that cannot

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "countalloc.h"
 #include "fixture.h"
 #include "hroute/websocket.h"
 
@@ -25,7 +26,8 @@ static struct {
   char reason[128];
   size_t flood_left;
   int after_close;
-} st = {PTHREAD_MUTEX_INITIALIZER, 0, {0, 0, NULL, 0}, {0}, 0, 0};
+  int after_close_rc, after_close_runs;
+} st = {PTHREAD_MUTEX_INITIALIZER, 0, {0, 0, NULL, 0}, {0}, 0, 0, 0, 0};
 static ev_t closed_ev;
 
 /* ---- the server's side ------------------------------------------------------- */
@@ -125,8 +127,21 @@ static void on_message(hr_websocket_t *ws, int type, const void *data, size_t le
   assert_int_equal(rc, 0);
 }
 
+/* Posted by the closed callback: runs after it, on the loop or, when the
+ * loop ended first, at the worker's cleanup; either way the connection
+ * is over. */
+static void after_close(hr_websocket_t *ws, void *udata) {
+  int rc = hr_websocket_send(ws, HR_WS_TEXT, "x", 1);
+  (void)udata;
+  pthread_mutex_lock(&st.mu);
+  st.after_close_rc = rc;
+  st.after_close_runs++;
+  pthread_mutex_unlock(&st.mu);
+}
+
 static void on_closed(hr_websocket_t *ws, const hr_websocket_close_t *how, void *udata) {
   (void)udata;
+  assert_int_equal(hr_websocket_post(ws, after_close, NULL), 0);
   /* No call works after the end. */
   assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "x", 1), HR_ECLOSED);
   pthread_mutex_lock(&st.mu);
@@ -157,6 +172,8 @@ static void start_with(fx_t *fx, void (*tune)(hr_websocket_options_t *)) {
   pthread_mutex_lock(&st.mu);
   st.closed_calls = 0;
   st.after_close = 0;
+  st.after_close_runs = 0;
+  st.after_close_rc = 0;
   memset(&st.how, 0, sizeof st.how);
   pthread_mutex_unlock(&st.mu);
   ev_init(&closed_ev);
@@ -410,6 +427,82 @@ static void test_echo_fragments_and_close(void **state) {
   ev_destroy(&closed_ev);
 }
 
+/* 1012-1014 are registered codes: a peer may close with them. */
+static void test_registered_close_code(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start(fx);
+  c = open_ws(fx, "");
+  send_frame(c, 1, 8, "\x03\xf4restart", 9); /* 1012 */
+  expect_close(c, 1012, "restart");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1012, 1012, "restart");
+  ev_destroy(&closed_ev);
+}
+
+/* Messages and a close in one read: every echo goes out before the
+ * answer to the close (frames leave in the order they were made). */
+static void test_echoes_before_close(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  static unsigned char buf[4096];
+  size_t n = 0;
+  int i;
+  char m[8];
+  start(fx);
+  c = open_ws(fx, "");
+  for (i = 0; i < 50; i++) {
+    snprintf(m, sizeof m, "m%d", i);
+    n += frame(buf + n, 1, 1, m, strlen(m), 0);
+  }
+  n += frame(buf + n, 1, 8, "\x03\xe8", 2, 0);
+  assert_int_equal(rc_send(c, buf, n), 0);
+  for (i = 0; i < 50; i++) {
+    snprintf(m, sizeof m, "m%d", i);
+    expect_frame(c, 1, m);
+  }
+  expect_close(c, 1000, "");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1000, 1000, "");
+  ev_destroy(&closed_ev);
+}
+
+/* 20,000 fragments of one byte: one message of 20,000 bytes, and the
+ * server's memory follows the payload, not the number of fragments. */
+static void test_many_fragments(void **state) {
+  fx_t *fx = *state;
+  ca_t ca;
+  rc_t *c;
+  static unsigned char buf[20000 * 7 + 16];
+  static char want[20001];
+  size_t n = 0, peak;
+  int i;
+  ca_init(&ca);
+  fx->opts.allocator = &ca.hook;
+  start(fx);
+  c = open_ws(fx, "");
+  ca_reset_peak(&ca);
+  for (i = 0; i < 20000; i++) n += frame(buf + n, i == 19999, i == 0 ? 2 : 0, "q", 1, 0);
+  assert_int_equal(rc_send(c, buf, n), 0);
+  read_frame(c, &fr);
+  assert_int_equal(fr.opcode, 2);
+  assert_int_equal(fr.len, 20000);
+  memset(want, 'q', 20000);
+  assert_memory_equal(fr.data, want, 20000);
+  peak = ca_peak(&ca);
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  fx_stop(fx, 1000);
+  hr_server_free(fx->server);
+  fx->server = NULL;
+  /* The message's buffer (32 KiB at most) and what the server keeps. */
+  if (peak > (256u << 10)) fail_msg("the server held %zu bytes for a 20,000-byte message", peak);
+  ca_destroy(&ca);
+  ev_destroy(&closed_ev);
+}
+
 static void test_server_closes(void **state) {
   fx_t *fx = *state;
   rc_t *c;
@@ -505,7 +598,26 @@ static void test_failures(void **state) {
   expect_close(c, 1007, "");
   expect_end(c);
   fx_drop(fx, c);
-  assert_true(ev_wait(&closed_ev, 10, RC_TIMEOUT_MS));
+  /* A length not in its shortest form (16 and 64 bits), a 64-bit length
+   * with its top bit set, a fragmented ping: 1002. */
+  {
+    static const char *const bad[] = {
+        "\x81\xfe\x00\x05" "abcd" "hello",
+        "\x82\xff\x00\x00\x00\x00\x00\x00\x00\x05" "abcd" "hello",
+        "\x82\xff\x80\x00\x00\x00\x00\x00\x00\x05" "abcd",
+        "\x09\x81" "abcd" "p",
+    };
+    static const size_t bad_len[] = {13, 19, 14, 7};
+    size_t k;
+    for (k = 0; k < 4; k++) {
+      c = open_ws(fx, "");
+      assert_int_equal(rc_send(c, bad[k], bad_len[k]), 0);
+      expect_close(c, 1002, "");
+      expect_end(c);
+      fx_drop(fx, c);
+    }
+  }
+  assert_true(ev_wait(&closed_ev, 14, RC_TIMEOUT_MS));
   ev_destroy(&closed_ev);
 }
 
@@ -559,10 +671,20 @@ static void test_pause_post_and_backpressure(void **state) {
   n += frame(buf + n, 1, 1, "pause", 5, 0);
   n += frame(buf + n, 1, 1, "m1", 2, 0);
   n += frame(buf + n, 1, 1, "m2", 2, 0);
+  n += frame(buf + n, 1, 8, "\x03\xe8" "end", 5, 0);
   assert_int_equal(rc_send(c, buf, n), 0);
+  /* The close behind them waited for the resume too. */
   expect_frame(c, 1, "paused");
   expect_frame(c, 1, "m1");
   expect_frame(c, 1, "m2");
+  expect_close(c, 1000, "end");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1000, 1000, "end");
+  pthread_mutex_lock(&st.mu);
+  st.closed_calls = 0;
+  pthread_mutex_unlock(&st.mu);
+  c = open_ws(fx, "");
   send_text(c, "post");
   expect_frame(c, 1, "posted");
   /* 2 MiB through a 64 KiB high-water mark, every byte. */
@@ -585,7 +707,11 @@ static void test_pause_post_and_backpressure(void **state) {
   assert_int_equal(fr.len, 0);
   expect_end(c);
   fx_drop(fx, c);
-  expect_closed_with(1005, 1005, "");
+  assert_true(ev_wait(&closed_ev, 2, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.how.code, 1005);
+  assert_int_equal(st.how.sent_code, 1005);
+  pthread_mutex_unlock(&st.mu);
   ev_destroy(&closed_ev);
 }
 
@@ -603,6 +729,10 @@ static void test_shutdown(void **state) {
   expect_end(c);
   fx_drop(fx, c);
   expect_closed_with(1006, 1001, "");
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.after_close_runs, 1);
+  assert_int_equal(st.after_close_rc, HR_ECLOSED);
+  pthread_mutex_unlock(&st.mu);
   ev_destroy(&closed_ev);
 }
 
@@ -611,6 +741,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_handshake, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_echo_fragments_and_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_server_closes, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_registered_close_code, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_echoes_before_close, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_many_fragments, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_failures, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_ping_timeout, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_idle_timeout, fx_setup, fx_teardown),

@@ -413,6 +413,10 @@ struct hr__worker_s {
   hr__post_t *posts;
   int posts_closed;      /* under post_lock: the async handle is closing */
   _Atomic int stop_requested; /* set by hr_server_stop, read by the worker */
+  /* Set (release) when the loop has ended and the worker is being cleaned
+   * up, maybe on the thread that joined it: posts then run there, and
+   * stream and WebSocket calls answer HR_ECLOSED, not HR_ETHREAD. */
+  _Atomic int loop_ended;
 
   uv_idle_t resume_idle;
   hr__conn_t *resume_head;
@@ -499,6 +503,10 @@ void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
  * finished (nothing would run it). */
 int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t fn,
                     void *udata);
+/* What a stream or WebSocket call from a thread not the loop's answers:
+ * HR_ETHREAD, or HR_ECLOSED once the loop has ended (a post run at the
+ * worker's cleanup). */
+int hr__worker_call_thread_err(hr__worker_t *w);
 void hr__worker_handle_closed(hr__worker_t *w);
 void hr__stat_inc(_Atomic uint64_t *c);
 void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...)

@@ -258,7 +258,7 @@ static int check(const hr_stream_t *s) {
   uv_thread_t self;
   if (s == NULL) return HR_EINVAL;
   self = uv_thread_self();
-  if (!uv_thread_equal(&self, &s->w->loop_thread)) return HR_ETHREAD;
+  if (!uv_thread_equal(&self, &s->w->loop_thread)) return hr__worker_call_thread_err(s->w);
   return s->conn == NULL || s->dead || s->conn->state == HR__C_CLOSED ? HR_ECLOSED : 0;
 }
 

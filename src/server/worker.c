@@ -120,6 +120,11 @@ int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t 
   return 0;
 }
 
+int hr__worker_call_thread_err(hr__worker_t *w) {
+  /* Pairs with the release store in hr__worker_cleanup(). */
+  return atomic_load_explicit(&w->loop_ended, memory_order_acquire) ? HR_ECLOSED : HR_ETHREAD;
+}
+
 static void on_async(uv_async_t *a) {
   hr__worker_t *w = a->data;
   run_posts(w);
@@ -312,6 +317,7 @@ void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
 
 void hr__worker_cleanup(hr__worker_t *w) {
   size_t i;
+  atomic_store_explicit(&w->loop_ended, 1, memory_order_release);
   if (w->ctxs != NULL) hr__worker_ctx_sweep(w, 1);
   if (w->loop_slot >= 0) {
     hr__router_loop_release(w->server->router, w->loop_slot);

@@ -297,7 +297,7 @@ static int check(const hr_websocket_t *ws) {
   uv_thread_t self;
   if (ws == NULL) return HR_EINVAL;
   self = uv_thread_self();
-  if (!uv_thread_equal(&self, &ws->w->loop_thread)) return HR_ETHREAD;
+  if (!uv_thread_equal(&self, &ws->w->loop_thread)) return hr__worker_call_thread_err(ws->w);
   return ws->s == NULL || ws->over || ws->fin_asked || ws->broken ? HR_ECLOSED : 0;
 }
 

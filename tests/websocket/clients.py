@@ -144,6 +144,45 @@ async def slow_peer():
     print(f"clients.py: the slow peer got {len(msgs)} of {count} messages, then 1008")
 
 
+def masked(op, payload, fin=True):
+    key = os.urandom(4)
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | op])
+    if n < 126:
+        head += bytes([0x80 | n])
+    else:
+        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def close_reason_split():
+    """A close frame whose reason is not UTF-8, cut at every byte: always
+    1007; a valid one, cut anywhere: always echoed."""
+    for reason, want in ((b"ab\xff\xfe", b"\x03\xef"), ("ok \u20ac\u00e9".encode(), None)):
+        frame = masked(8, b"\x03\xe8" + reason)
+        for cut in range(1, len(frame)):
+            s, rest = raw_handshake("/echo")
+            # Two sends; the server may still read them at once, which the
+            # answer does not depend on (fuzz_websocket splits at random).
+            s.sendall(frame[:cut])
+            s.sendall(frame[cut:])
+            got = frames(read_all(s, rest))
+            s.close()
+            expect = want if want is not None else b"\x03\xe8" + reason
+            check(got == [(8, expect)], f"close reason {reason!r} cut at {cut}: got {got!r}")
+
+
+async def empty_messages():
+    """Empty text and binary messages, through /echo and the room."""
+    async with websockets.connect(URL + "/echo") as ws:
+        for msg in ["", b""]:
+            await ws.send(msg)
+            check(await ws.recv() == msg, f"empty {type(msg).__name__} echoed")
+    async with websockets.connect(URL + "/chat") as a, websockets.connect(URL + "/chat") as b:
+        await a.send("")
+        check(await a.recv() == "" and await b.recv() == "", "an empty message in the room")
+
+
 def unmasked():
     """A frame the client did not mask: 1002, then the server closes."""
     s, rest = raw_handshake("/echo")
@@ -157,6 +196,8 @@ async def main():
     await echo()
     await failures()
     unmasked()
+    close_reason_split()
+    await empty_messages()
     await slow_peer()
     print("clients.py: passed")
 
