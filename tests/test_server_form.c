@@ -51,7 +51,8 @@ static void h_get(hr_request_t *req, hr_response_t *res, void *udata) {
 static void get_expect(fx_t *fx, const char *target, const char *want) {
   char req[512];
   rc_t *c = fx_connect(fx);
-  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", target);
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", target);
+  assert_true(n > 0 && (size_t)n < sizeof req); /* not cut short */
   assert_int_equal(rc_send_str(c, req), 0);
   expect_response(c, "HTTP/1.1 200 OK", want, NULL);
   fx_drop(fx, c);

@@ -2,7 +2,8 @@
 /*
  * WebSocket (hr_websocket_*) through the server, with frames built and
  * read byte by byte here: the handshake (RFC 6455's sample key and its
- * accept value, subprotocol choice, 400/405/426 refusals), echo of text,
+ * accept value, subprotocol choice, origin checks, 400/403/405/426
+ * refusals), echo of text,
  * binary and fragmented messages with a ping between the fragments, the
  * close handshake both ways, the connection failed with 1002 (unmasked),
  * 1007 (bad UTF-8) and 1009 (over the route's limit), ping and idle
@@ -77,6 +78,12 @@ static void on_message(hr_websocket_t *ws, int type, const void *data, size_t le
     assert_int_equal(hr_websocket_close(ws, 4001, "bye", 3), 0);
     assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT, "late", 4), HR_ESTATE);
     assert_int_equal(hr_websocket_close(ws, 1000, NULL, 0), HR_ESTATE);
+    return;
+  }
+  if (type == HR_WS_TEXT && IS("pauseclose")) {
+    /* Paused for good, then closing: the peer's close is still read. */
+    assert_int_equal(hr_websocket_pause(ws, 1), 0);
+    assert_int_equal(hr_websocket_close(ws, 4002, NULL, 0), 0);
     return;
   }
   if (type == HR_WS_TEXT && IS("errors")) {
@@ -343,6 +350,19 @@ static void test_handshake(void **state) {
   expect_frame(c, 1, "sub=(none)");
   fx_drop(fx, c);
 
+  /* A browser on the page's own host; one on another site: 403. */
+  c = open_ws(fx, "Origin: http://A\r\n");
+  fx_drop(fx, c);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                  "Origin: https://evil.example\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 403 Forbidden", "WebSocket handshake: origin not allowed\n", &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+
   /* Refusals, each with its status. */
   c = fx_connect(fx);
   assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
@@ -384,6 +404,32 @@ static void test_handshake(void **state) {
   rc_response_free(&r);
   fx_drop(fx, c);
   /* Only the accepted connections ended through closed. */
+  assert_true(ev_wait(&closed_ev, 3, RC_TIMEOUT_MS));
+  ev_destroy(&closed_ev);
+}
+
+static const char *const allowed_origins[] = {"https://app.example", NULL};
+static void listed_origins(hr_websocket_options_t *o) { o->origins = allowed_origins; }
+
+/* An origin list: exactly those (case aside); no Origin at all passes. */
+static void test_origin_list(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  start_with(fx, listed_origins);
+  c = open_ws(fx, "Origin: https://APP.example\r\n");
+  fx_drop(fx, c);
+  c = open_ws(fx, "");
+  fx_drop(fx, c);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: app.example\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                  "Origin: http://app.example\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 403 Forbidden", "WebSocket handshake: origin not allowed\n", &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
   assert_true(ev_wait(&closed_ev, 2, RC_TIMEOUT_MS));
   ev_destroy(&closed_ev);
 }
@@ -500,6 +546,54 @@ static void test_many_fragments(void **state) {
   /* The message's buffer (32 KiB at most) and what the server keeps. */
   if (peak > (256u << 10)) fail_msg("the server held %zu bytes for a 20,000-byte message", peak);
   ca_destroy(&ca);
+  ev_destroy(&closed_ev);
+}
+
+/* A paused owner that closes: what the peer sends before its close is
+ * dropped, its close is read, and the connection ends at once. */
+static void test_close_while_paused(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start(fx);
+  c = open_ws(fx, "");
+  send_text(c, "pauseclose");
+  expect_close(c, 4002, "");
+  send_text(c, "dropped");
+  send_frame(c, 1, 8, "\x0f\xa2", 2);
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(4002, 4002, "");
+  pthread_mutex_lock(&st.mu);
+  assert_int_equal(st.after_close, 0); /* "dropped" never reached the handler */
+  pthread_mutex_unlock(&st.mu);
+  ev_destroy(&closed_ev);
+}
+
+static void short_close_long_write(hr_websocket_options_t *o) { o->close_timeout_ms = 20; }
+
+/* The server closes while a peer that reads nothing has 2 MiB queued: at
+ * close_timeout_ms the connection is dropped, long before the write
+ * timeout (60 s here) would have ended it. */
+static void test_close_timeout_drops_nonreader(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  char req[1024];
+  fx->opts.write_timeout_ms = 60000;
+  start_with(fx, short_close_long_write);
+  c = rc_connect_ex("127.0.0.1", fx->port, 4096);
+  assert_non_null(c);
+  snprintf(req, sizeof req, "%s\r\n", HANDSHAKE);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  send_text(c, "flood");
+  send_text(c, "close");
+  /* Nothing is read until the server has given up. */
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  expect_closed_with(1006, 4001, "");
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  fx_drop(fx, c);
   ev_destroy(&closed_ev);
 }
 
@@ -739,9 +833,12 @@ static void test_shutdown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_handshake, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_origin_list, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_echo_fragments_and_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_server_closes, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_registered_close_code, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_close_while_paused, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_close_timeout_drops_nonreader, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_echoes_before_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_many_fragments, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_failures, fx_setup, fx_teardown),

@@ -41,7 +41,11 @@ typedef struct hr_span_s {
 /* A span over a string literal, without its terminating NUL (an
  * expression; HR_SPAN_INIT is the same as a brace initializer, usable in
  * static initializers). */
+#ifdef __cplusplus
+#define HR_SPAN_LIT(s) (hr_span_t{(s), sizeof(s) - 1}) /* C++ has no compound literals */
+#else
 #define HR_SPAN_LIT(s) ((hr_span_t){(s), sizeof(s) - 1})
+#endif
 #define HR_SPAN_INIT(s) {(s), sizeof(s) - 1}
 
 /* Returns a span over a NUL-terminated string (NULL gives an empty span). */

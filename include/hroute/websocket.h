@@ -21,7 +21,9 @@
  *   - The peer's close: answered with the same code (§5.5.1), then the
  *     server closes the TCP connection (§7.1.1).
  *   - hr_websocket_close: the server's close frame, then it waits up to
- *     close_timeout_ms for the peer's before closing the connection.
+ *     close_timeout_ms (from the call) for the peer's before closing the
+ *     connection: with FIN when everything went out, else it is dropped
+ *     (the peer reads nothing either), not left to write_timeout_ms.
  *   - No byte from the peer for ping_interval_ms: a ping; still nothing
  *     ping_timeout_ms later: the connection is dropped (closed gets 1006).
  *   - No message (text or binary, either way) for idle_timeout_ms: close
@@ -60,10 +62,21 @@ typedef struct hr_websocket_options_s {
   uint32_t idle_timeout_ms;  /* 0: no message this long either way, 1001 */
   uint32_t close_timeout_ms; /* 5000: wait for the peer's close frame */
   /* Subprotocols the endpoint speaks, best first, NULL-terminated (NULL:
-   * none).  The first one the client offers in Sec-WebSocket-Protocol is
-   * chosen (RFC 6455 §4.2.2); when it offers none of them the handshake
-   * goes on without one.  Read during hr_websocket_accept only. */
+   * none).  The first of these that the client offers in
+   * Sec-WebSocket-Protocol is chosen, whatever the client's own order (RFC
+   * 6455 §4.2.2); when it offers none of them the handshake goes on
+   * without one.  Read during hr_websocket_accept only. */
   const char *const *subprotocols;
+  /* Which pages may open the connection (RFC 6455 §10.2: a browser sends
+   * the page's origin; a server that does not check it lets any site act
+   * with its users' cookies, "cross-site WebSocket hijacking").  NULL: a
+   * request with an Origin field must come from the host it asks for (the
+   * origin's host and port equal the Host field, ASCII case-insensitively);
+   * one without (most non-browser clients) is accepted.  Otherwise a
+   * NULL-terminated list of origins accepted exactly (ASCII
+   * case-insensitively, e.g. "https://app.example.com"), where "*" accepts
+   * any.  Refused: 403.  Read during hr_websocket_accept only. */
+  const char *const *origins;
 } hr_websocket_options_t;
 
 HR_EXTERN void hr_websocket_options_init(hr_websocket_options_t *opts);
@@ -111,8 +124,8 @@ typedef struct hr_websocket_callbacks_s {
  *
  * Returns 0; HR_EINVAL when the handshake is not valid: the response was
  * then sent (426 Upgrade Required with "Sec-WebSocket-Version: 13" for a
- * version other than 13, 400 otherwise, and 405 for a method other than
- * GET) and is complete; HR_EINVAL also for a bad argument (no response
+ * version other than 13, 403 for an origin `opts` does not accept, 405
+ * for a method other than GET, 400 otherwise) and is complete; HR_EINVAL also for a bad argument (no response
  * sent); HR_ESTATE (the response already started, or a body is still to
  * come), HR_ECLOSED (the connection is gone; the response is complete),
  * HR_ENOMEM, HR_ETHREAD.  Loop thread.
@@ -141,7 +154,8 @@ HR_EXTERN int hr_websocket_send(hr_websocket_t *ws, int type, const void *data,
  * with `code` (1000-4999 except the reserved 1004-1006, 1015; 0 sends a
  * frame without a code) and `reason` (UTF-8, at most 123 bytes, may be
  * NULL), then waits up to close_timeout_ms for the peer's close.  Messages
- * that arrive meanwhile are still delivered.  Returns 0, HR_EINVAL (bad
+ * that arrive meanwhile are still delivered, unless the owner paused:
+ * then they are dropped, so that the peer's close is read.  Returns 0, HR_EINVAL (bad
  * code or reason), HR_ESTATE (a close frame was sent already),
  * HR_ECLOSED, HR_ENOMEM, HR_ETHREAD.
  */
@@ -152,10 +166,13 @@ HR_EXTERN int hr_websocket_close(hr_websocket_t *ws, uint16_t code, const char *
  * Stops (paused != 0) or restarts delivering messages: while paused, no
  * message callback runs, and the peer's bytes wait in the kernel (TCP's
  * window pushes back).  A pause inside a message callback takes effect at
- * once: messages that had already arrived are kept and delivered, in
- * order, on a later loop turn after the resume (never inside this call).
- * Pings are still not answered while paused, so a long pause may meet the
- * peer's own timeout.  Returns 0, HR_ECLOSED, HR_ENOMEM, HR_ETHREAD.
+ * once: bytes that had already arrived are kept and their messages
+ * delivered, in order, on a later loop turn after the resume (never inside
+ * this call).  Pings are not answered while paused, so a long pause may
+ * meet the peer's own timeout.  Once the server's close frame is out the
+ * pause no longer holds reading back: what comes before the peer's close
+ * is dropped while paused.  Returns 0, HR_ECLOSED, HR_ENOMEM,
+ * HR_ETHREAD.
  */
 HR_EXTERN int hr_websocket_pause(hr_websocket_t *ws, int paused);
 
@@ -169,10 +186,13 @@ typedef void (*hr_websocket_post_cb)(hr_websocket_t *ws, void *udata);
  * none calls it later (typically: a lock the posting threads hold, which
  * the closed callback takes to forget `ws`).  A callback posted before
  * then still runs, after the closed callback if the connection ended
- * meanwhile (its calls on `ws` then answer HR_ECLOSED); `ws` stays
- * allocated until it has.  Allocates one small node.  Returns 0, HR_EINVAL
- * (cb NULL), HR_ENOMEM, HR_ECLOSED (the server's worker has finished); cb
- * does not run on an error.
+ * meanwhile (its calls on `ws` then answer HR_ECLOSED, and
+ * hr_websocket_udata still returns the accept's udata, which the closed
+ * callback may have freed: give the post a udata of its own, counted, if
+ * it needs the owner's state); `ws` stays allocated until it has run.
+ * Allocates one small node.  Returns 0, HR_EINVAL (cb NULL), HR_ENOMEM,
+ * HR_ECLOSED (the server was closed or stopped and the loop that served
+ * `ws` has ended); cb does not run on an error.
  */
 HR_EXTERN int hr_websocket_post(hr_websocket_t *ws, hr_websocket_post_cb cb, void *udata);
 

@@ -292,6 +292,9 @@ size_t hr__stream_queued(const struct hr_stream_s *s); /* output bytes held */
  * keeps its own (websocket/session.c).  Returns 0, HR_ENOMEM, HR_ESTATE,
  * HR_ECLOSED. */
 int hr__stream_write_any(struct hr_stream_s *s, const void *data, size_t len);
+/* Ends the connection on the next turn without writing what is queued;
+ * closed follows with HR_ECLOSED. */
+void hr__stream_abort(struct hr_stream_s *s);
 /* The drain callback is wanted, as after an HR_EAGAIN. */
 void hr__stream_want_drain(struct hr_stream_s *s);
 /* Keeps `s` allocated (not usable: its calls answer HR_ECLOSED once it is

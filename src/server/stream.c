@@ -97,6 +97,13 @@ size_t hr__stream_queued(const hr_stream_t *s) {
 
 void hr__stream_want_drain(hr_stream_t *s) { s->want_drain = 1; }
 
+void hr__stream_abort(hr_stream_t *s) {
+  if (s->conn == NULL || s->dead) return;
+  s->status = HR_ECLOSED;
+  s->dead = 1; /* closed on the next turn (hr__stream_process) */
+  hr__conn_kick(s->conn);
+}
+
 /* ---- the upgrade ------------------------------------------------------------- */
 
 /* protocol = token [ "/" token ] (RFC 9110 §7.8) */

@@ -24,6 +24,26 @@ void hr_websocket_options_init(hr_websocket_options_t *o) {
   o->idle_timeout_ms = 0;
   o->close_timeout_ms = 5000;
   o->subprotocols = NULL;
+  o->origins = NULL;
+}
+
+/* RFC 6455 §10.2 (see the origins option). */
+static int origin_ok(const hr_request_t *req, const char *const *allowed) {
+  hr_span_t origin, host;
+  const char *sep;
+  if (hr_request_field(req, HR_SPAN_LIT("Origin"), NULL, &origin) != 0) return 1;
+  if (allowed != NULL) {
+    for (; *allowed != NULL; allowed++)
+      if (strcmp(*allowed, "*") == 0 ||
+          hr_span_eq_nocase(origin, (hr_span_t){*allowed, strlen(*allowed)}))
+        return 1;
+    return 0;
+  }
+  /* scheme "://" host [ ":" port ] (RFC 6454 §6.1); "null" matches no host. */
+  sep = origin.len > 3 ? memmem(origin.ptr, origin.len, "://", 3) : NULL;
+  if (sep == NULL || hr_request_field(req, HR_SPAN_LIT("Host"), NULL, &host) != 0) return 0;
+  sep += 3;
+  return hr_span_eq_nocase((hr_span_t){sep, origin.len - (size_t)(sep - origin.ptr)}, host);
 }
 
 /* Whether any line of field `name` holds `token` in its list. */
@@ -90,7 +110,8 @@ static int refuse(hr_response_t *res, int status, const char *why) {
 }
 
 /* What is wrong with the handshake (a response was sent), or 0. */
-static int check_request(const hr_request_t *req, hr_response_t *res, hr_span_t *key) {
+static int check_request(const hr_request_t *req, hr_response_t *res, hr_span_t *key,
+                         const hr_websocket_options_t *o) {
   hr_span_t v;
   if (!hr_span_eq(hr_request_method(req), HR_SPAN_LIT("GET")))
     return refuse(res, 405, "WebSocket handshake: GET only\n");
@@ -104,6 +125,8 @@ static int check_request(const hr_request_t *req, hr_response_t *res, hr_span_t 
     return refuse(res, 426, "WebSocket handshake: version 13 only\n");
   if (!key_of(req, key))
     return refuse(res, 400, "WebSocket handshake: bad Sec-WebSocket-Key\n");
+  if (!origin_ok(req, o->origins))
+    return refuse(res, 403, "WebSocket handshake: origin not allowed\n");
   return 0;
 }
 
@@ -137,7 +160,7 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
   if ((err = hr__exchange_check_thread(ex)) != 0) return err;
   if (res->state != HR__RES_NEW) return HR_ESTATE;
   if (!ex->msg_complete) return HR_ESTATE;
-  if ((err = check_request(req, res, &key)) != 0) return err;
+  if ((err = check_request(req, res, &key, opts)) != 0) return err;
   if ((err = accept_of(key, accept)) != 0) return err;
 
   a = ex->w->mem.a;

@@ -126,8 +126,11 @@ static int frame_end(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
     int type = ws->msg_type;
     ws->last_msg = hr__ws_now(ws);
     ws->msg_type = 0; /* a message callback may pause; the next frame starts anew */
-    ws->cb.message(ws, type, ws->msg_len > 0 ? ws->msg : (const uint8_t *)"", ws->msg_len,
-                   ws->udata);
+    /* Read past a pause only to find the peer's close (the server's is
+     * out): what comes before it is dropped. */
+    if (!ws->paused)
+      ws->cb.message(ws, type, ws->msg_len > 0 ? ws->msg : (const uint8_t *)"", ws->msg_len,
+                     ws->udata);
   }
   msg_reset(ws);
   return 0;
@@ -185,7 +188,7 @@ static void pump(hr_websocket_t *ws) {
     return;
   }
   ws->in_pump = 1;
-  while (!ws->paused && !ws->read_done && !ws->broken) {
+  while (hr__ws_reading(ws) && !ws->read_done && !ws->broken) {
     struct wslay_frame_iocb io;
     ssize_t r;
     int rc;

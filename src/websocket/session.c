@@ -71,6 +71,7 @@ int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t l
 }
 
 static void arm(hr_websocket_t *ws);
+static int schedule_resume(hr_websocket_t *ws);
 
 void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, size_t len) {
   uint8_t p[125];
@@ -85,6 +86,8 @@ void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, si
   hr__ws_send_frame(ws, WSLAY_CONNECTION_CLOSE, p, code != 0 ? len + 2 : 0);
   ws->close_sent_at = hr__ws_now(ws);
   arm(ws);
+  /* A paused owner's held bytes may hold the peer's close: read on. */
+  if (ws->paused && !ws->in_pump) schedule_resume(ws);
 }
 
 /* The server closes the TCP connection first (§7.1.1): what is queued
@@ -116,7 +119,9 @@ static int over_mark(const hr_websocket_t *ws) {
 static void update_reading(hr_websocket_t *ws) {
   int want;
   if (ws->s == NULL || ws->fin_asked) return;
-  want = !ws->paused && ws->held_len == 0 && !over_mark(ws);
+  /* Once the server's close is out nothing but that close is queued, and
+   * the peer's close is read whatever the pause or the output. */
+  want = ws->held_len == 0 && (ws->close_tx || (!ws->paused && !over_mark(ws)));
   if (want == ws->stream_paused) {
     ws->stream_paused = !want;
     hr_stream_pause(ws->s, !want);
@@ -139,7 +144,7 @@ static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
   ws->last_rx = hr__ws_now(ws);
   ws->ping_out = 0;
   if (ws->over || ws->read_done || ws->fin_asked) return; /* dropped */
-  if (ws->paused) { /* read before the pause took hold: kept */
+  if (!hr__ws_reading(ws) || ws->held_len > 0) { /* read before the pause took hold */
     hr__ws_input_hold(ws, (const uint8_t *)data, len);
     update_reading(ws);
     return;
@@ -228,14 +233,23 @@ static void on_timeout(hr_stream_t *s, void *udata) {
   if (ws->over || ws->fin_asked) return;
   rest(ws);
   if (ws->close_tx) {
-    /* The peer's close frame never came. */
+    /* The peer's close frame never came: FIN when everything went out,
+     * else the peer reads nothing either and the connection is dropped
+     * (not left to the write timeout). */
     if (ws->close_timeout_ms != 0 && now >= ws->close_sent_at + ws->close_timeout_ms) {
-      finish(ws);
+      if (hr__stream_queued(ws->s) > 0) {
+        ws->fin_asked = 1;
+        hr__stream_abort(ws->s);
+      } else {
+        finish(ws);
+      }
       return;
     }
   } else if (ws->ping_out && ws->ping_timeout_ms != 0 &&
              now >= ws->ping_sent + ws->ping_timeout_ms) {
-    finish(ws); /* it answers nothing: dropped, closed says 1006 */
+    /* It answers nothing: dropped; closed says 1006. */
+    ws->fin_asked = 1;
+    hr__stream_abort(ws->s);
     return;
   } else if (ws->idle_timeout_ms != 0 && now >= ws->last_msg + ws->idle_timeout_ms) {
     hr__ws_send_close(ws, HR__WS_GOING_AWAY, "idle", 4);
@@ -335,34 +349,37 @@ int hr_websocket_close(hr_websocket_t *ws, uint16_t code, const char *reason,
   return 0;
 }
 
-/* A later turn after hr_websocket_pause(ws, 0): what was held is read,
- * while the owner does not pause again. */
+/* A later turn after hr_websocket_pause(ws, 0), or after the server's
+ * close while paused: what was held is read, while frames are read. */
 static void run_resume(void *target, hr__fn_t fn, void *udata) {
   hr_websocket_t *ws = target;
   (void)fn;
   (void)udata;
   ws->resume_posted = 0;
-  if (ws->s != NULL && !ws->over && !ws->fin_asked && !ws->paused && !ws->read_done) {
+  if (ws->s != NULL && !ws->over && !ws->fin_asked && hr__ws_reading(ws) && !ws->read_done) {
     hr__ws_input(ws, NULL, 0);
     after_input(ws);
   }
   hr__ws_release(ws);
 }
 
+/* Reads what is held on a later turn, never inside the owner's call. */
+static int schedule_resume(hr_websocket_t *ws) {
+  if (ws->resume_posted) return 0;
+  atomic_fetch_add_explicit(&ws->refs, 1, memory_order_relaxed);
+  if (hr__worker_post(ws->w, run_resume, ws, NULL, NULL) != 0) {
+    hr__ws_release(ws);
+    return HR_ENOMEM;
+  }
+  ws->resume_posted = 1;
+  return 0;
+}
+
 int hr_websocket_pause(hr_websocket_t *ws, int paused) {
   int err = check(ws);
   if (err != 0) return err;
   ws->paused = paused != 0;
-  if (!ws->paused && !ws->resume_posted) {
-    /* What wslay or this side holds is read on a later turn, never inside
-     * this call. */
-    atomic_fetch_add_explicit(&ws->refs, 1, memory_order_relaxed);
-    if (hr__worker_post(ws->w, run_resume, ws, NULL, NULL) != 0) {
-      hr__ws_release(ws);
-      return HR_ENOMEM;
-    }
-    ws->resume_posted = 1;
-  }
+  if (!ws->paused && (err = schedule_resume(ws)) != 0) return err;
   if (!ws->in_pump) update_reading(ws); /* inside: after the read */
   return 0;
 }

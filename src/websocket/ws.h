@@ -112,6 +112,9 @@ void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, si
 /* Fails the connection (RFC 6455 §7.1.7): close `code`, read no more,
  * then close the TCP connection once the frame is out. */
 void hr__ws_fail(hr_websocket_t *ws, uint16_t code);
+/* Whether frames are read now: not while the owner pauses, unless the
+ * server's close frame is out (then the peer's close is waited for). */
+static inline int hr__ws_reading(const hr_websocket_t *ws) { return !ws->paused || ws->close_tx; }
 /* Ends the TCP connection when both close frames are settled. */
 void hr__ws_settle(hr_websocket_t *ws);
 int hr__ws_close_code_ok(unsigned code, int received);

@@ -106,6 +106,20 @@ else
   fail "pkg-config consumer build"
 fi
 
+# 2b. The public headers from C++, pedantic, with pkg-config's -I (not
+# CMake's -isystem, which would hide warnings in them).
+if command -v c++ >/dev/null 2>&1; then
+  read -r -a cflags <<<"$(pkgconf --cflags)"
+  printf '#include <hroute.h>\nint main() { hr_span_t s = HR_SPAN_LIT("abc"); return s.len == 3 ? 0 : 1; }\n' \
+    >"$tmp/consumer.cpp"
+  if quiet c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -c -o "$tmp/consumer_cpp.o" \
+      "$tmp/consumer.cpp" "${cflags[@]}"; then
+    echo "ok: the headers compile as C++11 with -Wpedantic -Werror"
+  else
+    fail "the headers from C++"
+  fi
+fi
+
 # 3. pkg-config --static against libhroute.a: checks Libs.private.
 if [[ -n $static && -n $shared ]]; then
   read -r -a flags <<<"$(pkgconf --cflags --libs --static)"

@@ -56,7 +56,7 @@ stop() {
   fi
 }
 
-start --max-message 65536 --close-timeout 200
+start --max-message 65536
 timeout 60 "$python" "$here/clients.py" "$port"
 stop
 
