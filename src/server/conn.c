@@ -66,6 +66,10 @@ static void conn_unref(hr__conn_t *c) {
   if (--c->refs == 0) conn_free(c);
 }
 
+void hr__conn_hold(hr__conn_t *c) { c->refs++; }
+
+void hr__conn_unhold(hr__conn_t *c) { conn_unref(c); }
+
 /* ---- closing ------------------------------------------------------------- */
 
 void hr__conn_drop_exchange(hr__conn_t *c, int body_status) {

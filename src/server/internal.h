@@ -232,7 +232,7 @@ struct hr__conn_s {
     uint32_t stream_slot;     /* once upgraded: its stream in w->streams */
   };
   uint8_t state;          /* hr__cstate_t */
-  uint8_t refs;           /* what keeps the record alive: the transport */
+  uint8_t refs;           /* what keeps the record alive: the transport, a file job */
   unsigned in_process : 1;
   unsigned on_resume : 1;
   unsigned reading : 1;
@@ -258,6 +258,10 @@ typedef int (*hr__transport_init_fn)(hr__transport_t *t, void *arg,
 hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
                          hr__transport_init_fn init, void *arg);
 void hr__conn_kick(hr__conn_t *c);   /* process on the next loop turn */
+/* Keeps the record allocated past its transport's close (a file piece
+ * read on the thread pool); the last unhold frees it. */
+void hr__conn_hold(hr__conn_t *c);
+void hr__conn_unhold(hr__conn_t *c);
 void hr__conn_resume(hr__conn_t *c); /* process now (loop callback) */
 void hr__conn_close(hr__conn_t *c);  /* hard close; a handler's exchange detaches */
 /* Writing failed with `err`: close (a file that ended early: after what

@@ -11,6 +11,7 @@
  * next batch is being built.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,6 +42,8 @@ static hr__out_t *out_get(hr__conn_t *c) {
   o->wbufs = o->small;
   o->wbufs_cap = sizeof(o->small) / sizeof(o->small[0]);
   o->fbuf = NULL;
+  o->fbuf_cap = o->fready = 0;
+  o->fjob = NULL;
   o->writing = 0;
   o->write_since = uv_now(c->w->loop);
   c->out = o;
@@ -241,7 +244,7 @@ size_t hr__out_queued_memory(const hr__conn_t *c) {
 }
 
 int hr__out_writing(const hr__conn_t *c) {
-  return c->out != NULL && c->out->writing;
+  return c->out != NULL && (c->out->writing || c->out->fjob != NULL);
 }
 
 /* Swaps pending and inflight (inflight is empty), keeping the old inflight
@@ -336,12 +339,101 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
  * one processing step at most, then the rest waits for the transport. */
 #define HR__FILE_STEP ((uint64_t)1 << 20)
 
+/* A piece of a file read on the thread pool.  The job owns the queue's
+ * piece buffer and a descriptor of the file of its own while it runs, and
+ * holds the connection record: if the connection ends meanwhile, the
+ * queue forgets the job (orphan) and the job frees what it holds. */
+struct hr__fjob_s {
+  uv_work_t work;
+  hr__conn_t *c;
+  char *buf;
+  size_t cap, len;
+  int fd;
+  off_t off;
+  ssize_t n;   /* bytes read, or a negative errno */
+  unsigned orphan : 1;
+};
+
+static void fjob_run(uv_work_t *w) {
+  hr__fjob_t *j = w->data;
+  do
+    j->n = pread(j->fd, j->buf, j->len, j->off);
+  while (j->n < 0 && errno == EINTR);
+  if (j->n < 0) j->n = -errno;
+}
+
+static void fjob_done(uv_work_t *w, int status) {
+  hr__fjob_t *j = w->data;
+  hr__conn_t *c = j->c;
+  hr__out_t *o = c->out;
+  close(j->fd);
+  if (j->orphan || o == NULL || o->fjob != j) {
+    hr__mem_free(&c->w->mem, j->buf);
+  } else {
+    o->fjob = NULL;
+    o->fbuf = j->buf;
+    o->fbuf_cap = j->cap;
+    if (status < 0 && j->n >= 0) j->n = status;
+    if (j->n <= 0) {
+      hr__conn_output_failed(c, j->n == 0 ? UV_EOF : (int)j->n); /* it shrank */
+    } else {
+      o->fready = (size_t)j->n;
+      hr__conn_kick(c); /* run_file writes the piece */
+    }
+  }
+  hr__mem_free(&c->w->mem, j);
+  hr__conn_unhold(c);
+}
+
+/* Reads `len` bytes at `off` of `fd` into the piece buffer on the thread
+ * pool.  Returns 0 (started), or -1 (then the caller reads on the loop). */
+static int fjob_start(hr__conn_t *c, int fd, uint64_t off, size_t len) {
+  hr__out_t *o = c->out;
+  hr__fjob_t *j = hr__mem_alloc(&c->w->mem, sizeof(*j));
+  if (j == NULL) return -1;
+  memset(j, 0, sizeof(*j));
+  j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (j->fd < 0) {
+    hr__mem_free(&c->w->mem, j);
+    return -1;
+  }
+  j->c = c;
+  j->buf = o->fbuf;
+  j->cap = o->fbuf_cap;
+  j->len = len;
+  j->off = (off_t)off;
+  j->work.data = j;
+  if (uv_queue_work(c->w->loop, &j->work, fjob_run, fjob_done) != 0) {
+    close(j->fd);
+    hr__mem_free(&c->w->mem, j);
+    return -1;
+  }
+  o->fbuf = NULL; /* the job's until it is back */
+  o->fbuf_cap = 0;
+  o->fjob = j;
+  hr__conn_hold(c);
+  return 0;
+}
+
+/* The piece buffer, of at least `cap` bytes. */
+static int fbuf_get(hr__conn_t *c, size_t cap) {
+  hr__out_t *o = c->out;
+  if (o->fbuf != NULL && o->fbuf_cap >= cap) return 0;
+  if (o->fbuf != NULL) hr__mem_free(&c->w->mem, o->fbuf);
+  o->fbuf_cap = 0;
+  if ((o->fbuf = hr__mem_alloc(&c->w->mem, cap)) == NULL) return HR_ENOMEM;
+  o->fbuf_cap = cap;
+  return 0;
+}
+
 /* The file segment at b->pos: sendfile while the socket takes it, else
- * pieces read into o->fbuf.  Returns 0 (all of it written), 1 (waiting) or
- * a negative error (UV_EOF: the file ended before its length). */
+ * pieces read into o->fbuf (on the thread pool for a long file).  Returns
+ * 0 (all of it written), 1 (waiting) or a negative error (UV_EOF: the file
+ * ended before its length). */
 static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
   hr__out_t *o = c->out;
   hr__wseg_t *s = &b->segs[b->pos];
+  int pool = s->len >= HR__POOL_SENDFILE;
   while (b->done < s->len) {
     uint64_t off = (uint64_t)s->off + b->done;
     size_t left = s->len - b->done;
@@ -349,7 +441,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
     if (c->t->ops->try_sendfile != NULL) {
       /* A long range goes to the transport's write at once, which sends it
        * off the loop (tcp.c); a short one is tried here first. */
-      n = left >= HR__POOL_SENDFILE ? 0 : c->t->ops->try_sendfile(c->t, s->fd, &off, left);
+      n = pool ? 0 : c->t->ops->try_sendfile(c->t, s->fd, &off, left);
       if (n < 0) return (int)n;
       if (n > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)n;
@@ -364,16 +456,23 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       o->wreq.flen = left - (size_t)n;
       return wait_for_room(c, b, b->pos + 1, left - (size_t)n, 1);
     }
-    /* Read a piece; write it now while the transport takes it and this
-     * step's budget lasts, else through the transport's write. */
-    if (o->fbuf == NULL && (o->fbuf = hr__mem_alloc(&c->w->mem, HR__FILE_PIECE)) == NULL)
-      return HR_ENOMEM;
-    if (left > HR__FILE_PIECE) left = HR__FILE_PIECE;
-    do
-      n = pread(s->fd, o->fbuf, left, (off_t)off);
-    while (n < 0 && errno == EINTR);
-    if (n < 0) return -errno;
-    if (n == 0) return UV_EOF; /* it shrank */
+    /* A piece: the one a job read, or read one (a job for a long file),
+     * then write it now while the transport takes it and this step's
+     * budget lasts, else through the transport's write. */
+    if (o->fready > 0) {
+      n = (ssize_t)o->fready;
+      o->fready = 0;
+    } else {
+      size_t piece = pool ? HR__FILE_POOL_PIECE : HR__FILE_PIECE;
+      if (fbuf_get(c, piece) != 0) return HR_ENOMEM;
+      if (left > piece) left = piece;
+      if (pool && fjob_start(c, s->fd, off, left) == 0) return 1; /* fjob_done kicks */
+      do
+        n = pread(s->fd, o->fbuf, left, (off_t)off);
+      while (n < 0 && errno == EINTR);
+      if (n < 0) return -errno;
+      if (n == 0) return UV_EOF; /* it shrank */
+    }
     o->small[0] = uv_buf_init(o->fbuf, (unsigned)n);
     if (*budget >= (uint64_t)n) {
       ssize_t w = c->t->ops->try_write(c->t, o->small, 1, 0);
@@ -414,7 +513,7 @@ static int run_batch(hr__conn_t *c, hr__wbatch_t *b) {
 int hr__out_flush(hr__conn_t *c) {
   hr__out_t *o = c->out;
   int rc;
-  if (o == NULL || o->writing) return 0;
+  if (o == NULL || o->writing || o->fjob != NULL) return 0;
   if (o->inflight.nsegs != 0) {
     /* A batch that waited: go on with it, then release it. */
     if ((rc = run_batch(c, &o->inflight)) != 0) return rc < 0 ? rc : 0;
@@ -451,7 +550,8 @@ int hr__out_write_done(hr__conn_t *c, int status) {
 
 void hr__out_trim(hr__conn_t *c) {
   hr__out_t *o = c->out;
-  if (o == NULL || o->writing || o->pending.nsegs != 0 || o->inflight.nsegs != 0)
+  if (o == NULL || o->writing || o->fjob != NULL || o->pending.nsegs != 0 ||
+      o->inflight.nsegs != 0)
     return;
   batch_release(c, &o->pending, 0);
   batch_release(c, &o->inflight, 0);
@@ -459,6 +559,8 @@ void hr__out_trim(hr__conn_t *c) {
   batch_free_segs(c, &o->inflight);
   if (o->wbufs != o->small) hr__mem_free(&c->w->mem, o->wbufs);
   if (o->fbuf != NULL) hr__mem_free(&c->w->mem, o->fbuf);
+  o->fbuf = NULL;
+  o->fbuf_cap = o->fready = 0;
   hr__pool_put(&c->w->opool, o);
   c->out = NULL;
 }
@@ -467,6 +569,11 @@ void hr__out_discard(hr__conn_t *c) {
   hr__out_t *o = c->out;
   if (o == NULL) return;
   o->writing = 0; /* the transport is closed: its write is dropped */
+  if (o->fjob != NULL) { /* it frees the buffer it holds when it is back */
+    o->fjob->orphan = 1;
+    o->fjob = NULL;
+  }
+  o->fready = 0;
   batch_release(c, &o->pending, 1);
   batch_release(c, &o->inflight, 1);
   hr__out_trim(c);

@@ -51,8 +51,13 @@ typedef struct hr__wbatch_s {
   hr__wseg_t inline_segs[HR__OUT_INLINE_SEGS];
 } hr__wbatch_t;
 
-/* Bytes of a file read at a time for a transport without sendfile. */
+/* Bytes of a file read at a time for a transport without sendfile: on
+ * the loop for a short file, on libuv's thread pool (a job per piece) for
+ * one of HR__POOL_SENDFILE bytes or more. */
 #define HR__FILE_PIECE 16384
+#define HR__FILE_POOL_PIECE 65536
+
+typedef struct hr__fjob_s hr__fjob_t;
 
 typedef struct hr__out_s {
   hr__wbatch_t pending;  /* being built */
@@ -64,7 +69,10 @@ typedef struct hr__out_s {
   uv_buf_t *wbufs;       /* inflight's buffers, while writing */
   size_t wbufs_cap;
   uv_buf_t small[16];
-  char *fbuf;            /* HR__FILE_PIECE bytes, while a file is read */
+  char *fbuf;            /* fbuf_cap bytes, while a file is read */
+  size_t fbuf_cap;
+  size_t fready;         /* bytes of the current file piece in fbuf, read by a job */
+  hr__fjob_t *fjob;      /* the piece being read on the thread pool (owns fbuf) */
   uint64_t write_since;  /* loop time of the last write progress */
   unsigned writing : 1;
 } hr__out_t;
@@ -91,6 +99,7 @@ size_t hr__out_queued(const hr__conn_t *c);
 /* The same without file bytes: the memory the queue holds for output,
  * which the write high-water mark bounds. */
 size_t hr__out_queued_memory(const hr__conn_t *c);
+/* Whether a write is in flight, or a file piece is being read for one. */
 int hr__out_writing(const hr__conn_t *c);
 /* Writes what is pending: a direct try-write, the rest handed to the
  * transport.  Returns 0 or a negative error (the connection is broken). */
