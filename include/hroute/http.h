@@ -285,16 +285,16 @@ typedef void (*hr_file_release_cb)(hr_response_t *res, int fd, void *udata);
  * the open file `fd` from byte `offset` (Content-Length: length; no body
  * goes out for HEAD, as always).  The bytes are not read into memory where
  * the transport allows it: plain TCP sends them with sendfile(2), what the
- * socket takes at each writable event; TLS reads 16 KiB pieces, one at a
- * time, into one buffer.  Either way a slow reader costs no more memory
- * than that: the file is never buffered ahead of the client.  The file
- * must hold those bytes while they are sent (an in-place change shows in
- * what is sent): one that ends early, because it shrank, ends the
- * connection after what it held, so the client sees a short body and knows.
- * The file's bytes are read on the loop thread (by sendfile, or pread): a
- * hot file comes from the page cache; a cold one waits for the disk there,
- * as in nginx without aio threads (the static handler's opens and stats
- * run on the thread pool; the data reads do not).
+ * socket takes at each writable event; TLS reads pieces, one at a time,
+ * into one buffer (16 KiB, 64 KiB for a long file).  Either way a slow
+ * reader costs no more memory than that: the file is never buffered ahead
+ * of the client.  The file must hold those bytes while they are sent (an
+ * in-place change shows in what is sent): one that ends early, because it
+ * shrank, ends the connection after what it held, so the client sees a
+ * short body and knows.  A range of 64 KiB or more is read off the loop,
+ * on libuv's thread pool (sendfile, or each piece's pread), so a cold
+ * disk does not hold the loop; a shorter one is read on the loop (a
+ * single disk read at most, usually the page cache).
  * `release(res, fd, udata)` runs exactly once, later, when this returns 0;
  * with `release` NULL the server closes `fd` then.  On an error it is
  * never called and the caller keeps `fd`.  Returns 0, HR_EINVAL (fd < 0,
