@@ -116,7 +116,7 @@ static size_t v2(uint8_t *out, int ver_cmd, int fam, const uint8_t *body, size_t
   out[13] = (uint8_t)fam;
   out[14] = (uint8_t)(n >> 8);
   out[15] = (uint8_t)n;
-  memcpy(out + 16, body, n);
+  if (n > 0) memcpy(out + 16, body, n);
   return 16 + n;
 }
 
