@@ -208,11 +208,33 @@ HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
                                    void *udata);
 
 /* Copies the peer's address into *addr (*len in: its size; out: the
- * address length).  Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (no
+ * address length): the client's as a PROXY protocol header gave it, on a
+ * listener that takes one (hr_server_listen_ex), else the socket's peer.
+ * Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (no
  * socket: the connection is gone, or an in-process test connection), or a
  * negated errno from getpeername(2). */
 HR_EXTERN int hr_request_peer(const hr_request_t *req, struct sockaddr *addr,
                               int *len);
+
+/* What a PROXY protocol header (hr_server_listen_ex) said about the
+ * connection.  Spans point into memory of the connection's and stay valid
+ * as long as `req`. */
+typedef struct hr_proxy_info_s {
+  int version;                      /* 1 or 2 */
+  int proxied;                      /* 0: v2 LOCAL or v1 UNKNOWN; src and dst unset */
+  struct sockaddr_storage src, dst; /* the client, and the address it connected to */
+  struct sockaddr_storage balancer; /* the peer that sent the header */
+  hr_span_t alpn, authority, unique_id; /* v2 TLVs; empty when absent */
+  int has_ssl;                      /* a v2 SSL TLV came: the client used TLS */
+  unsigned ssl_client;              /* its flags: 0x01 SSL, 0x02 a certificate on the
+                                     * connection, 0x04 one in the session */
+  uint32_t ssl_verify;              /* 0: the certificate verified */
+  hr_span_t ssl_version, ssl_cn, ssl_cipher;
+} hr_proxy_info_t;
+
+/* Fills *info.  Returns 0, HR_ENOTFOUND (the connection carried no PROXY
+ * header), HR_EINVAL, UV_ENOTCONN (the connection is gone).  Loop thread. */
+HR_EXTERN int hr_request_proxy(const hr_request_t *req, hr_proxy_info_t *info);
 
 /* Allocates `size` bytes from the request's arena (8-byte aligned), released
  * in one step when the response completes.  Returns NULL when out of

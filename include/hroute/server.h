@@ -144,6 +144,43 @@ HR_EXTERN int hr_server_new(hr_server_t **out, hr_router_t *router,
  */
 HR_EXTERN int hr_server_listen(hr_server_t *server, const char *host, int port);
 
+/* How a listener takes the PROXY protocol header (HAProxy's
+ * doc/proxy-protocol.txt, versions 1 and 2), which a load balancer sends
+ * first on each connection to say whose it is. */
+typedef enum hr_proxy_mode_e {
+  HR_PROXY_OFF = 0,      /* no header expected; one is served as HTTP (and refused there) */
+  HR_PROXY_OPTIONAL = 1, /* trusted peers may send one */
+  HR_PROXY_REQUIRED = 2  /* trusted peers must send one; without it they are refused */
+} hr_proxy_mode_t;
+
+/* A listening address's settings; hr_listen_options_init() fills the
+ * defaults (plain TCP, no PROXY header). */
+typedef struct hr_listen_options_s {
+  hr_proxy_mode_t proxy;
+  /* With proxy on: the networks ("10.0.0.0/8", "2001:db8::/32", an
+   * address alone) whose connections may carry the header, NULL-
+   * terminated, at least one.  A peer outside them that sends a header is
+   * refused (the connection is closed); one that sends none is served as
+   * itself.  Read during hr_server_listen_ex only. */
+  const char *const *proxy_trusted;
+} hr_listen_options_t;
+
+HR_EXTERN void hr_listen_options_init(hr_listen_options_t *opts);
+
+/*
+ * Adds a TCP listening address as hr_server_listen() does, with `opts`
+ * (NULL: the defaults).  With the PROXY protocol on, a trusted peer's
+ * header is read before anything else, within the server's
+ * header_timeout_ms; a malformed or truncated one, or one longer than the
+ * read buffer, closes the connection.  hr_request_peer() then returns the
+ * client's address it carries (v2 LOCAL and v1 UNKNOWN: the connection's
+ * own), hr_request_proxy() the rest; the access log shows the client.
+ * Returns 0, HR_EINVAL (bad address, port, network, no trusted network
+ * with proxy on, already started), HR_ENOMEM.  Any thread, before start.
+ */
+HR_EXTERN int hr_server_listen_ex(hr_server_t *server, const char *host, int port,
+                                  const hr_listen_options_t *opts);
+
 /*
  * Serves on a loop the host owns and runs.  Binds and listens on every
  * address now (errors are returned here: UV_EADDRINUSE, ...).  Call on the

@@ -101,7 +101,7 @@ void hr__access_peer(hr__conn_t *c) {
   char *room = hr__conn_peer_text(c);
   if (room == NULL) return;
   room[0] = '\0';
-  if (c->t->ops->peer(c->t, (struct sockaddr *)&ss, &len) != 0) return;
+  if (hr__conn_peer(c, (struct sockaddr *)&ss, &len) != 0) return;
   if (ss.ss_family == AF_INET)
     uv_ip4_name((const struct sockaddr_in *)&ss, room, HR__PEER_TEXT);
   else if (ss.ss_family == AF_INET6)

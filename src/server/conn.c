@@ -58,6 +58,7 @@ static void conn_free(hr__conn_t *c) {
   if (c->next != NULL) c->next->prev = c->prev;
   if (c->rbuf != NULL) hr__pool_put(&w->rpool, c->rbuf);
   hr__out_discard(c);
+  if (c->proxy_slot) hr__proxied_free(c);
   hr__mem_free(&w->mem, c);
   hr__worker_conn_gone(w);
 }
@@ -387,7 +388,7 @@ static void conn_process(hr__conn_t *c) {
   /* Route tables and invokers read from here on stay valid until the
    * unlock; an exchange that outlives it keeps its invoker by reference. */
   hr__rcu_read_lock();
-  while (c->state == HR__C_OPEN && hr__h1_step(c))
+  while (c->state == HR__C_OPEN && (c->proxy_wait ? hr__proxy_step(c) : hr__h1_step(c)))
     ;
   ex = c->ex;
   if (ex != NULL && ex->req.route != NULL && !ex->route_ref) {
@@ -452,13 +453,17 @@ void hr__conn_framing_lost(hr__conn_t *c) {
 
 /* ---- creating ------------------------------------------------------------ */
 
-hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
+hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize, int proxy,
                          hr__transport_init_fn init, void *arg) {
+  /* The record, then the optional rooms (a PROXY header's slot, the peer
+   * as text for the access log), then the transport. */
+  size_t slot = proxy ? sizeof(hr__proxied_t *) : 0;
   size_t peer = w->server->opts.access_log != NULL ? HR__PEER_TEXT : 0;
-  hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c) + peer + tsize);
+  hr__conn_t *c = hr__mem_alloc(&w->mem, sizeof(*c) + slot + peer + tsize);
   if (c == NULL) return NULL;
-  memset(c, 0, sizeof(*c) + peer);
-  c->t = (hr__transport_t *)((char *)(c + 1) + peer);
+  memset(c, 0, sizeof(*c) + slot + peer);
+  c->proxy_slot = proxy != 0;
+  c->t = (hr__transport_t *)((char *)(c + 1) + slot + peer);
   if (init(c->t, arg, &conn_events, c) != 0) {
     hr__mem_free(&w->mem, c);
     return NULL;
@@ -479,7 +484,12 @@ hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
 }
 
 char *hr__conn_peer_text(hr__conn_t *c) {
-  return c->w->server->opts.access_log != NULL ? (char *)(c + 1) : NULL;
+  size_t slot = c->proxy_slot ? sizeof(hr__proxied_t *) : 0;
+  return c->w->server->opts.access_log != NULL ? (char *)(c + 1) + slot : NULL;
+}
+
+hr__proxied_t **hr__conn_proxy_slot(hr__conn_t *c) {
+  return c->proxy_slot ? (hr__proxied_t **)(void *)(c + 1) : NULL;
 }
 
 /* ---- connections without a socket ----------------------------------------- */
@@ -502,7 +512,7 @@ hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx) {
   a.loop = w->loop;
   a.sink = sink;
   a.ctx = ctx;
-  return hr__conn_new(w, hr__sink_size(), init_sink, &a);
+  return hr__conn_new(w, hr__sink_size(), 0, init_sink, &a);
 }
 
 size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n) {
@@ -519,5 +529,5 @@ int hr__vconn_closed(const hr__conn_t *c) { return c->state == HR__C_CLOSED; }
 
 hr__conn_t *hr__vconn_new_tls(hr__worker_t *w, int fd, void *ssl) {
   if (hr__worker_tls_loop(w) != 0) return NULL;
-  return hr__conn_from_socket(w, fd, ssl);
+  return hr__conn_from_socket(w, fd, ssl, NULL);
 }

@@ -239,6 +239,13 @@ struct hr__conn_s {
   unsigned peer_eof : 1;
   unsigned counted : 1;   /* holds a max_connections slot */
   unsigned upgraded : 1;  /* handed over as a byte stream (stream.c) */
+  /* PROXY protocol (proxied.c): the record has a slot for what the header
+   * said; the header is still to be read or ruled out; the peer is
+   * trusted to send one; it must. */
+  unsigned proxy_slot : 1;
+  unsigned proxy_wait : 1;
+  unsigned proxy_trusted : 1;
+  unsigned proxy_required : 1;
 };
 
 /* conn.c */
@@ -249,13 +256,33 @@ struct hr__conn_s {
 #define HR__PEER_TEXT 48
 /* That room, or NULL without an access log. */
 char *hr__conn_peer_text(hr__conn_t *c);
+/* proxied.c: the PROXY protocol on a connection. */
+typedef struct hr__proxyconf_s {
+  hr_proxy_mode_t mode;
+  struct hr__cidr_s *nets;
+  size_t nnets;
+} hr__proxyconf_t;
+typedef struct hr__proxied_s hr__proxied_t;
+/* Where a record made by hr__conn_new with `proxy` keeps what its header
+ * said (NULL until then). */
+hr__proxied_t **hr__conn_proxy_slot(hr__conn_t *c);
+/* After accepting `fd` on a listener with `pc`: whether the peer is
+ * trusted, and what to wait for. */
+void hr__proxy_accepted(hr__conn_t *c, const hr__proxyconf_t *pc, int fd);
+/* The connection's first step while proxy_wait: reads or rules out the
+ * header.  Returns 1 to go on with HTTP, 0 to wait (or the connection was
+ * closed). */
+int hr__proxy_step(hr__conn_t *c);
+void hr__proxied_free(hr__conn_t *c);
+/* The client's address: the header's, else the socket peer's. */
+int hr__conn_peer(hr__conn_t *c, struct sockaddr *addr, int *len);
 /* A new connection on `w` with a transport made by `init` in the same
  * allocation (`tsize` bytes, after the peer text room when there is one).  Returns NULL when out of memory or when
  * init fails (it then owns nothing). */
 typedef int (*hr__transport_init_fn)(hr__transport_t *t, void *arg,
                                      const hr__transport_events_t *ev,
                                      void *owner);
-hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize,
+hr__conn_t *hr__conn_new(hr__worker_t *w, size_t tsize, int proxy,
                          hr__transport_init_fn init, void *arg);
 void hr__conn_kick(hr__conn_t *c);   /* process on the next loop turn */
 /* Keeps the record allocated past its transport's close (a file piece
@@ -387,6 +414,7 @@ typedef struct hr__listener_s {
   uv_poll_t poll;
   hr__worker_t *w;
   struct hr__tlsconf_s *tls; /* TLS listener: its published context */
+  const struct hr__proxyconf_s *proxy; /* PROXY protocol listener, or NULL */
   int fd;
 } hr__listener_t;
 
@@ -481,6 +509,7 @@ struct hr_server_s {
   void *shutdown_udata;
   size_t rbuf_size;
   struct hr__tlsconf_s **tls;        /* per address: TLS context, or NULL */
+  struct hr__proxyconf_s **proxy;    /* per address: PROXY protocol, or NULL */
   size_t ntls;                       /* addresses with TLS */
   uv_mutex_t abandon_lock;           /* guards `abandoned` */
   hr__exchange_t *abandoned;         /* kept until hr_server_free */
@@ -492,7 +521,8 @@ struct hr_server_s {
  * with `ssl` (an SSL *; the loop must have its TLS state).  fd and ssl
  * become the connection's; NULL when out of memory (the caller still owns
  * them then). */
-hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl);
+hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
+                                 const struct hr__proxyconf_s *pc);
 /* Takes the listening socket `fd` (it is the listener's on success). */
 int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd);
 int hr__listener_start(hr__listener_t *l); /* accepting from now on */

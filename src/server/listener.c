@@ -49,7 +49,9 @@ static int init_tls(hr__transport_t *t, void *arg,
   return hr__tls_init(t, a->loop, a->fd, a->ssl, a->tls, ev, owner);
 }
 
-hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl) {
+hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
+                                 const hr__proxyconf_t *pc) {
+  hr__conn_t *c;
   tcp_arg_t a;
   a.loop = w->loop;
   a.a = w->mem.a;
@@ -57,8 +59,10 @@ hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl) {
   a.ssl = ssl;
   a.tls = w->tls;
   if (ssl != NULL)
-    return w->tls != NULL ? hr__conn_new(w, hr__tls_size(), init_tls, &a) : NULL;
-  return hr__conn_new(w, hr__tcp_size(), init_tcp, &a);
+    return w->tls != NULL ? hr__conn_new(w, hr__tls_size(), 0, init_tls, &a) : NULL;
+  c = hr__conn_new(w, hr__tcp_size(), pc != NULL, init_tcp, &a);
+  if (c != NULL && pc != NULL) hr__proxy_accepted(c, pc, fd);
+  return c;
 }
 
 /* Serves the accepted socket `fd`, or closes it. */
@@ -76,7 +80,7 @@ static void serve(hr__worker_t *w, hr__listener_t *l, int fd) {
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   ssl = l->tls != NULL ? hr__tlsconf_new_ssl(l->tls) : NULL;
-  c = l->tls == NULL || ssl != NULL ? hr__conn_from_socket(w, fd, ssl) : NULL;
+  c = l->tls == NULL || ssl != NULL ? hr__conn_from_socket(w, fd, ssl, l->proxy) : NULL;
   if (c == NULL) {
     SSL_free(ssl);
     atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);

@@ -92,7 +92,7 @@ int hr_request_peer(const hr_request_t *req, struct sockaddr *addr, int *len) {
   const hr__exchange_t *ex = HR__EX_OF_REQ(req);
   if (addr == NULL || len == NULL) return HR_EINVAL;
   if (ex->conn == NULL) return UV_ENOTCONN;
-  return ex->conn->t->ops->peer(ex->conn->t, addr, len);
+  return hr__conn_peer(ex->conn, addr, len);
 }
 
 void *hr_request_alloc(hr_request_t *req, size_t size) {

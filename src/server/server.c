@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/proxy.h"
 #include "server/tlsctx.h"
 #include "server/worker.h"
 
@@ -73,10 +74,11 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
 
 /* Adds a listening address; `tls` (may be NULL) passes to the server. */
 static int add_address(hr_server_t *s, const char *host, int port,
-                       hr__tlsconf_t *tls) {
+                       hr__tlsconf_t *tls, hr__proxyconf_t *px) {
   struct sockaddr_storage ss;
   struct sockaddr_storage *na;
   hr__tlsconf_t **nt;
+  hr__proxyconf_t **npx;
   int *np;
   if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
   if (s->state != HR__SRV_NEW) return HR_EINVAL;
@@ -93,6 +95,10 @@ static int add_address(hr_server_t *s, const char *host, int port,
   nt = hr__mem_realloc(&s->mem, s->tls, (s->naddrs + 1) * sizeof(*nt));
   if (nt == NULL) return HR_ENOMEM;
   s->tls = nt;
+  npx = hr__mem_realloc(&s->mem, s->proxy, (s->naddrs + 1) * sizeof(*npx));
+  if (npx == NULL) return HR_ENOMEM;
+  s->proxy = npx;
+  s->proxy[s->naddrs] = px;
   s->addrs[s->naddrs] = ss;
   s->ports[s->naddrs] = port;
   s->tls[s->naddrs] = tls;
@@ -102,7 +108,45 @@ static int add_address(hr_server_t *s, const char *host, int port,
 }
 
 int hr_server_listen(hr_server_t *s, const char *host, int port) {
-  return add_address(s, host, port, NULL);
+  return add_address(s, host, port, NULL, NULL);
+}
+
+void hr_listen_options_init(hr_listen_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->proxy = HR_PROXY_OFF;
+}
+
+static void proxyconf_free(hr_server_t *s, hr__proxyconf_t *pc) {
+  if (pc == NULL) return;
+  hr__mem_free(&s->mem, pc->nets);
+  hr__mem_free(&s->mem, pc);
+}
+
+int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
+                        const hr_listen_options_t *o) {
+  hr__proxyconf_t *pc = NULL;
+  size_t n = 0, i;
+  int err;
+  if (s == NULL) return HR_EINVAL;
+  if (o == NULL || o->proxy == HR_PROXY_OFF) return add_address(s, host, port, NULL, NULL);
+  if ((o->proxy != HR_PROXY_OPTIONAL && o->proxy != HR_PROXY_REQUIRED) ||
+      o->proxy_trusted == NULL || o->proxy_trusted[0] == NULL)
+    return HR_EINVAL;
+  while (o->proxy_trusted[n] != NULL) n++;
+  if ((pc = hr__mem_alloc(&s->mem, sizeof(*pc))) == NULL) return HR_ENOMEM;
+  pc->mode = o->proxy;
+  pc->nnets = n;
+  if ((pc->nets = hr__mem_alloc(&s->mem, n * sizeof(*pc->nets))) == NULL) {
+    hr__mem_free(&s->mem, pc);
+    return HR_ENOMEM;
+  }
+  for (i = 0; i < n; i++)
+    if (hr__cidr_parse(o->proxy_trusted[i], &pc->nets[i]) != 0) {
+      proxyconf_free(s, pc);
+      return HR_EINVAL;
+    }
+  if ((err = add_address(s, host, port, NULL, pc)) != 0) proxyconf_free(s, pc);
+  return err;
 }
 
 int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
@@ -118,7 +162,7 @@ int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
   if ((err = hr__tlsconf_sessions(conf, opts)) == 0 &&
       (err = hr__tlsctx_build(opts, conf, &ctx)) == 0) {
     hr__tlsconf_set_default(conf, ctx);
-    err = add_address(s, host, port, conf);
+    err = add_address(s, host, port, conf, NULL);
   }
   if (err != 0) {
     hr__tlsconf_free(conf);
@@ -455,6 +499,9 @@ void hr_server_free(hr_server_t *s) {
       hr__mem_free(&s->mem, s->tls[k]);
     }
   hr__mem_free(&s->mem, s->tls);
+  for (k = 0; k < s->naddrs; k++)
+    if (s->proxy != NULL) proxyconf_free(s, s->proxy[k]);
+  hr__mem_free(&s->mem, s->proxy);
   uv_mutex_destroy(&s->abandon_lock);
   hr__mem_free(&s->mem, s->addrs);
   hr__mem_free(&s->mem, s->ports);

@@ -207,6 +207,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   for (i = 0; i < w->nlisteners; i++) {
     if ((err = hr__listener_init(w, &w->listeners[i], w->fds[i])) != 0) goto fail;
     w->listeners[i].tls = s->tls[i];
+    w->listeners[i].proxy = s->proxy[i];
     w->fds[i] = -1; /* owned by the listener now */
     w->handles_open++;
     w->nlisteners_open = i + 1;

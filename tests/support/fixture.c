@@ -50,7 +50,8 @@ int fx_teardown(void **state) {
 int fx_try_start(fx_t *fx, unsigned nthreads) {
   int rc = hr_server_new(&fx->server, fx->router, &fx->opts);
   if (rc != 0) return rc;
-  rc = hr_server_listen(fx->server, "127.0.0.1", 0);
+  rc = fx->listen != NULL ? hr_server_listen_ex(fx->server, "127.0.0.1", 0, fx->listen)
+                          : hr_server_listen(fx->server, "127.0.0.1", 0);
   if (rc == 0) rc = hr_server_start(fx->server, nthreads);
   if (rc != 0) {
     hr_server_free(fx->server);

@@ -55,6 +55,7 @@ struct fx_s {
   int shutdown_called;
   int loop_close_rc;  /* uv_loop_close after the loop thread ended */
   void *user;         /* free for the test */
+  const hr_listen_options_t *listen; /* set before fx_start: hr_server_listen_ex */
 };
 
 /* cmocka setup/teardown: allocate an fx_t (router with libc allocator,

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The PROXY protocol on a listener (hr_server_listen_ex) through the
+ * server: a trusted peer's v1 and v2 headers (hr_request_peer gives the
+ * client, hr_request_proxy the rest, the access log names the client),
+ * a header cut at every byte, LOCAL and UNKNOWN (the connection's own
+ * address), a required header missing, a malformed one, a header from an
+ * untrusted peer refused while its plain HTTP is served, the header
+ * timeout, and bad listener options.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+
+/* Answers "peer=<addr>:<port> proxy=<v> alpn=<..> authority=<..>
+ * ssl=<client>/<verify>/<version>/<cn> balancer=<addr>". */
+static void h_who(hr_request_t *req, hr_response_t *res, void *udata) {
+  struct sockaddr_storage ss;
+  int len = (int)sizeof ss;
+  char peer[64] = "?", bal[64] = "?", body[512];
+  hr_proxy_info_t pi;
+  int rc;
+  (void)udata;
+  if (hr_request_peer(req, (struct sockaddr *)&ss, &len) == 0) {
+    char a[INET6_ADDRSTRLEN];
+    if (ss.ss_family == AF_INET) {
+      const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+      inet_ntop(AF_INET, &in->sin_addr, a, sizeof a);
+      snprintf(peer, sizeof peer, "%s:%u", a, ntohs(in->sin_port));
+    } else {
+      const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+      inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof a);
+      snprintf(peer, sizeof peer, "[%s]:%u", a, ntohs(in6->sin6_port));
+    }
+  }
+  rc = hr_request_proxy(req, &pi);
+  if (rc == HR_ENOTFOUND) {
+    snprintf(body, sizeof body, "peer=%s proxy=none", peer);
+  } else {
+    char a[INET6_ADDRSTRLEN] = "?";
+    const struct sockaddr_in *b = (const struct sockaddr_in *)&pi.balancer;
+    if (b->sin_family == AF_INET) inet_ntop(AF_INET, &b->sin_addr, a, sizeof a);
+    snprintf(bal, sizeof bal, "%s", a);
+    snprintf(body, sizeof body,
+             "peer=%s proxy=%d proxied=%d alpn=%.*s authority=%.*s ssl=%d/%u/%u/%.*s/%.*s "
+             "balancer=%s",
+             peer, pi.version, pi.proxied, (int)pi.alpn.len, pi.alpn.ptr ? pi.alpn.ptr : "",
+             (int)pi.authority.len, pi.authority.ptr ? pi.authority.ptr : "", pi.has_ssl,
+             pi.ssl_client, pi.ssl_verify, (int)pi.ssl_version.len,
+             pi.ssl_version.ptr ? pi.ssl_version.ptr : "", (int)pi.ssl_cn.len,
+             pi.ssl_cn.ptr ? pi.ssl_cn.ptr : "", bal);
+  }
+  hr_response_send(res, 200, body, strlen(body));
+}
+
+static const char *const loopback[] = {"10.0.0.0/8", "127.0.0.0/8", NULL};
+static const char *const elsewhere[] = {"10.0.0.0/8", NULL};
+static hr_listen_options_t lo;
+
+static void start(fx_t *fx, hr_proxy_mode_t mode, const char *const *trusted) {
+  hr_listen_options_init(&lo);
+  lo.proxy = mode;
+  lo.proxy_trusted = trusted;
+  fx->listen = &lo;
+  fx_route(fx, "GET", "/who", h_who, NULL);
+  fx_start(fx, 1);
+}
+
+static const char GET[] = "GET /who HTTP/1.1\r\nHost: a\r\n\r\n";
+
+/* Sends `head` (n bytes) then GET on one connection, expects `body`. */
+static void expect_who(fx_t *fx, const void *head, size_t n, const char *body) {
+  rc_t *c = fx_connect(fx);
+  rc_response_t r;
+  if (n > 0) assert_int_equal(rc_send(c, head, n), 0);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 200 OK", body, &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+/* Sends `head` then GET; the connection must close without a response. */
+static void expect_refused(fx_t *fx, const void *head, size_t n) {
+  rc_t *c = fx_connect(fx);
+  if (n > 0) rc_send(c, head, n);
+  rc_send_str(c, GET);
+  expect_closed(c);
+  fx_drop(fx, c);
+}
+
+static const char V1[] = "PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\n";
+
+static void test_trusted_v1(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  char both[256];
+  size_t k, n;
+  start(fx, HR_PROXY_REQUIRED, loopback);
+  expect_who(fx, V1, strlen(V1),
+             "peer=192.0.2.1:56324 proxy=1 proxied=1 alpn= authority= ssl=0/0/0// "
+             "balancer=127.0.0.1");
+  expect_who(fx, "PROXY TCP6 2001:db8::7 2001:db8::8 4000 80\r\n", 44,
+             "peer=[2001:db8::7]:4000 proxy=1 proxied=1 alpn= authority= ssl=0/0/0// "
+             "balancer=127.0.0.1");
+  /* UNKNOWN: the connection's own address. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "PROXY UNKNOWN\r\n"), 0);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_non_null(strstr(r.body, "peer=127.0.0.1:"));
+  assert_non_null(strstr(r.body, "proxy=1 proxied=0"));
+  rc_response_free(&r);
+  /* Keep-alive: the second request on the connection is the same client's. */
+  fx_drop(fx, c);
+  /* The header and the request in one write, and the header cut at every
+   * byte (each piece in a write of its own). */
+  n = (size_t)snprintf(both, sizeof both, "%s%s", V1, GET);
+  for (k = 1; k < strlen(V1); k += 7) {
+    c = fx_connect(fx);
+    assert_int_equal(rc_send_split(c, both, n, k, 0), 0);
+    expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+    assert_non_null(strstr(r.body, "peer=192.0.2.1:56324 "));
+    rc_response_free(&r);
+    fx_drop(fx, c);
+  }
+  /* Required: none is refused, and so is a malformed one. */
+  expect_refused(fx, NULL, 0);
+  expect_refused(fx, "PROXY TCP4 192.0.2.1 198.51.100.2 56324\r\n", 40);
+  expect_refused(fx, "PROXY TCP4 192.0.2.1  198.51.100.2 1 2\r\n", 40);
+  expect_stat(fx, FX_BAD_REQUESTS, 3);
+}
+
+/* v2 with TLVs, and LOCAL (the balancer's own health check). */
+static void test_trusted_v2(void **state) {
+  fx_t *fx = *state;
+  static const unsigned char v2[] =
+      "\r\n\r\n\0\r\nQUIT\n\x21\x11\x00\x31"
+      "\xc0\x00\x02\x09\xc6\x33\x64\x02\x30\x39\x01\xbb"
+      "\x01\x00\x02h2"
+      "\x02\x00\x0b" "example.com"
+      "\x20\x00\x0f\x01\x00\x00\x00\x00\x21\x00\x07TLSv1.3";
+  static const unsigned char local[] = "\r\n\r\n\0\r\nQUIT\n\x20\x00\x00\x00";
+  rc_t *c;
+  rc_response_t r;
+  start(fx, HR_PROXY_OPTIONAL, loopback);
+  expect_who(fx, v2, sizeof v2 - 1,
+             "peer=192.0.2.9:12345 proxy=2 proxied=1 alpn=h2 authority=example.com "
+             "ssl=1/1/0/TLSv1.3/ balancer=127.0.0.1");
+  c = fx_connect(fx);
+  assert_int_equal(rc_send(c, local, sizeof local - 1), 0);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_non_null(strstr(r.body, "peer=127.0.0.1:"));
+  assert_non_null(strstr(r.body, "proxy=2 proxied=0"));
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  /* Optional: a trusted peer without a header is served as itself. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_non_null(strstr(r.body, "proxy=none"));
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+/* The peer (127.0.0.1) is not trusted: its header is refused, its plain
+ * HTTP served. */
+static void test_untrusted(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  start(fx, HR_PROXY_REQUIRED, elsewhere);
+  expect_refused(fx, V1, strlen(V1));
+  expect_refused(fx, "\r\n\r\n\0\r\nQUIT\n\x20\x00\x00\x00", 16);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_non_null(strstr(r.body, "peer=127.0.0.1:"));
+  assert_non_null(strstr(r.body, "proxy=none"));
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+/* A header that never ends meets the header timeout. */
+static void test_header_timeout(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx->opts.header_timeout_ms = 50;
+  start(fx, HR_PROXY_REQUIRED, loopback);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "PROXY TCP4 192.0.2.1"), 0);
+  expect_closed(c);
+  fx_drop(fx, c);
+}
+
+static char log_line[512];
+
+static void on_log(void *ctx, const char *line, size_t len, const hr_access_entry_t *e) {
+  (void)ctx;
+  (void)e;
+  if (len >= sizeof log_line) len = sizeof log_line - 1;
+  memcpy(log_line, line, len); /* the loop thread; read after fx_stop */
+  log_line[len] = '\0';
+}
+
+/* The access log names the client the header gave. */
+static void test_access_log(void **state) {
+  fx_t *fx = *state;
+  fx->opts.access_log = on_log;
+  fx->opts.access_format = HR_ACCESS_COMMON;
+  start(fx, HR_PROXY_REQUIRED, loopback);
+  expect_who(fx, V1, strlen(V1),
+             "peer=192.0.2.1:56324 proxy=1 proxied=1 alpn= authority= ssl=0/0/0// "
+             "balancer=127.0.0.1");
+  fx_stop(fx, 1000); /* joined: the line is written */
+  if (strncmp(log_line, "192.0.2.1 - - [", 15) != 0) fail_msg("log line: %s", log_line);
+}
+
+static void test_options(void **state) {
+  fx_t *fx = *state;
+  static const char *const bad[] = {"10.0.0.0/40", NULL};
+  static const char *const none[] = {NULL};
+  hr_listen_options_t o;
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  hr_listen_options_init(&o);
+  assert_int_equal(o.proxy, HR_PROXY_OFF);
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &o), 0);
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, NULL), 0);
+  o.proxy = HR_PROXY_REQUIRED;
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &o), HR_EINVAL);
+  o.proxy_trusted = none;
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &o), HR_EINVAL);
+  o.proxy_trusted = bad;
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &o), HR_EINVAL);
+  o.proxy_trusted = loopback;
+  o.proxy = (hr_proxy_mode_t)7;
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &o), HR_EINVAL);
+  o.proxy = HR_PROXY_OPTIONAL;
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &o), 0);
+  hr_server_free(fx->server);
+  fx->server = NULL;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_trusted_v1, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_trusted_v2, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_untrusted, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_header_timeout, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_access_log, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_options, fx_setup, fx_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
