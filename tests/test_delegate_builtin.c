@@ -1771,8 +1771,54 @@ static void test_etag_compare(void **state) {
   }
 }
 
+/* Forwarded (RFC 7239 §4): the document's examples, extensions skipped,
+ * empty pairs allowed, a parameter twice refused, and writing back. */
+static void test_forwarded(void **state) {
+  char mem[1024], out[256];
+  hr_mem_buffer_t mb;
+  hr_forwarded_t f;
+  size_t len;
+  static const char *const bad[] = {"", "for", "for=", "for=a;for=b", "=x", "for=\"x",
+                                    "for=a b", ","};
+  size_t i;
+  (void)state;
+  hr_mem_buffer_init(&mb, mem, sizeof mem);
+  assert_int_equal(hr__delegate_forwarded.parse(
+                       HR_SPAN_LIT("for=\"_gazonk\", For=\"[2001:db8:cafe::17]:4711\", "
+                                   "for=192.0.2.60;proto=http;by=203.0.113.43;ext=1, ;;host=a"),
+                       &f, &mb.mem, NULL),
+                   0);
+  assert_int_equal(f.n, 4);
+  assert_int_equal(f.elems[0].node_for.len, 7);
+  assert_memory_equal(f.elems[0].node_for.ptr, "_gazonk", 7);
+  assert_int_equal(f.elems[1].node_for.len, 24);
+  assert_memory_equal(f.elems[2].proto.ptr, "http", 4);
+  assert_memory_equal(f.elems[2].node_by.ptr, "203.0.113.43", 12);
+  assert_null(f.elems[3].node_for.ptr);
+  assert_memory_equal(f.elems[3].host.ptr, "a", 1);
+  assert_int_equal(hr__delegate_forwarded.format(&f, out, sizeof out, &len, NULL), 0);
+  out[len] = '\0';
+  assert_string_equal(out, "for=\"_gazonk\", for=\"[2001:db8:cafe::17]:4711\", "
+                           "for=192.0.2.60;by=203.0.113.43;proto=http, host=a");
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    hr_mem_buffer_init(&mb, mem, sizeof mem);
+    if (hr__delegate_forwarded.parse((hr_span_t){bad[i], strlen(bad[i])}, &f, &mb.mem, NULL) !=
+        HR_EPARSE)
+      fail_msg("accepted: \"%s\"", bad[i]);
+  }
+  /* An element that says nothing cannot be written. */
+  {
+    hr_forwarded_elem_t e;
+    memset(&e, 0, sizeof e);
+    f.n = 1;
+    f.elems = &e;
+    assert_int_equal(hr__delegate_forwarded.format(&f, out, sizeof out, &len, NULL), HR_EINVAL);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_forwarded),
       cmocka_unit_test(test_canonical),
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_truncated),

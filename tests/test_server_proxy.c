@@ -6,7 +6,8 @@
  * a header cut at every byte, LOCAL and UNKNOWN (the connection's own
  * address), a required header missing, a malformed one, a header from an
  * untrusted peer refused while its plain HTTP is served, the header
- * timeout, and bad listener options.
+ * timeout, and bad listener options; and hr_request_client behind
+ * proxies that speak HTTP (Forwarded, X-Forwarded-For, trusted or not).
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -196,6 +197,88 @@ static void test_header_timeout(void **state) {
   fx_drop(fx, c);
 }
 
+/* ---- hr_request_client ------------------------------------------------------ */
+
+static hr_trusted_t *trust_loopback, *trust_other;
+
+/* Answers the client's address as text, or the error's name. */
+static void h_client(hr_request_t *req, hr_response_t *res, void *udata) {
+  struct sockaddr_storage ss;
+  char a[INET6_ADDRSTRLEN], body[128];
+  int rc = hr_request_client(req, udata, &ss);
+  if (rc != 0) {
+    snprintf(body, sizeof body, "%s", hr_err_name(rc));
+  } else if (ss.ss_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &in->sin_addr, a, sizeof a);
+    snprintf(body, sizeof body, "%s:%u", a, ntohs(in->sin_port));
+  } else {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+    inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof a);
+    snprintf(body, sizeof body, "[%s]:%u", a, ntohs(in6->sin6_port));
+  }
+  hr_response_send(res, 200, body, strlen(body));
+}
+
+static void expect_client(fx_t *fx, const char *path, const char *fields, const char *want) {
+  char req[1024];
+  rc_t *c = fx_connect(fx);
+  rc_response_t r;
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: a\r\n%s\r\n", path, fields);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  if (strncmp(r.body, want, strlen(want)) != 0 || (want[strlen(want) - 1] != ':' &&
+                                                    strlen(r.body) != strlen(want)))
+    fail_msg("%s with [%s]: got %s, want %s", path, fields, r.body, want);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
+static void test_client_behind_http_proxies(void **state) {
+  fx_t *fx = *state;
+  static const char *const lo_nets[] = {"127.0.0.0/8", "10.0.0.0/8", NULL};
+  static const char *const other[] = {"10.0.0.0/8", NULL};
+  static const char *const bad[] = {"nonsense", NULL};
+  hr_trusted_t *t;
+  assert_int_equal(hr_trusted_new(&trust_loopback, lo_nets), 0);
+  assert_int_equal(hr_trusted_new(&trust_other, other), 0);
+  assert_int_equal(hr_trusted_new(&t, bad), HR_EINVAL);
+  assert_null(t);
+  fx_route(fx, "GET", "/client", h_client, trust_loopback);
+  fx_route(fx, "GET", "/client-untrusted", h_client, trust_other);
+  fx_start(fx, 1);
+  /* No field: the peer.  (Its port varies: only the address is checked.) */
+  expect_client(fx, "/client", "", "127.0.0.1:");
+  /* X-Forwarded-For: the nearest hop not trusted, over two lines too. */
+  expect_client(fx, "/client", "X-Forwarded-For: 203.0.113.7, 10.1.1.1\r\n", "203.0.113.7:0");
+  expect_client(fx, "/client", "X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-For: 198.51.100.9\r\n",
+                "198.51.100.9:0");
+  expect_client(fx, "/client", "X-Forwarded-For: 10.0.0.1, 10.0.0.2\r\n", "10.0.0.1:0");
+  expect_client(fx, "/client", "X-Forwarded-For: 2001:db8::5\r\n", "[2001:db8::5]:0");
+  expect_client(fx, "/client", "X-Forwarded-For: \r\n", "HR_EPARSE");
+  expect_client(fx, "/client", "X-Forwarded-For: not-an-ip\r\n", "HR_ENOTFOUND");
+  /* Forwarded (RFC 7239 §4's examples), ahead of X-Forwarded-For. */
+  expect_client(fx, "/client",
+                "Forwarded: for=192.0.2.60;proto=http;by=203.0.113.43\r\n"
+                "X-Forwarded-For: 198.51.100.1\r\n",
+                "192.0.2.60:0");
+  expect_client(fx, "/client", "Forwarded: for=\"[2001:db8:cafe::17]:4711\"\r\n",
+                "[2001:db8:cafe::17]:4711");
+  expect_client(fx, "/client", "Forwarded: for=192.0.2.43, for=10.9.9.9;by=10.0.0.1\r\n",
+                "192.0.2.43:0");
+  expect_client(fx, "/client", "Forwarded: for=unknown\r\n", "HR_ENOTFOUND");
+  expect_client(fx, "/client", "Forwarded: for=_hidden, for=10.0.0.3\r\n", "HR_ENOTFOUND");
+  expect_client(fx, "/client", "Forwarded: by=10.0.0.1\r\n", "HR_ENOTFOUND");
+  expect_client(fx, "/client", "Forwarded: for=1.2.3.4;for=5.6.7.8\r\n", "HR_EPARSE");
+  expect_client(fx, "/client", "Forwarded: for\r\n", "HR_EPARSE");
+  /* A peer outside the trusted networks: what it writes is not believed. */
+  expect_client(fx, "/client-untrusted", "X-Forwarded-For: 203.0.113.7\r\n", "127.0.0.1:");
+  expect_client(fx, "/client-untrusted", "Forwarded: for=203.0.113.7\r\n", "127.0.0.1:");
+  fx_stop(fx, 1000);
+  hr_trusted_free(trust_loopback);
+  hr_trusted_free(trust_other);
+}
+
 static char log_line[512];
 
 static void on_log(void *ctx, const char *line, size_t len, const hr_access_entry_t *e) {
@@ -252,6 +335,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_header_timeout, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_access_log, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_options, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_client_behind_http_proxies, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

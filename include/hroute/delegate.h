@@ -193,6 +193,7 @@ enum {
   HR_TYPE_SET_COOKIE,     /* hr_set_cookie_t (RFC 6265 §4.1) */
   HR_TYPE_COOKIES,        /* hr_cookies_t: Cookie (RFC 6265 §4.2) */
   HR_TYPE_LINK,           /* hr_links_t: Link (RFC 8288 §3) */
+  HR_TYPE_FORWARDED,      /* hr_forwarded_t: Forwarded (RFC 7239 §4) */
   HR__TYPE_BUILTIN_END
 };
 
@@ -329,6 +330,30 @@ typedef struct hr_links_s {
   size_t n;
   hr_link_t *links; /* n items */
 } hr_links_t;
+
+/* One element of Forwarded (RFC 7239 §4): what one proxy said about the
+ * hop it received.  Values as written, without quotes (escapes kept);
+ * empty when the parameter is absent.  A node (§6) is an IPv4 address, a
+ * bracketed IPv6 address, "unknown" or an obfuscated "_name", each with
+ * an optional ":port". */
+typedef struct hr_forwarded_elem_s {
+  hr_span_t node_for; /* for= */
+  hr_span_t node_by;  /* by= */
+  hr_span_t host;     /* host= */
+  hr_span_t proto;    /* proto= */
+  /* Bit 0 for, 1 by, 2 host, 3 proto: the value was a quoted-string, and
+   * its escapes are kept as written (writing copies it as such); clear:
+   * plain text (writing escapes what needs it). */
+  unsigned quoted;
+} hr_forwarded_elem_t;
+
+/* Forwarded: the elements in order, the farthest hop (the client's) first.
+ * Extension parameters are skipped; one that occurs twice in an element is
+ * HR_EPARSE (§4). */
+typedef struct hr_forwarded_s {
+  size_t n;
+  hr_forwarded_elem_t *elems; /* n items */
+} hr_forwarded_t;
 
 /* ---- using typed values in requests and responses ------------------------ */
 

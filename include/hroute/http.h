@@ -236,6 +236,34 @@ typedef struct hr_proxy_info_s {
  * header), HR_EINVAL, UV_ENOTCONN (the connection is gone).  Loop thread. */
 HR_EXTERN int hr_request_proxy(const hr_request_t *req, hr_proxy_info_t *info);
 
+/* Networks of proxies trusted to report the client (hr_request_client). */
+typedef struct hr_trusted_s hr_trusted_t;
+
+/* Compiles `networks` ("10.0.0.0/8", "2001:db8::/32", an address alone;
+ * NULL-terminated, at least one) into *out, which is immutable and may be
+ * shared by any threads until hr_trusted_free.  Returns 0, HR_EINVAL,
+ * HR_ENOMEM.  Any thread. */
+HR_EXTERN int hr_trusted_new(hr_trusted_t **out, const char *const *networks);
+HR_EXTERN void hr_trusted_free(hr_trusted_t *t);
+
+/*
+ * The client's address behind proxies that speak HTTP (for those that speak
+ * the PROXY protocol, see hr_server_listen_ex): when the peer
+ * (hr_request_peer) is in `t`, the hops the proxies recorded are walked
+ * from the nearest back, in Forwarded's for= nodes (RFC 7239 §4, §6) or,
+ * without a Forwarded field, X-Forwarded-For's addresses; the first hop
+ * not in `t` is the client (the farthest one when all are).  A hop that is
+ * not an address ("unknown", an obfuscated name, missing) hides the client:
+ * HR_ENOTFOUND.  A peer outside `t` is the client itself: what anybody
+ * else writes in those fields is not believed.  Stores the address (its
+ * port when the node has a numeric one, else 0) in *out.  Returns 0,
+ * HR_ENOTFOUND, HR_EPARSE (a malformed Forwarded or X-Forwarded-For; the
+ * handler decides, typically 400), HR_EINVAL, UV_ENOTCONN, HR_ENOMEM.
+ * Loop thread.
+ */
+HR_EXTERN int hr_request_client(hr_request_t *req, const hr_trusted_t *t,
+                                struct sockaddr_storage *out);
+
 /* Allocates `size` bytes from the request's arena (8-byte aligned), released
  * in one step when the response completes.  Returns NULL when out of
  * memory. */

@@ -29,6 +29,7 @@ extern const hr_delegate_t hr__delegate_cache_control;
 extern const hr_delegate_t hr__delegate_set_cookie;
 extern const hr_delegate_t hr__delegate_cookies;
 extern const hr_delegate_t hr__delegate_link;
+extern const hr_delegate_t hr__delegate_forwarded;
 
 /*
  * An upper bound on the items of a list, so that memory follows what the

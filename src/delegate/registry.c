@@ -219,6 +219,7 @@ int hr__registry_init(hr__registry_t *reg, hr__mem_t *mem) {
       {"set-cookie", sizeof(hr_set_cookie_t), &hr__delegate_set_cookie},
       {"cookies", sizeof(hr_cookies_t), &hr__delegate_cookies},
       {"link", sizeof(hr_links_t), &hr__delegate_link},
+      {"forwarded", sizeof(hr_forwarded_t), &hr__delegate_forwarded},
   };
   size_t i;
   memset(reg, 0, sizeof(*reg));

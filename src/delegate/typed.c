@@ -62,6 +62,7 @@ static const char *list_separator(hr_type_id_t type) {
     case HR_TYPE_ETAG_LIST:
     case HR_TYPE_CACHE_CONTROL:
     case HR_TYPE_LINK:
+    case HR_TYPE_FORWARDED:
       return ", ";
     case HR_TYPE_COOKIES:
       return "; ";

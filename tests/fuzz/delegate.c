@@ -20,13 +20,14 @@ static const hr_delegate_t *const delegates[] = {
     &hr__delegate_int64,        &hr__delegate_uint64,    &hr__delegate_date,
     &hr__delegate_media_type,   &hr__delegate_media_ranges, &hr__delegate_etag,
     &hr__delegate_etag_list,    &hr__delegate_cache_control, &hr__delegate_set_cookie,
-    &hr__delegate_cookies,      &hr__delegate_link,
+    &hr__delegate_cookies,      &hr__delegate_link,      &hr__delegate_forwarded,
 };
 
 /* Big enough for any of the value structs. */
 typedef union value_u {
   hr_media_ranges_t a;
   hr_links_t b;
+  hr_forwarded_t fw;
   hr_cache_control_t c;
   hr_etag_list_t d;
   hr_cookies_t e;
