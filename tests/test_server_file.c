@@ -22,6 +22,7 @@
 
 #include "countalloc.h"
 #include "fixture.h"
+#include "held.h"
 #include "tlsfx.h"
 
 static char dir[64];
@@ -334,6 +335,64 @@ static void test_tls(void **state) {
   assert_int_equal(fl.released, 12);
 }
 
+/* Over TLS, a long file then a request its handler holds, and the peer
+ * shuts its side (FIN) at once: the held exchange is aborted, but the file
+ * before it is a complete response and goes out whole (it used to be cut
+ * by a reset when the pipelined handler was running). */
+static void test_tls_half_close_keeps_earlier_response(void **state) {
+  fx_t *fx = *state;
+  hr_tls_options_t o;
+  tf_conn_t c;
+  size_t cap = (32u << 20) + 4096;
+  char *buf = malloc(cap);
+  const char *req = "GET /f/long HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                    "GET /held HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  const char *body;
+  long n;
+  assert_non_null(buf);
+  make_file("long", 32 << 20);
+  memset(&fl, 0, sizeof fl);
+  fl.use_release = 1;
+  held_init(&held_default);
+  /* A mark above the file: the held request is answered while the file
+   * is still queued (with the default mark that happens in its last
+   * 64 KiB, a window a test cannot hit reliably). */
+  fx->opts.write_high_water_bytes = 64u << 20;
+  fx_route(fx, "GET", "/f/:name", h_file, NULL);
+  fx_route(fx, "GET", "/held", held_handler, "held");
+  hr_tls_options_init(&o);
+  o.cert_pem = cert.cert_pem;
+  o.cert_pem_len = cert.cert_len;
+  o.key_pem = cert.key_pem;
+  o.key_pem_len = cert.key_len;
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
+  assert_int_equal(hr_server_start(fx->server, 1), 0);
+  fx->started = 1;
+  fx->port = hr_server_port(fx->server, 0);
+  assert_int_equal(tf_connect(&c, fx->port, &cert, NULL, 0, NULL, 0, "localhost"), 0);
+  assert_int_equal(tf_write(&c, req, strlen(req)), 0);
+  /* The held request reached its handler: now the peer leaves. */
+  assert_true(ev_wait(&held_default.ev_held, 1, RC_TIMEOUT_MS));
+  assert_int_equal(shutdown(c.fd, SHUT_WR), 0);
+  assert_true(ev_wait(&held_default.ev_aborted, 1, RC_TIMEOUT_MS));
+  n = tf_read_response(&c, buf, cap);
+  assert_true(n > 0);
+  body = strstr(buf, "\r\n\r\n");
+  assert_non_null(body);
+  body += 4;
+  assert_int_equal((size_t)n - (size_t)(body - buf), 32u << 20);
+  assert_true(check_pattern(body, 32u << 20, 0));
+  /* No close_notify: the write side is shut (a write would raise SIGPIPE). */
+  close(c.fd);
+  SSL_free(c.ssl);
+  SSL_CTX_free(c.ctx);
+  free(buf);
+  assert_int_equal(held_complete(&held_default, 1, 200, NULL), HR_ECLOSED);
+  fx_stop(fx, 1000);
+  held_destroy(&held_default);
+}
+
 /* A loop of the host's own (attached mode), SIGPIPE at its default
  * action: clients that reset in the middle of a file never end the
  * process (sendfile raises SIGPIPE even when it reports bytes sent). */
@@ -504,6 +563,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_file_shrinks, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_reset_mid_send, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_tls_half_close_keeps_earlier_response, fx_setup,
+                                      fx_teardown),
       cmocka_unit_test_setup_teardown(test_refused, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_file_ends_early, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_streamed_mix, fx_setup, fx_teardown),

@@ -117,6 +117,14 @@ static void on_message(hr_websocket_t *ws, int type, const void *data, size_t le
     flood(ws);
     return;
   }
+  if (type == HR_WS_TEXT && IS("bigflood")) {
+    /* 16 MiB: more than the kernel's socket buffers take (tcp_wmem's
+     * default maximum is 4 MiB), so some stays in the server's queue. */
+    memset(flood_chunk, 'f', sizeof flood_chunk);
+    st.flood_left = 257;
+    flood(ws);
+    return;
+  }
   if (type == HR_WS_TEXT && IS("proto")) {
     char sub[32];
     const char *p = hr_websocket_subprotocol(ws);
@@ -160,6 +168,48 @@ static void on_closed(hr_websocket_t *ws, const hr_websocket_close_t *how, void 
   ev_signal(&closed_ev);
 }
 
+/* /wsp: an echo that never loses a message: on HR_EAGAIN it keeps the
+ * message, pauses, and sends it from the drain callback (as chat.c's). */
+static struct {
+  char data[2048];
+  size_t len;
+  int type, pending;
+} pe;
+
+static void on_pmsg(hr_websocket_t *ws, int type, const void *data, size_t len, void *udata) {
+  int rc = hr_websocket_send(ws, type, data, len);
+  (void)udata;
+  if (rc == HR_EAGAIN) {
+    assert_true(len <= sizeof pe.data);
+    memcpy(pe.data, data, len);
+    pe.len = len;
+    pe.type = type;
+    pe.pending = 1;
+    assert_int_equal(hr_websocket_pause(ws, 1), 0);
+    return;
+  }
+  if (rc != HR_ESTATE) assert_int_equal(rc, 0);
+}
+
+static void on_pdrain(hr_websocket_t *ws, void *udata) {
+  (void)udata;
+  if (!pe.pending) return;
+  if (hr_websocket_send(ws, pe.type, pe.data, pe.len) == HR_EAGAIN) return;
+  pe.pending = 0;
+  assert_int_equal(hr_websocket_pause(ws, 0), 0);
+}
+
+static void on_closed(hr_websocket_t *ws, const hr_websocket_close_t *how, void *udata);
+
+static const hr_websocket_callbacks_t pcbs = {
+    .message = on_pmsg, .closed = on_closed, .drain = on_pdrain};
+
+static void h_wsp(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)udata;
+  memset(&pe, 0, sizeof pe);
+  hr_websocket_accept(req, res, NULL, &pcbs, NULL, NULL);
+}
+
 static const hr_websocket_callbacks_t cbs = {
     .message = on_message, .closed = on_closed, .drain = on_drain};
 
@@ -189,6 +239,7 @@ static void start_with(fx_t *fx, void (*tune)(hr_websocket_options_t *)) {
   wsopts.subprotocols = protocols;
   if (tune != NULL) tune(&wsopts);
   fx_route(fx, "GET,POST", "/ws", h_ws, NULL);
+  fx_route(fx, "GET", "/wsp", h_wsp, NULL);
   fx_start(fx, 1);
 }
 
@@ -358,6 +409,21 @@ static void test_handshake(void **state) {
                                   "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
                                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                                   "Origin: https://evil.example\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 403 Forbidden", "WebSocket handshake: origin not allowed\n", &r);
+  rc_response_free(&r);
+  /* Not http or https; two origins. */
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                  "Origin: evil://a\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 403 Forbidden", "WebSocket handshake: origin not allowed\n", &r);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                  "Origin: http://a\r\nOrigin: http://evil.example\r\n\r\n"),
                    0);
   expect_response(c, "HTTP/1.1 403 Forbidden", "WebSocket handshake: origin not allowed\n", &r);
   rc_response_free(&r);
@@ -571,7 +637,7 @@ static void test_close_while_paused(void **state) {
 
 static void short_close_long_write(hr_websocket_options_t *o) { o->close_timeout_ms = 20; }
 
-/* The server closes while a peer that reads nothing has 2 MiB queued: at
+/* The server closes while a peer that reads nothing has 16 MiB coming: at
  * close_timeout_ms the connection is dropped, long before the write
  * timeout (60 s here) would have ended it. */
 static void test_close_timeout_drops_nonreader(void **state) {
@@ -587,11 +653,89 @@ static void test_close_timeout_drops_nonreader(void **state) {
   assert_int_equal(rc_send_str(c, req), 0);
   expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
   rc_response_free(&r);
-  send_text(c, "flood");
+  send_text(c, "bigflood");
   send_text(c, "close");
   /* Nothing is read until the server has given up. */
   assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
   expect_closed_with(1006, 4001, "");
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  fx_drop(fx, c);
+  ev_destroy(&closed_ev);
+}
+
+/* Sends 2000 messages of 1000 bytes, each numbered. */
+static void *send_many(void *arg) {
+  rc_t *c = arg;
+  static unsigned char buf[1100];
+  char m[1000];
+  int i;
+  for (i = 0; i < 2000; i++) {
+    memset(m, 'a' + i % 26, sizeof m);
+    snprintf(m, 12, "%010d", i);
+    if (rc_send(c, buf, frame(buf, 1, 2, m, sizeof m, 0)) != 0) return (void *)1;
+  }
+  return NULL;
+}
+
+/* A 4 KiB high-water mark and a peer that sends far more than it reads at
+ * first: the echo pauses and resumes many times (sending past the mark
+ * from a resume, with reading held back by held bytes) and every message
+ * comes back, in order. */
+static void test_pausing_echo_never_stalls(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  pthread_t t;
+  void *ret;
+  char want[16];
+  int i;
+  fx->opts.write_high_water_bytes = 4096;
+  start(fx);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /wsp HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                                  "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"),
+                   0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  assert_int_equal(pthread_create(&t, NULL, send_many, c), 0);
+  for (i = 0; i < 2000; i++) {
+    read_frame(c, &fr);
+    assert_int_equal(fr.opcode, 2);
+    assert_int_equal(fr.len, 1000);
+    snprintf(want, sizeof want, "%010d", i);
+    assert_memory_equal(fr.data, want, 10);
+  }
+  assert_int_equal(pthread_join(t, &ret), 0);
+  assert_null(ret);
+  send_frame(c, 1, 8, "\x03\xe8", 2);
+  expect_close(c, 1000, "");
+  expect_end(c);
+  fx_drop(fx, c);
+  expect_closed_with(1000, 1000, "");
+  ev_destroy(&closed_ev);
+}
+
+/* The peer closes (the server answers and ends the connection) while a
+ * 16 MiB flood it does not read is queued: dropped at close_timeout_ms, not
+ * at the write timeout (60 s here). */
+static void test_close_timeout_after_peer_close(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  char req[1024];
+  fx->opts.write_timeout_ms = 60000;
+  start_with(fx, short_close_long_write);
+  c = rc_connect_ex("127.0.0.1", fx->port, 4096);
+  assert_non_null(c);
+  snprintf(req, sizeof req, "%s\r\n", HANDSHAKE);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
+  rc_response_free(&r);
+  send_text(c, "bigflood");
+  send_frame(c, 1, 8, "\x03\xe8", 2);
+  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  expect_closed_with(1000, 1000, "");
   assert_int_equal(rc_drain_until_closed(c, NULL), 1);
   fx_drop(fx, c);
   ev_destroy(&closed_ev);
@@ -839,6 +983,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_registered_close_code, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_close_while_paused, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_close_timeout_drops_nonreader, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_pausing_echo_never_stalls, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_close_timeout_after_peer_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_echoes_before_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_many_fragments, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_failures, fx_setup, fx_teardown),

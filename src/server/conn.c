@@ -202,10 +202,21 @@ static void on_read(void *owner, ssize_t nread) {
       hr__conn_close(c);
       return;
     }
-    if (c->state == HR__C_SHUT ||
-        (c->ex != NULL && c->ex->handler_active && c->ex->phase == HR__PH_DONE)) {
-      /* Done lingering; or the peer left while its request is being
-       * answered: like nginx and Node.js, treat that as an abort. */
+    if (c->state == HR__C_SHUT) { /* done lingering */
+      hr__conn_close(c);
+      return;
+    }
+    if (c->ex != NULL && c->ex->handler_active && c->ex->phase == HR__PH_DONE) {
+      /* The peer left while its request is being answered: like nginx and
+       * Node.js, an abort.  Responses to its earlier requests that are
+       * still on their way are complete: they go out, then FIN; only when
+       * the current one has begun is the end cut short (a reset). */
+      if (c->ex->res.state == HR__RES_NEW && (hr__out_queued(c) > 0 || hr__out_writing(c))) {
+        hr__conn_drop_exchange(c, HR_ECLOSED);
+        c->state = HR__C_DRAINING;
+        hr__conn_settle(c);
+        return;
+      }
       hr__conn_close(c);
       return;
     }

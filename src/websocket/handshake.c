@@ -29,9 +29,12 @@ void hr_websocket_options_init(hr_websocket_options_t *o) {
 
 /* RFC 6455 §10.2 (see the origins option). */
 static int origin_ok(const hr_request_t *req, const char *const *allowed) {
-  hr_span_t origin, host;
+  hr_span_t origin, host, scheme, second;
+  size_t cursor = 0;
   const char *sep;
-  if (hr_request_field(req, HR_SPAN_LIT("Origin"), NULL, &origin) != 0) return 1;
+  if (hr_request_field(req, HR_SPAN_LIT("Origin"), &cursor, &origin) != 0) return 1;
+  /* One origin per request (RFC 6454 §7.1): a second line is refused. */
+  if (hr_request_field(req, HR_SPAN_LIT("Origin"), &cursor, &second) == 0) return 0;
   if (allowed != NULL) {
     for (; *allowed != NULL; allowed++)
       if (strcmp(*allowed, "*") == 0 ||
@@ -42,6 +45,10 @@ static int origin_ok(const hr_request_t *req, const char *const *allowed) {
   /* scheme "://" host [ ":" port ] (RFC 6454 §6.1); "null" matches no host. */
   sep = origin.len > 3 ? memmem(origin.ptr, origin.len, "://", 3) : NULL;
   if (sep == NULL || hr_request_field(req, HR_SPAN_LIT("Host"), NULL, &host) != 0) return 0;
+  scheme = (hr_span_t){origin.ptr, (size_t)(sep - origin.ptr)};
+  if (!hr_span_eq_nocase(scheme, HR_SPAN_LIT("http")) &&
+      !hr_span_eq_nocase(scheme, HR_SPAN_LIT("https")))
+    return 0; /* a page's origin is http or https */
   sep += 3;
   return hr_span_eq_nocase((hr_span_t){sep, origin.len - (size_t)(sep - origin.ptr)}, host);
 }

@@ -72,6 +72,7 @@ int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t l
 
 static void arm(hr_websocket_t *ws);
 static int schedule_resume(hr_websocket_t *ws);
+static void update_reading(hr_websocket_t *ws);
 
 void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, size_t len) {
   uint8_t p[125];
@@ -86,8 +87,12 @@ void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, si
   hr__ws_send_frame(ws, WSLAY_CONNECTION_CLOSE, p, code != 0 ? len + 2 : 0);
   ws->close_sent_at = hr__ws_now(ws);
   arm(ws);
-  /* A paused owner's held bytes may hold the peer's close: read on. */
-  if (ws->paused && !ws->in_pump) schedule_resume(ws);
+  /* Now the peer's close is read whatever held reading back (a pause, the
+   * queue over the mark): what is held first, on a later turn. */
+  if (!ws->in_pump) {
+    if (ws->held_len > 0) schedule_resume(ws);
+    update_reading(ws);
+  }
 }
 
 /* The server closes the TCP connection first (§7.1.1): what is queued
@@ -96,6 +101,10 @@ static void finish(hr_websocket_t *ws) {
   if (ws->fin_asked || ws->s == NULL) return;
   ws->fin_asked = 1;
   hr_stream_close(ws->s);
+  /* What is queued still has to go: a peer that reads nothing is dropped
+   * close_timeout_ms from now rather than left to the write timeout. */
+  ws->fin_at = hr__ws_now(ws);
+  if (ws->close_timeout_ms != 0) hr_stream_set_timeout(ws->s, ws->close_timeout_ms);
 }
 
 void hr__ws_fail(hr_websocket_t *ws, uint16_t code) {
@@ -125,8 +134,11 @@ static void update_reading(hr_websocket_t *ws) {
   if (want == ws->stream_paused) {
     ws->stream_paused = !want;
     hr_stream_pause(ws->s, !want);
-    if (!want && over_mark(ws)) hr__stream_want_drain(ws->s);
   }
+  /* Whatever paused the stream before, the queue being over the mark now
+   * needs the drain to call this again (a resume may have sent past the
+   * mark without any send being refused). */
+  if (!want && !ws->close_tx && over_mark(ws)) hr__stream_want_drain(ws->s);
 }
 
 static void after_input(hr_websocket_t *ws) {
@@ -230,7 +242,12 @@ static void on_timeout(hr_stream_t *s, void *udata) {
   hr_websocket_t *ws = udata;
   uint64_t now = hr__ws_now(ws);
   (void)s;
-  if (ws->over || ws->fin_asked) return;
+  if (ws->over) return;
+  if (ws->fin_asked) { /* the FIN still waits behind output nobody reads */
+    if (ws->close_timeout_ms != 0 && now >= ws->fin_at + ws->close_timeout_ms)
+      hr__stream_abort(ws->s);
+    return;
+  }
   rest(ws);
   if (ws->close_tx) {
     /* The peer's close frame never came: FIN when everything went out,

@@ -64,6 +64,7 @@ struct hr_websocket_s {
   /* Timers (session.c); loop times in ms, lengths from the options. */
   uint32_t ping_interval_ms, ping_timeout_ms, idle_timeout_ms, close_timeout_ms;
   uint64_t last_rx, last_msg, ping_sent, close_sent_at;
+  uint64_t fin_at;
 
   char *subprotocol;
   uint16_t code_rx;             /* the peer's close code (1005: none) */
