@@ -19,7 +19,9 @@
  *   - A text message (or close reason) that is not UTF-8: 1007 (§8.1).
  *   - A message longer than max_message_bytes: 1009.
  *   - The peer's close: answered with the same code (§5.5.1), then the
- *     server closes the TCP connection (§7.1.1).
+ *     server closes the TCP connection (§7.1.1).  Whichever way it ends,
+ *     output the peer does not take within close_timeout_ms of the end
+ *     being asked for is dropped with the connection.
  *   - hr_websocket_close: the server's close frame, then it waits up to
  *     close_timeout_ms (from the call) for the peer's before closing the
  *     connection: with FIN when everything went out, else it is dropped
