@@ -302,6 +302,30 @@ static void test_access_log(void **state) {
   if (strncmp(log_line, "192.0.2.1 - - [", 15) != 0) fail_msg("log line: %s", log_line);
 }
 
+/* A peer that ends its side inside a header, or before any byte: closed
+ * at once, not at the header timeout (60 s here). */
+static void test_cut_short(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  fx->opts.header_timeout_ms = 60000;
+  start(fx, HR_PROXY_REQUIRED, loopback);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "PROXY TCP4 192.0.2.1"), 0);
+  rc_shutdown_wr(c);
+  expect_closed(c);
+  fx_drop(fx, c);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "PRO"), 0);
+  rc_shutdown_wr(c);
+  expect_closed(c);
+  fx_drop(fx, c);
+  c = fx_connect(fx);
+  rc_shutdown_wr(c);
+  expect_closed(c);
+  fx_drop(fx, c);
+  assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
+}
+
 static void test_options(void **state) {
   fx_t *fx = *state;
   static const char *const bad[] = {"10.0.0.0/40", NULL};
@@ -334,6 +358,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_untrusted, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_header_timeout, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_access_log, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_cut_short, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_options, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_client_behind_http_proxies, fx_setup, fx_teardown),
   };

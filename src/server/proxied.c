@@ -112,11 +112,15 @@ int hr__proxy_step(hr__conn_t *c) {
   const char *p;
   size_t n;
   int r;
-  if (c->rbuf == NULL || c->msg_start >= c->rlen) return 0; /* nothing yet */
+  if (c->rbuf == NULL || c->msg_start >= c->rlen) {
+    if (c->peer_eof) hr__conn_close(c); /* gone before a byte */
+    return 0;
+  }
   p = c->rbuf + c->msg_start;
   n = c->rlen - c->msg_start;
   r = begins_header(p, n);
-  if (r < 0) return 0; /* too few bytes to tell */
+  if (r < 0 && !c->peer_eof) return 0; /* too few bytes to tell */
+  if (r < 0) r = 1;                    /* and no more will come: a cut header */
   if (r == 0) {
     if (c->proxy_trusted && c->proxy_required) return refuse(c);
     c->proxy_wait = 0; /* HTTP from the first byte */
@@ -125,8 +129,9 @@ int hr__proxy_step(hr__conn_t *c) {
   if (!c->proxy_trusted) return refuse(c);
   r = hr__proxy_parse((const uint8_t *)p, n, &px);
   if (r == 0) {
-    /* More to come, unless the read buffer is full already. */
-    if (c->rlen >= c->w->server->rbuf_size) return refuse(c);
+    /* More to come, unless the read buffer is full already or the peer
+     * has ended its side: truncated. */
+    if (c->rlen >= c->w->server->rbuf_size || c->peer_eof) return refuse(c);
     return 0;
   }
   if (r < 0 || keep_header(c, &px) != 0) return refuse(c);
