@@ -52,6 +52,7 @@ typedef struct options_s {
   long max_conns;      /* connection cap, -1: the server's default */
   const char *access_log; /* Common Log Format lines appended to this file */
   const char *static_dir; /* served under /static/ (hr_static) */
+  const char *proxy_from; /* take a PROXY protocol header from this network */
 } options_t;
 
 static void usage(FILE *out) {
@@ -60,7 +61,7 @@ static void usage(FILE *out) {
           "[--churn N]\n"
           "             [--keepalive-timeout MS] [--max-connections N]\n"
           "             [--tls-cert FILE --tls-key FILE] [--access-log FILE]\n"
-          "             [--static DIR]\n"
+          "             [--static DIR] [--proxy-from CIDR]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -85,6 +86,8 @@ static void usage(FILE *out) {
           "                 (\"-\": stderr; buffered, flushed at exit)\n"
           "  --static DIR   serve the files of DIR under /static/ (GET, HEAD;\n"
           "                 ranges, validators, index.html)\n"
+          "  --proxy-from CIDR  require a PROXY protocol header (v1 or v2) from\n"
+          "                 peers in CIDR, as behind HAProxy's send-proxy\n"
           "  --help         show this text\n"
           "\n"
           "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n"
@@ -142,6 +145,7 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->max_conns = -1;
   opts->access_log = NULL;
   opts->static_dir = NULL;
+  opts->proxy_from = NULL;
   opts->tls_cert = NULL;
   opts->tls_key = NULL;
 
@@ -199,6 +203,10 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || *value == '\0')
         goto bad;
       opts->static_dir = value;
+    } else if ((r = option_value(argc, argv, &i, "--proxy-from", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->proxy_from = value;
     } else {
       goto bad;
     }
@@ -689,10 +697,23 @@ int main(int argc, char **argv) {
   hr_tls_options_init(&app.tls);
   app.tls.cert_file = opts.tls_cert;
   app.tls.key_file = opts.tls_key;
-  if (opts.tls_cert != NULL)
+  if (opts.tls_cert != NULL && opts.proxy_from != NULL) {
+    fprintf(stderr, "hello: --proxy-from is for plain TCP (not with --tls-cert)\n");
+    goto out;
+  }
+  if (opts.tls_cert != NULL) {
     err = hr_server_listen_tls(server, opts.host, opts.port, &app.tls);
-  else
+  } else if (opts.proxy_from != NULL) {
+    /* Behind a load balancer: the client's address comes in the header. */
+    const char *const trusted[] = {opts.proxy_from, NULL};
+    hr_listen_options_t lo;
+    hr_listen_options_init(&lo);
+    lo.proxy = HR_PROXY_REQUIRED;
+    lo.proxy_trusted = trusted;
+    err = hr_server_listen_ex(server, opts.host, opts.port, &lo);
+  } else {
     err = hr_server_listen(server, opts.host, opts.port);
+  }
   if (err != 0) {
     status = fail(opts.tls_cert != NULL ? "hr_server_listen_tls" : "hr_server_listen", err);
     goto out;

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench/proxy.sh: what the PROXY protocol header costs per connection.
+# Two hello servers pinned to the server CPU, one plain and one with
+# --proxy-from 127.0.0.0/8; bench/proxy_conns.c on the client CPU opens
+# connections one after another (a request with Connection: close each,
+# behind a v1 header for the second server).  Rounds alternate; it prints
+# the median connections/s of each and the difference in microseconds per
+# connection.
+#
+#   bench/proxy.sh [--rounds N] [--duration S] [--no-build]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR="$ROOT/build/release"
+ROUNDS=5
+DURATION=3
+BUILD=1
+while (($#)); do
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) sed -n '4,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "proxy.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+"$ROOT/scripts/deps.sh" --bench
+if ((BUILD)); then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target hello bench_proxy_conns >/dev/null
+fi
+TMP=$(mktemp -d /tmp/hroute-proxy-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+taskset -c 0 "$BUILD_DIR/hello" --host 127.0.0.1 --port 18201 2>"$TMP/plain.err" &
+PIDS+=($!)
+taskset -c 0 "$BUILD_DIR/hello" --host 127.0.0.1 --port 18202 --proxy-from 127.0.0.0/8 \
+  2>"$TMP/proxy.err" &
+PIDS+=($!)
+for port in 18201 18202; do
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.05
+  done
+done
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+: >"$TMP/plain"
+: >"$TMP/proxy"
+for ((r = 1; r <= ROUNDS; r++)); do
+  p=$(taskset -c 1 "$BUILD_DIR/bench_proxy_conns" 18201 "$DURATION" | sed -n 's/^conns_per_s //p')
+  x=$(taskset -c 1 "$BUILD_DIR/bench_proxy_conns" 18202 "$DURATION" --header |
+      sed -n 's/^conns_per_s //p')
+  echo "round $r: plain $p conns/s, PROXY header $x conns/s" >&2
+  echo "$p" >>"$TMP/plain"
+  echo "$x" >>"$TMP/proxy"
+done
+p=$(median <"$TMP/plain")
+x=$(median <"$TMP/proxy")
+awk -v p="$p" -v x="$x" 'BEGIN {
+  printf "connections/s (median of rounds): plain %.0f, with a PROXY v1 header %.0f (%.3fx)\n", p, x, x / p
+  printf "cost of the header: %.2f us per connection\n", (1e6 / x) - (1e6 / p) }'
