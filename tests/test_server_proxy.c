@@ -6,12 +6,14 @@
  * a header cut at every byte, LOCAL and UNKNOWN (the connection's own
  * address), a required header missing, a malformed one, a header from an
  * untrusted peer refused while its plain HTTP is served, the header
- * timeout, and bad listener options; and hr_request_client behind
+ * timeout, and bad listener options; a listening socket the host passes
+ * (hr_server_listen_fd); and hr_request_client behind
  * proxies that speak HTTP (Forwarded, X-Forwarded-For, trusted or not).
  */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -326,6 +328,71 @@ static void test_cut_short(void **state) {
   assert_true(fx_wait_active(fx, 0, RC_TIMEOUT_MS));
 }
 
+/* A listening socket made by the "host" (as systemd passes one), served
+ * by two workers; with the PROXY protocol on it too; and what is not a
+ * listening TCP socket refused. */
+static int listening_socket(int *port) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(fd, 64), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+static void test_listen_fd(void **state) {
+  fx_t *fx = *state;
+  hr_listen_options_t o;
+  int port, fd, i, bad, pipefd[2];
+  rc_t *c;
+  rc_response_t r;
+  fx_route(fx, "GET", "/who", h_who, NULL);
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  /* Not a listening TCP socket: refused, and the caller keeps it. */
+  assert_int_equal(hr_server_listen_fd(fx->server, -1, NULL), HR_EINVAL);
+  bad = socket(AF_INET, SOCK_STREAM, 0);
+  assert_int_equal(hr_server_listen_fd(fx->server, bad, NULL), HR_EINVAL);
+  close(bad);
+  assert_int_equal(pipe(pipefd), 0);
+  assert_int_equal(hr_server_listen_fd(fx->server, pipefd[0], NULL), HR_EINVAL);
+  close(pipefd[0]);
+  close(pipefd[1]);
+  fd = listening_socket(&port);
+  assert_int_equal(hr_server_listen_fd(fx->server, fd, NULL), 0);
+  /* A second one, with the PROXY protocol from loopback. */
+  {
+    int port2, fd2 = listening_socket(&port2);
+    hr_listen_options_init(&o);
+    o.proxy = HR_PROXY_REQUIRED;
+    o.proxy_trusted = loopback;
+    assert_int_equal(hr_server_listen_fd(fx->server, fd2, &o), 0);
+    assert_int_equal(hr_server_start(fx->server, 2), 0);
+    fx->started = 1;
+    assert_int_equal(hr_server_port(fx->server, 0), port);
+    assert_int_equal(hr_server_port(fx->server, 1), port2);
+    fx->port = port2;
+    expect_who(fx, V1, strlen(V1),
+               "peer=192.0.2.1:56324 proxy=1 proxied=1 alpn= authority= ssl=0/0/0// "
+               "balancer=127.0.0.1");
+  }
+  fx->port = port;
+  for (i = 0; i < 20; i++) {
+    c = fx_connect(fx);
+    assert_int_equal(rc_send_str(c, GET), 0);
+    expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+    assert_non_null(strstr(r.body, "peer=127.0.0.1:"));
+    rc_response_free(&r);
+    fx_drop(fx, c);
+  }
+  expect_stat(fx, FX_REQUESTS, 21);
+}
+
 static void test_options(void **state) {
   fx_t *fx = *state;
   static const char *const bad[] = {"10.0.0.0/40", NULL};
@@ -360,6 +427,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_access_log, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_cut_short, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_options, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_listen_fd, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_client_behind_http_proxies, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -182,6 +182,21 @@ HR_EXTERN int hr_server_listen_ex(hr_server_t *server, const char *host, int por
                                   const hr_listen_options_t *opts);
 
 /*
+ * Serves on `fd`, a listening TCP socket the host made or was handed: by
+ * systemd's socket activation (LISTEN_FDS, from descriptor 3), or by a
+ * process it replaces, so that no connection is refused during the
+ * hand-over.  The server takes `fd` (it is made non-blocking and
+ * close-on-exec, and closed by hr_server_free; pass a dup to keep one);
+ * every worker polls a descriptor of its own of that one socket, so no
+ * other socket joins its port.  `opts` as for hr_server_listen_ex (NULL:
+ * the defaults).  hr_server_port gives its port.  Returns 0, HR_EINVAL
+ * (not a listening TCP socket of IPv4 or IPv6, a bad option, already
+ * started: the caller keeps fd then), HR_ENOMEM, a negated errno.  Any
+ * thread, before start.
+ */
+HR_EXTERN int hr_server_listen_fd(hr_server_t *server, int fd, const hr_listen_options_t *opts);
+
+/*
  * Serves on a loop the host owns and runs.  Binds and listens on every
  * address now (errors are returned here: UV_EADDRINUSE, ...).  Call on the
  * loop's thread, once per server.  Returns 0, HR_ESTATE, HR_EINVAL (no

@@ -510,6 +510,7 @@ struct hr_server_s {
   size_t rbuf_size;
   struct hr__tlsconf_s **tls;        /* per address: TLS context, or NULL */
   struct hr__proxyconf_s **proxy;    /* per address: PROXY protocol, or NULL */
+  int *given;                        /* per address: a socket the host passed, or -1 */
   size_t ntls;                       /* addresses with TLS */
   uv_mutex_t abandon_lock;           /* guards `abandoned` */
   hr__exchange_t *abandoned;         /* kept until hr_server_free */

@@ -5,6 +5,7 @@
  * graceful shutdown and statistics.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,20 +73,15 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   return 0;
 }
 
-/* Adds a listening address; `tls` (may be NULL) passes to the server. */
-static int add_address(hr_server_t *s, const char *host, int port,
-                       hr__tlsconf_t *tls, hr__proxyconf_t *px) {
-  struct sockaddr_storage ss;
+/* Appends an address: `ss` to bind, or the listening socket `given` (-1:
+ * none) it already is. */
+static int push_address(hr_server_t *s, const struct sockaddr_storage *ssp, int port,
+                        hr__tlsconf_t *tls, hr__proxyconf_t *px, int given) {
+  struct sockaddr_storage ss = *ssp;
   struct sockaddr_storage *na;
   hr__tlsconf_t **nt;
   hr__proxyconf_t **npx;
-  int *np;
-  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
-  if (s->state != HR__SRV_NEW) return HR_EINVAL;
-  memset(&ss, 0, sizeof(ss));
-  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) != 0 &&
-      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0)
-    return HR_EINVAL;
+  int *np, *ng;
   na = hr__mem_realloc(&s->mem, s->addrs, (s->naddrs + 1) * sizeof(*na));
   if (na == NULL) return HR_ENOMEM;
   s->addrs = na;
@@ -98,6 +94,10 @@ static int add_address(hr_server_t *s, const char *host, int port,
   npx = hr__mem_realloc(&s->mem, s->proxy, (s->naddrs + 1) * sizeof(*npx));
   if (npx == NULL) return HR_ENOMEM;
   s->proxy = npx;
+  ng = hr__mem_realloc(&s->mem, s->given, (s->naddrs + 1) * sizeof(*ng));
+  if (ng == NULL) return HR_ENOMEM;
+  s->given = ng;
+  s->given[s->naddrs] = given;
   s->proxy[s->naddrs] = px;
   s->addrs[s->naddrs] = ss;
   s->ports[s->naddrs] = port;
@@ -105,6 +105,18 @@ static int add_address(hr_server_t *s, const char *host, int port,
   if (tls != NULL) s->ntls++;
   s->naddrs++;
   return 0;
+}
+
+static int add_address(hr_server_t *s, const char *host, int port, hr__tlsconf_t *tls,
+                       hr__proxyconf_t *px) {
+  struct sockaddr_storage ss;
+  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_EINVAL;
+  memset(&ss, 0, sizeof(ss));
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0)
+    return HR_EINVAL;
+  return push_address(s, &ss, port, tls, px, -1);
 }
 
 int hr_server_listen(hr_server_t *s, const char *host, int port) {
@@ -122,13 +134,13 @@ static void proxyconf_free(hr_server_t *s, hr__proxyconf_t *pc) {
   hr__mem_free(&s->mem, pc);
 }
 
-int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
-                        const hr_listen_options_t *o) {
-  hr__proxyconf_t *pc = NULL;
+/* The PROXY protocol settings of `o` (*out NULL when off).  Returns 0,
+ * HR_EINVAL, HR_ENOMEM. */
+static int proxyconf_of(hr_server_t *s, const hr_listen_options_t *o, hr__proxyconf_t **out) {
+  hr__proxyconf_t *pc;
   size_t n = 0, i;
-  int err;
-  if (s == NULL) return HR_EINVAL;
-  if (o == NULL || o->proxy == HR_PROXY_OFF) return add_address(s, host, port, NULL, NULL);
+  *out = NULL;
+  if (o == NULL || o->proxy == HR_PROXY_OFF) return 0;
   if ((o->proxy != HR_PROXY_OPTIONAL && o->proxy != HR_PROXY_REQUIRED) ||
       o->proxy_trusted == NULL || o->proxy_trusted[0] == NULL)
     return HR_EINVAL;
@@ -145,7 +157,47 @@ int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
       proxyconf_free(s, pc);
       return HR_EINVAL;
     }
+  *out = pc;
+  return 0;
+}
+
+int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
+                        const hr_listen_options_t *o) {
+  hr__proxyconf_t *pc;
+  int err;
+  if (s == NULL) return HR_EINVAL;
+  if ((err = proxyconf_of(s, o, &pc)) != 0) return err;
   if ((err = add_address(s, host, port, NULL, pc)) != 0) proxyconf_free(s, pc);
+  return err;
+}
+
+int hr_server_listen_fd(hr_server_t *s, int fd, const hr_listen_options_t *o) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  int type = 0, listening = 0, flags, err, port;
+  socklen_t ilen = sizeof(int);
+  hr__proxyconf_t *pc;
+  if (s == NULL || fd < 0 || s->state != HR__SRV_NEW) return HR_EINVAL;
+  /* A listening TCP socket (systemd's LISTEN_FDS, a parent's hand-over). */
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ilen) != 0 || type != SOCK_STREAM)
+    return HR_EINVAL;
+  ilen = sizeof(int);
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ilen) != 0 || !listening)
+    return HR_EINVAL;
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
+      (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+    return HR_EINVAL;
+  port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                       : ((struct sockaddr_in6 *)&ss)->sin6_port);
+  if ((err = proxyconf_of(s, o, &pc)) != 0) return err;
+  /* Non-blocking for every worker's descriptor of it (they share the
+   * open file description). */
+  if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 ||
+      fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    proxyconf_free(s, pc);
+    return -errno;
+  }
+  if ((err = push_address(s, &ss, port, NULL, pc, fd)) != 0) proxyconf_free(s, pc);
   return err;
 }
 
@@ -253,6 +305,12 @@ static int create_workers(hr_server_t *s, size_t n) {
   for (i = 0; i < s->naddrs; i++) {
     for (k = 0; k < n; k++) {
       struct sockaddr_storage ss = s->addrs[i];
+      if (s->given[i] >= 0) {
+        /* The host's socket: each worker polls a descriptor of its own of
+         * that one socket (no SO_REUSEPORT: nothing else can join it). */
+        if ((s->workers[k].fds[i] = fcntl(s->given[i], F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
+        continue;
+      }
       set_port(&ss, s->ports[i]);
       err = make_socket(&ss, s->opts.backlog, n > 1, &s->workers[k].fds[i]);
       if (err != 0) return err;
@@ -502,6 +560,9 @@ void hr_server_free(hr_server_t *s) {
   for (k = 0; k < s->naddrs; k++)
     if (s->proxy != NULL) proxyconf_free(s, s->proxy[k]);
   hr__mem_free(&s->mem, s->proxy);
+  for (k = 0; k < s->naddrs; k++)
+    if (s->given != NULL && s->given[k] >= 0) close(s->given[k]);
+  hr__mem_free(&s->mem, s->given);
   uv_mutex_destroy(&s->abandon_lock);
   hr__mem_free(&s->mem, s->addrs);
   hr__mem_free(&s->mem, s->ports);
