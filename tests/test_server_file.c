@@ -268,13 +268,27 @@ static void test_file_shrinks(void **state) {
   assert_int_equal(fl.released, 1);
 }
 
-/* Over TLS the file is read a piece at a time and encrypted: 1 MiB and a
- * range arrive byte for byte. */
 static tf_cert_t cert;
 
+/* A TLS listener with the test certificate, one worker. */
+static void start_tls(fx_t *fx) {
+  hr_tls_options_t o;
+  hr_tls_options_init(&o);
+  o.cert_pem = cert.cert_pem;
+  o.cert_pem_len = cert.cert_len;
+  o.key_pem = cert.key_pem;
+  o.key_pem_len = cert.key_len;
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
+  assert_int_equal(hr_server_start(fx->server, 1), 0);
+  fx->started = 1;
+  fx->port = hr_server_port(fx->server, 0);
+}
+
+/* Over TLS the file is read a piece at a time and encrypted: 1 MiB and a
+ * range arrive byte for byte. */
 static void test_tls(void **state) {
   fx_t *fx = *state;
-  hr_tls_options_t o;
   tf_conn_t c;
   size_t cap = (1 << 20) + 4096;
   char *buf = malloc(cap);
@@ -286,16 +300,7 @@ static void test_tls(void **state) {
   memset(&fl, 0, sizeof fl);
   fl.use_release = 1;
   fx_route(fx, "GET", "/f/:name", h_file, NULL);
-  hr_tls_options_init(&o);
-  o.cert_pem = cert.cert_pem;
-  o.cert_pem_len = cert.cert_len;
-  o.key_pem = cert.key_pem;
-  o.key_pem_len = cert.key_len;
-  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
-  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
-  assert_int_equal(hr_server_start(fx->server, 1), 0);
-  fx->started = 1;
-  fx->port = hr_server_port(fx->server, 0);
+  start_tls(fx);
   assert_int_equal(tf_connect(&c, fx->port, &cert, NULL, 0, NULL, 0, "localhost"), 0);
   assert_int_equal(tf_write(&c, req, strlen(req)), 0);
   n = tf_read_response(&c, buf, cap);
@@ -341,7 +346,6 @@ static void test_tls(void **state) {
  * by a reset when the pipelined handler was running). */
 static void test_tls_half_close_keeps_earlier_response(void **state) {
   fx_t *fx = *state;
-  hr_tls_options_t o;
   tf_conn_t c;
   size_t cap = (32u << 20) + 4096;
   char *buf = malloc(cap);
@@ -360,16 +364,7 @@ static void test_tls_half_close_keeps_earlier_response(void **state) {
   fx->opts.write_high_water_bytes = 64u << 20;
   fx_route(fx, "GET", "/f/:name", h_file, NULL);
   fx_route(fx, "GET", "/held", held_handler, "held");
-  hr_tls_options_init(&o);
-  o.cert_pem = cert.cert_pem;
-  o.cert_pem_len = cert.cert_len;
-  o.key_pem = cert.key_pem;
-  o.key_pem_len = cert.key_len;
-  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
-  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
-  assert_int_equal(hr_server_start(fx->server, 1), 0);
-  fx->started = 1;
-  fx->port = hr_server_port(fx->server, 0);
+  start_tls(fx);
   assert_int_equal(tf_connect(&c, fx->port, &cert, NULL, 0, NULL, 0, "localhost"), 0);
   assert_int_equal(tf_write(&c, req, strlen(req)), 0);
   /* The held request reached its handler: now the peer leaves. */

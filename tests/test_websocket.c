@@ -637,11 +637,9 @@ static void test_close_while_paused(void **state) {
 
 static void short_close_long_write(hr_websocket_options_t *o) { o->close_timeout_ms = 20; }
 
-/* The server closes while a peer that reads nothing has 16 MiB coming: at
- * close_timeout_ms the connection is dropped, long before the write
- * timeout (60 s here) would have ended it. */
-static void test_close_timeout_drops_nonreader(void **state) {
-  fx_t *fx = *state;
+/* A 20 ms close timeout, a 60 s write timeout, and a connection whose
+ * receive window is 4 KiB (its reader reads nothing for now). */
+static rc_t *open_slow_reader(fx_t *fx) {
   rc_t *c;
   rc_response_t r;
   char req[1024];
@@ -653,6 +651,15 @@ static void test_close_timeout_drops_nonreader(void **state) {
   assert_int_equal(rc_send_str(c, req), 0);
   expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
   rc_response_free(&r);
+  return c;
+}
+
+/* The server closes while a peer that reads nothing has 16 MiB coming: at
+ * close_timeout_ms the connection is dropped, long before the write
+ * timeout (60 s here) would have ended it. */
+static void test_close_timeout_drops_nonreader(void **state) {
+  fx_t *fx = *state;
+  rc_t *c = open_slow_reader(fx);
   send_text(c, "bigflood");
   send_text(c, "close");
   /* Nothing is read until the server has given up. */
@@ -721,17 +728,7 @@ static void test_pausing_echo_never_stalls(void **state) {
  * at the write timeout (60 s here). */
 static void test_close_timeout_after_peer_close(void **state) {
   fx_t *fx = *state;
-  rc_t *c;
-  rc_response_t r;
-  char req[1024];
-  fx->opts.write_timeout_ms = 60000;
-  start_with(fx, short_close_long_write);
-  c = rc_connect_ex("127.0.0.1", fx->port, 4096);
-  assert_non_null(c);
-  snprintf(req, sizeof req, "%s\r\n", HANDSHAKE);
-  assert_int_equal(rc_send_str(c, req), 0);
-  expect_head_response(c, "HTTP/1.1 101 Switching Protocols", &r);
-  rc_response_free(&r);
+  rc_t *c = open_slow_reader(fx);
   send_text(c, "bigflood");
   send_frame(c, 1, 8, "\x03\xe8", 2);
   assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
