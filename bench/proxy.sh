@@ -31,29 +31,18 @@ if ((BUILD)); then
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BUILD_DIR" -j2 --target hello bench_proxy_conns >/dev/null
 fi
-TMP=$(mktemp -d /tmp/hroute-proxy-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_workdir proxy-bench
 
 taskset -c 0 "$BUILD_DIR/hello" --host 127.0.0.1 --port 18201 2>"$TMP/plain.err" &
 PIDS+=($!)
 taskset -c 0 "$BUILD_DIR/hello" --host 127.0.0.1 --port 18202 --proxy-from 127.0.0.0/8 \
   2>"$TMP/proxy.err" &
 PIDS+=($!)
-for port in 18201 18202; do
-  for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.05
-  done
-done
+wait_port 18201
+wait_port 18202
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 : >"$TMP/plain"
 : >"$TMP/proxy"
 for ((r = 1; r <= ROUNDS; r++)); do

@@ -62,15 +62,9 @@ for tool in wrk nginx curl taskset; do
   command -v "$tool" >/dev/null || "$ROOT/scripts/deps.sh" --bench
 done
 
-TMP=$(mktemp -d /tmp/hroute-static-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_workdir static-bench
 
 if ((BUILD)); then
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -123,9 +117,7 @@ rate() { # port file
     "http://127.0.0.1:$1/static/$2" 2>&1 | awk '/Requests\/sec/ {print $2}'
 }
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 start_hroute
 start_nginx

@@ -63,15 +63,9 @@ done
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 ulimit -n "$(ulimit -Hn)"
 
-TMP=$(mktemp -d /tmp/hroute-ws-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_workdir ws-bench
 
 if ((BUILD)); then
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -79,15 +73,6 @@ if ((BUILD)); then
 fi
 LOAD="$BUILD_DIR/bench_ws_load"
 
-wait_port() {
-  local i
-  for i in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "ws.sh: nothing listens on $1" >&2
-  exit 1
-}
 
 taskset -c "$SERVER_CPUS" "$BUILD_DIR/chat" --port "$HROUTE_PORT" 2>"$TMP/chat.err" &
 HROUTE_PID=$!
@@ -98,7 +83,6 @@ PIDS+=("$NODE_PID")
 wait_port "$HROUTE_PORT"
 wait_port "$NODE_PORT"
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 : >"$TMP/hroute.rates"
 : >"$TMP/node.rates"
@@ -119,13 +103,12 @@ printf '%-8s %-28s %12.0f\n' hroute "echo ${SIZE}B x${CONNS}x${DEPTH}" "$h"
 printf '%-8s %-28s %12.0f\n' node-ws "echo ${SIZE}B x${CONNS}x${DEPTH}" "$n"
 awk -v h="$h" -v n="$n" 'BEGIN { printf "ratio hroute/node-ws: %.2fx (median of rounds)\n", h / n }'
 
-rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 if ((IDLE > 0)); then
   for who in hroute node; do
     port=$HROUTE_PORT pid=$HROUTE_PID
     [[ $who == node ]] && port=$NODE_PORT pid=$NODE_PID
-    before=$(rss "$pid")
+    before=$(rss_kb "$pid")
     mkfifo "$TMP/idle.in.$who"
     taskset -c "$CLIENT_CPUS" "$LOAD" idle "$port" /echo "$IDLE" <"$TMP/idle.in.$who" >"$TMP/idle.out.$who" &
     client=$!
@@ -135,7 +118,7 @@ if ((IDLE > 0)); then
       sleep 0.1
     done
     sleep 0.5
-    after=$(rss "$pid")
+    after=$(rss_kb "$pid")
     echo >&"$to"
     for _ in $(seq 1 100); do
       grep -q '^open' "$TMP/idle.out.$who" && break

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+#
+# bench/lib.sh: what the side-by-side benchmark scripts (static.sh, ws.sh,
+# proxy.sh) share.  Source it; it defines:
+#   bench_workdir NAME   a temporary directory in $TMP, removed at exit, and
+#                        the PIDS array of servers killed then
+#   wait_port PORT       returns once 127.0.0.1:PORT accepts (5 s at most)
+#   median               the median of the numbers on standard input (one
+#                        per line or space-separated)
+#   rss_kb PID           a process's VmRSS in KiB
+
+bench_workdir() {
+  TMP=$(mktemp -d "/tmp/hroute-$1.XXXXXX")
+  PIDS=()
+  trap bench_cleanup EXIT INT TERM
+}
+
+bench_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+
+wait_port() {
+  local i
+  for i in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "${0##*/}: nothing listens on $1" >&2
+  exit 1
+}
+
+median() {
+  tr ' ' '\n' | grep . | sort -g |
+    awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
