@@ -7,13 +7,17 @@
  * buffer, or the request's arena for long names), reading the server's
  * counters, and the two ways to run a server -- attached to a libuv loop this
  * program owns (one thread), or on hroute's own worker threads -- each with a
- * graceful shutdown on SIGINT and SIGTERM.  The "route churn" section is for
+ * graceful shutdown on SIGINT, and a drain on SIGTERM (readiness answers
+ * 503 for --drain-grace, then the server stops) for a load balancer's
+ * sake.  It serves /healthz and /readyz, and takes its listening sockets
+ * from systemd's socket activation (LISTEN_FDS) when started that way.  The "route churn" section is for
  * the benchmark only (--churn): a thread that keeps replacing routes while
  * the server serves.
  *
- *   hello [--host ADDR] [--port N] [--threads N] [--stats] [--churn N]
- *         [--keepalive-timeout MS] [--max-connections N]
+ *   hello [--host ADDR] [--port N] [--threads N] [--reuseport] [--stats]
+ *         [--churn N] [--keepalive-timeout MS] [--max-connections N]
  *         [--tls-cert FILE --tls-key FILE] [--access-log FILE] [--static DIR]
+ *         [--proxy-from CIDR] [--drain-grace MS]
  *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
@@ -53,6 +57,8 @@ typedef struct options_s {
   const char *access_log; /* Common Log Format lines appended to this file */
   const char *static_dir; /* served under /static/ (hr_static) */
   const char *proxy_from; /* take a PROXY protocol header from this network */
+  int reuseport;          /* one SO_REUSEPORT socket per worker thread */
+  long drain_grace_ms;    /* SIGTERM: keep accepting this long while draining */
 } options_t;
 
 static void usage(FILE *out) {
@@ -61,7 +67,8 @@ static void usage(FILE *out) {
           "[--churn N]\n"
           "             [--keepalive-timeout MS] [--max-connections N]\n"
           "             [--tls-cert FILE --tls-key FILE] [--access-log FILE]\n"
-          "             [--static DIR] [--proxy-from CIDR]\n"
+          "             [--static DIR] [--proxy-from CIDR] [--reuseport]\n"
+          "             [--drain-grace MS]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -88,6 +95,13 @@ static void usage(FILE *out) {
           "                 ranges, validators, index.html)\n"
           "  --proxy-from CIDR  require a PROXY protocol header (v1 or v2) from\n"
           "                 peers in CIDR, as behind HAProxy's send-proxy\n"
+          "  --reuseport    with --threads > 1: a socket per thread with SO_REUSEPORT\n"
+          "                 (the kernel spreads connections; other processes of the\n"
+          "                 same user may join the port); default: one shared socket\n"
+          "  --drain-grace MS  on SIGTERM, answer /readyz with 503 and keep serving\n"
+          "                 (Connection: close) this long before stopping (default 0)\n"
+          "  Started by systemd socket activation (LISTEN_PID, LISTEN_FDS), hello\n"
+          "  serves the passed sockets instead of --host/--port.\n"
           "  --help         show this text\n"
           "\n"
           "Routes: GET /hello/:name -> 200 text/plain \"Hello, <name>\"\n"
@@ -148,6 +162,8 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->proxy_from = NULL;
   opts->tls_cert = NULL;
   opts->tls_key = NULL;
+  opts->reuseport = 0;
+  opts->drain_grace_ms = 0;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -161,6 +177,10 @@ static int parse_options(int argc, char **argv, options_t *opts) {
     }
     if (strcmp(argv[i], "--stats") == 0) {
       opts->stats = 1;
+      continue;
+    }
+    if (strcmp(argv[i], "--reuseport") == 0) {
+      opts->reuseport = 1;
       continue;
     }
     if ((r = option_value(argc, argv, &i, "--host", &value)) != 0) {
@@ -207,6 +227,10 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || *value == '\0')
         goto bad;
       opts->proxy_from = value;
+    } else if ((r = option_value(argc, argv, &i, "--drain-grace", &value)) != 0) {
+      if (r < 0 || parse_number(value, 0, 3600000, &number) != 0)
+        goto bad;
+      opts->drain_grace_ms = number;
     } else {
       goto bad;
     }
@@ -340,7 +364,7 @@ static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
                        &ro);
 }
 
-/* ---- graceful shutdown on SIGINT and SIGTERM ---------------------------- */
+/* ---- shutdown on SIGINT, drain on SIGTERM ------------------------------- */
 
 /* What the signal handlers need; lives on main's stack. */
 typedef struct app_s {
@@ -348,13 +372,12 @@ typedef struct app_s {
   uv_signal_t sigint;
   uv_signal_t sigterm;
   uv_signal_t sighup;  /* reloads the TLS certificate and key */
+  uv_async_t drained;  /* threaded: the last worker thread has finished */
   hr_tls_options_t tls;
+  uint64_t drain_grace_ms;
+  int threaded;
   int shutting_down;
 } app_t;
-
-static const char *signal_name(int signum) {
-  return signum == SIGINT ? "SIGINT" : "SIGTERM";
-}
 
 static void close_signals(app_t *app) {
   /* Closing the watchers hands SIGINT/SIGTERM back to their default action,
@@ -378,77 +401,123 @@ static void on_sighup(uv_signal_t *handle, int signum) {
     fprintf(stderr, "hello: SIGHUP: certificate reloaded\n");
 }
 
-/* Attached mode.  Runs on the loop thread once every connection is closed. */
+/* Attached mode.  Runs on the loop thread once every connection is closed;
+ * with the signal watchers closed too, uv_run() in main returns. */
 static void on_server_closed(hr_server_t *server, void *udata) {
   (void)server;
   (void)udata;
   fprintf(stderr, "hello: stopped\n");
 }
 
-/* Attached mode: the server lives on the same loop as the signal watchers. */
-static void on_signal_attached(uv_signal_t *handle, int signum) {
-  app_t *app = handle->data;
-  int err;
-
-  if (app->shutting_down)
-    return;
-  app->shutting_down = 1;
-  fprintf(stderr, "hello: %s, shutting down\n", signal_name(signum));
-  /* Stop accepting, let requests in flight finish (up to the deadline).  The
-   * loop keeps running until the server's last handle is closed; with the
-   * signal watchers closed too, uv_run() in main returns. */
-  err = hr_server_close(app->server, SHUTDOWN_DEADLINE_MS, on_server_closed,
-                        NULL);
-  if (err != 0)
-    fprintf(stderr, "hello: hr_server_close: %s\n", hr_strerror(err));
-  close_signals(app);
+/* Threaded drain: runs on the last worker thread to finish.  Only wakes
+ * the main loop, which joins the workers (never from a worker). */
+static void on_drained_thread(hr_server_t *server, void *udata) {
+  app_t *app = udata;
+  (void)server;
+  uv_async_send(&app->drained);
 }
 
-/* Threaded mode: our loop only watches for signals; the server's loops run
- * on its worker threads. */
-static void on_signal_threaded(uv_signal_t *handle, int signum) {
+static void on_drained(uv_async_t *handle) {
   app_t *app = handle->data;
-  int err;
+  int err = hr_server_stop(app->server, 0); /* the workers have finished */
+  if (err != 0)
+    fprintf(stderr, "hello: hr_server_stop: %s\n", hr_strerror(err));
+  else
+    fprintf(stderr, "hello: drained and stopped\n");
+  uv_close((uv_handle_t *)&app->drained, NULL);
+}
 
-  if (app->shutting_down)
+/* SIGINT: stop accepting, let requests in flight finish (up to the
+ * deadline), close.  Threaded, hr_server_stop blocks until every worker
+ * has finished and been joined: this is the main thread, never a worker,
+ * so that is allowed. */
+static void shut_down(app_t *app) {
+  int err;
+  fprintf(stderr, "hello: SIGINT, shutting down\n");
+  if (!app->threaded) {
+    err = hr_server_close(app->server, SHUTDOWN_DEADLINE_MS, on_server_closed, NULL);
+    if (err != 0) fprintf(stderr, "hello: hr_server_close: %s\n", hr_strerror(err));
     return;
-  app->shutting_down = 1;
-  fprintf(stderr, "hello: %s, shutting down\n", signal_name(signum));
-  /* Blocks until every worker has drained (up to the deadline) and been
-   * joined.  This is the main thread, never a worker, so it is allowed. */
+  }
   err = hr_server_stop(app->server, SHUTDOWN_DEADLINE_MS);
   if (err != 0)
     fprintf(stderr, "hello: hr_server_stop: %s\n", hr_strerror(err));
   else
     fprintf(stderr, "hello: stopped\n");
+  uv_close((uv_handle_t *)&app->drained, NULL);
+}
+
+/* SIGTERM, as a service manager or an orchestrator sends it: drain.
+ * /readyz answers 503 at once, so the load balancer's health check takes
+ * this instance out; meanwhile it still serves, each response with
+ * "Connection: close"; after the grace period it stops as on SIGINT. */
+static void drain(app_t *app) {
+  int err;
+  fprintf(stderr, "hello: SIGTERM, draining for %" PRIu64 " ms\n", app->drain_grace_ms);
+  err = app->threaded ? hr_server_drain(app->server, app->drain_grace_ms, SHUTDOWN_DEADLINE_MS,
+                                        on_drained_thread, app)
+                      : hr_server_drain(app->server, app->drain_grace_ms, SHUTDOWN_DEADLINE_MS,
+                                        on_server_closed, NULL);
+  if (err != 0) {
+    fprintf(stderr, "hello: hr_server_drain: %s\n", hr_strerror(err));
+    shut_down(app);
+  }
+}
+
+static void on_signal(uv_signal_t *handle, int signum) {
+  app_t *app = handle->data;
+  if (app->shutting_down)
+    return;
+  app->shutting_down = 1;
+  if (signum == SIGTERM)
+    drain(app);
+  else
+    shut_down(app);
   close_signals(app);
 }
 
-/* Installs both signal watchers on `loop`.  Returns 0 or a libuv error. */
-static int watch_signals(uv_loop_t *loop, app_t *app, uv_signal_cb cb) {
+/* Installs the signal watchers on `loop` (and, threaded, the handle the
+ * drain's end wakes).  Returns 0 or a libuv error. */
+static int watch_signals(uv_loop_t *loop, app_t *app) {
   int err;
 
+  if (app->threaded) {
+    if ((err = uv_async_init(loop, &app->drained, on_drained)) != 0)
+      return err;
+    app->drained.data = app;
+  }
   if ((err = uv_signal_init(loop, &app->sigint)) != 0)
-    return err;
+    goto fail_async;
   app->sigint.data = app;
   if ((err = uv_signal_init(loop, &app->sigterm)) != 0) {
     uv_close((uv_handle_t *)&app->sigint, NULL);
-    return err;
+    goto fail_async;
   }
   app->sigterm.data = app;
   if ((err = uv_signal_init(loop, &app->sighup)) != 0) {
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sigterm, NULL);
-    return err;
+    goto fail_async;
   }
   app->sighup.data = app;
-  if ((err = uv_signal_start(&app->sigint, cb, SIGINT)) != 0 ||
-      (err = uv_signal_start(&app->sigterm, cb, SIGTERM)) != 0 ||
+  if ((err = uv_signal_start(&app->sigint, on_signal, SIGINT)) != 0 ||
+      (err = uv_signal_start(&app->sigterm, on_signal, SIGTERM)) != 0 ||
       (err = uv_signal_start(&app->sighup, on_sighup, SIGHUP)) != 0) {
     close_signals(app);
-    return err;
+    goto fail_async;
   }
   return 0;
+fail_async:
+  if (app->threaded)
+    uv_close((uv_handle_t *)&app->drained, NULL);
+  return err;
+}
+
+/* Closes what watch_signals opened, when the server could not start. */
+static void unwatch_signals(app_t *app) {
+  close_signals(app);
+  if (app->threaded)
+    uv_close((uv_handle_t *)&app->drained, NULL);
 }
 
 /* ---- route churn: for the benchmark only ---------------------------------- */
@@ -701,30 +770,42 @@ int main(int argc, char **argv) {
     fprintf(stderr, "hello: --proxy-from is for plain TCP (not with --tls-cert)\n");
     goto out;
   }
-  if (opts.tls_cert != NULL) {
-    err = hr_server_listen_tls(server, opts.host, opts.port, &app.tls);
-  } else if (opts.proxy_from != NULL) {
-    /* Behind a load balancer: the client's address comes in the header. */
+  /* Load balancers probe these: /readyz says 503 once a drain began. */
+  if ((err = hr_server_route_health(server, "/healthz", "/readyz")) != 0) {
+    status = fail("hr_server_route_health", err);
+    goto out;
+  }
+  {
     const char *const trusted[] = {opts.proxy_from, NULL};
     hr_listen_options_t lo;
+    size_t passed = 0;
     hr_listen_options_init(&lo);
-    lo.proxy = HR_PROXY_REQUIRED;
-    lo.proxy_trusted = trusted;
-    err = hr_server_listen_ex(server, opts.host, opts.port, &lo);
-  } else {
-    err = hr_server_listen(server, opts.host, opts.port);
+    if (opts.tls_cert != NULL) lo.tls = &app.tls;
+    if (opts.proxy_from != NULL) {
+      /* Behind a load balancer: the client's address comes in the header. */
+      lo.proxy = HR_PROXY_REQUIRED;
+      lo.proxy_trusted = trusted;
+    }
+    /* Sockets passed by systemd (or by the supervisor restarting us) come
+     * first; without them, bind --host and --port. */
+    err = hr_server_listen_activated(server, &lo, &passed);
+    if (err == 0 && passed > 0)
+      fprintf(stderr, "hello: serving %zu socket(s) passed in LISTEN_FDS\n", passed);
+    lo.reuseport = opts.reuseport;
+    if (err == 0 && passed == 0)
+      err = hr_server_listen_ex(server, opts.host, opts.port, &lo);
   }
   if (err != 0) {
-    status = fail(opts.tls_cert != NULL ? "hr_server_listen_tls" : "hr_server_listen", err);
+    status = fail("listen", err);
     goto out;
   }
 
   /* 3. Signal watchers.  Their callbacks only ever run inside uv_run(),
    * so installing them before the server serves is safe, and a failure to
    * serve below just closes them again. */
-  err = watch_signals(
-      loop, &app, opts.threads == 1 ? on_signal_attached : on_signal_threaded);
-  if (err != 0) {
+  app.threaded = opts.threads > 1;
+  app.drain_grace_ms = (uint64_t)opts.drain_grace_ms;
+  if ((err = watch_signals(loop, &app)) != 0) {
     status = fail("uv_signal_start", err);
     goto out;
   }
@@ -735,16 +816,16 @@ int main(int argc, char **argv) {
      * next to anything else the program runs there.  Binds now. */
     if ((err = hr_server_attach(server, loop)) != 0) {
       status = fail("hr_server_attach", err);
-      close_signals(&app);
+      unwatch_signals(&app);
       goto out;
     }
   } else {
-    /* Threaded: one loop per worker, each with its own SO_REUSEPORT
-     * listener; returns once all are ready.  Our loop only watches for
-     * signals. */
+    /* Threaded: one loop per worker, all polling the listening socket
+     * (or, with --reuseport, one SO_REUSEPORT socket each); returns once
+     * all are ready.  Our loop only watches for signals. */
     if ((err = hr_server_start(server, opts.threads)) != 0) {
       status = fail("hr_server_start", err);
-      close_signals(&app);
+      unwatch_signals(&app);
       goto out;
     }
   }

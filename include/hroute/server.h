@@ -3,8 +3,9 @@
  * The HTTP/1.1 server (RFC 9112): listeners, persistent connections,
  * pipelining, limits and timeouts, graceful shutdown.  It serves a router
  * either from a libuv loop the host owns (hr_server_attach) or from its own
- * worker threads, one loop each with an SO_REUSEPORT listener
- * (hr_server_start).  All workers share one router.
+ * worker threads, one loop each, sharing each listening socket or with one
+ * SO_REUSEPORT socket each (hr_server_start).  All workers share one
+ * router.
  */
 #ifndef HROUTE_SERVER_H
 #define HROUTE_SERVER_H
@@ -163,6 +164,20 @@ typedef struct hr_listen_options_s {
    * refused (the connection is closed); one that sends none is served as
    * itself.  Read during hr_server_listen_ex only. */
   const char *const *proxy_trusted;
+  /* 0 (the default): one listening socket, which every worker thread
+   * polls; each takes one new connection per wake-up, so they share them,
+   * and no other socket can bind the port.  1: each worker binds a socket
+   * of its own with SO_REUSEPORT and the kernel spreads new connections
+   * over them evenly (a little faster under many new connections), but
+   * then any process of the same user can bind the port too and take a
+   * share of the connections (nginx's "reuseport").  Not for
+   * hr_server_listen_fd. */
+  int reuseport;
+  /* Not NULL: the listener speaks TLS with these settings (see
+   * include/hroute/tls.h, hr_server_listen_tls), read and checked during
+   * the call.  With the PROXY protocol too, its header comes before the
+   * TLS handshake, as HAProxy sends it. */
+  const struct hr_tls_options_s *tls;
 } hr_listen_options_t;
 
 HR_EXTERN void hr_listen_options_init(hr_listen_options_t *opts);
@@ -196,6 +211,25 @@ HR_EXTERN int hr_server_listen_ex(hr_server_t *server, const char *host, int por
  */
 HR_EXTERN int hr_server_listen_fd(hr_server_t *server, int fd, const hr_listen_options_t *opts);
 
+/**
+ * systemd socket activation (sd_listen_fds(3)): when LISTEN_PID is this
+ * process's id and LISTEN_FDS is n, serves on descriptors 3 to 3 + n - 1
+ * with hr_server_listen_fd() and `opts` (NULL: the defaults), in that
+ * order, then unsets LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES so that
+ * child processes do not take them.  *count is n, or 0 when the variables
+ * are absent or name another process (nothing is done then).  A
+ * supervisor that keeps the sockets open across restarts (systemd, or a
+ * process handing over to its successor) loses no connection: they wait
+ * in the sockets' backlog meanwhile.  Returns 0, HR_EINVAL (server or
+ * count NULL, a variable that is not a decimal number, a descriptor that
+ * is not a listening TCP socket: the ones before it are the server's
+ * then), or what hr_server_listen_fd() returns.  Call before start, from
+ * the main thread while no other thread reads the environment (getenv and
+ * unsetenv are not thread-safe).
+ */
+HR_EXTERN int hr_server_listen_activated(hr_server_t *server, const hr_listen_options_t *opts,
+                                         size_t *count);
+
 /*
  * Serves on a loop the host owns and runs.  Binds and listens on every
  * address now (errors are returned here: UV_EADDRINUSE, ...).  Call on the
@@ -205,9 +239,10 @@ HR_EXTERN int hr_server_listen_fd(hr_server_t *server, int fd, const hr_listen_o
 HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
 
 /*
- * Starts `nthreads` (1..256) worker threads, each with its own loop and its
- * own listener per address (with SO_REUSEPORT when nthreads > 1, which also
- * lets another process of the same user join the port).  Binds every socket before
+ * Starts `nthreads` (1..256) worker threads, each with its own loop
+ * polling every listening address: one socket per address that all of them
+ * share, or, for addresses listened on with reuseport, one SO_REUSEPORT
+ * socket per worker (hr_listen_options_t).  Binds every socket before
  * returning (errors are returned here) and returns once every worker is
  * ready to accept.  The worker threads block SIGPIPE (file bodies go out
  * with sendfile(2), which cannot ask for no signal); handlers running on
@@ -252,6 +287,59 @@ HR_EXTERN int hr_server_close(hr_server_t *server, uint64_t deadline_ms,
  * (called from a worker).
  */
 HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
+
+/**
+ * Drains a running server before it stops, as an instance behind a load
+ * balancer must be taken out: from this call on, hr_server_draining() is 1
+ * (the readiness route of hr_server_route_health answers 503), every
+ * response says "Connection: close" and its connection ends after it (FIN,
+ * then a lingering close, RFC 9112 §9.6), and idle keep-alive connections
+ * close at once; requests already under way are answered as usual.  The
+ * listeners keep accepting for `grace_ms` milliseconds, so that the
+ * balancer's health check has time to see the 503 and send new
+ * connections elsewhere (each one accepted meanwhile is served one
+ * request, with "Connection: close").  Then the server shuts down as
+ * hr_server_close() / hr_server_stop() do with `deadline_ms`: listeners
+ * close, and what is still running gets up to `deadline_ms` more.
+ * Upgraded connections (WebSocket, hr_response_upgrade) are told at that
+ * shutdown, not at the drain's start.
+ *
+ * `cb` (may be NULL) runs once everything has stopped: for an attached
+ * server on the loop thread, after which hr_server_free() may be called;
+ * for worker threads on the last worker thread to finish, after which the
+ * host calls hr_server_stop() (it returns at once) or hr_server_free()
+ * from another thread, never from `cb` itself.  hr_server_close() or
+ * hr_server_stop() during the grace period cut it short with their own
+ * deadline (hr_server_close's callback then replaces `cb`).
+ *
+ * Attached: call on the loop thread.  Worker threads: any thread (each
+ * worker begins at its next loop iteration).  Returns 0, HR_EINVAL (server
+ * NULL), HR_ESTATE (not attached or started, already draining or closing),
+ * HR_ETHREAD (attached, called from another thread), HR_ENOMEM.
+ */
+HR_EXTERN int hr_server_drain(hr_server_t *server, uint64_t grace_ms, uint64_t deadline_ms,
+                              hr_shutdown_cb cb, void *udata);
+
+/** 1 from the moment hr_server_drain() was called, else 0 (also for
+ * NULL).  Any thread (an acquire load). */
+HR_EXTERN int hr_server_draining(const hr_server_t *server);
+
+/**
+ * Registers GET routes (HEAD included, as for every GET route) on the
+ * server's router, in the default host table, for a load balancer's or an
+ * orchestrator's probes: `liveness_path` always answers 200 "ok\n";
+ * `readiness_path` answers 200 "ready\n", and 503 "draining\n" from the
+ * moment hr_server_drain() is called.  Both are text/plain with
+ * "Cache-Control: no-store".  Either path may be NULL (not registered),
+ * not both; typical ones are "/healthz" and "/readyz".  They are ordinary
+ * routes: middleware of the router applies, and they count in the route
+ * statistics.  Returns 0, HR_EINVAL (both NULL), or what hr_router_add()
+ * returns (HR_EEXIST, HR_EPATTERN, HR_ENOMEM); on error neither route is
+ * registered.  Any thread; the routes live as long as the router, and
+ * must be removed before the server is freed when the router outlives it.
+ */
+HR_EXTERN int hr_server_route_health(hr_server_t *server, const char *liveness_path,
+                                     const char *readiness_path);
 
 /* Frees the server, and with it the responses abandoned at a shutdown
  * deadline (their req and res are invalid from here on).  It must be new,

@@ -151,7 +151,7 @@ void hr__conn_shutdown(hr__conn_t *c) {
     return;
   }
   /* Busy: the current response says "Connection: close" if not yet sent,
-   * and the connection ends after it (h1.c sees the worker stopping). */
+   * and the connection ends after it (h1.c sees the worker ending). */
 }
 
 /* ---- reading ------------------------------------------------------------- */

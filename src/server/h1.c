@@ -258,7 +258,7 @@ static const char *check_request(hr__exchange_t *ex, int *status) {
     return "transfer coding other than chunked";
   }
   if (r->target_bad) return "invalid byte or fragment in the request target";
-  if (ex->w->stopping) r->keep_alive = 0;
+  if (hr__worker_ending(ex->w)) r->keep_alive = 0;
   return NULL;
 }
 
@@ -476,7 +476,7 @@ static void message_complete(hr__exchange_t *ex) {
 
 /* The response is complete and so is the message: next request. */
 static void finish_exchange(hr__conn_t *c, hr__exchange_t *ex) {
-  int keep = ex->req.keep_alive && !ex->close_after && !c->w->stopping;
+  int keep = ex->req.keep_alive && !ex->close_after && !hr__worker_ending(c->w);
   hr_stream_t *up = ex->upgrade;
   c->requests_served++;
   hr__stat_inc(&c->w->st_requests);

@@ -416,6 +416,9 @@ typedef struct hr__listener_s {
   struct hr__tlsconf_s *tls; /* TLS listener: its published context */
   const struct hr__proxyconf_s *proxy; /* PROXY protocol listener, or NULL */
   int fd;
+  /* Connections accepted per readable event: a socket every worker polls
+   * takes one at a time, so that they share the new connections. */
+  unsigned batch;
 } hr__listener_t;
 
 struct hr__worker_s {
@@ -461,10 +464,15 @@ struct hr__worker_s {
   uv_timer_t shutdown_timer;
   unsigned handles_open;
   unsigned stopping : 1;
+  /* Draining (hr_server_drain): responses say "Connection: close" and
+   * connections end after them; listeners still accept until the grace
+   * period ends and the worker stops. */
+  unsigned draining : 1;
   unsigned handles_closing : 1;
   unsigned base_handles : 1; /* async, timers and idle initialised */
   unsigned attached : 1;     /* runs on a loop the host owns */
   uint64_t shutdown_deadline_ms;
+  uint64_t drain_deadline_ms; /* the stop's deadline once the grace ends */
 
   int loop_slot;         /* this loop's slot number in the router */
   hr__ctxent_t *ctxs;    /* per-loop contexts made here */
@@ -488,6 +496,16 @@ struct hr__worker_s {
   _Atomic uint64_t st_requests, st_accepted, st_bad, st_accept_pauses;
 };
 
+/* A listening address of the server (hr_server_listen*). */
+typedef struct hr__addr_s {
+  struct sockaddr_storage ss;
+  int port;                      /* as given; the bound one once started */
+  struct hr__tlsconf_s *tls;     /* TLS context, or NULL */
+  struct hr__proxyconf_s *proxy; /* PROXY protocol, or NULL */
+  int given;                     /* a socket the host passed, or -1 */
+  unsigned reuseport : 1;        /* a socket per worker, with SO_REUSEPORT */
+} hr__addr_t;
+
 typedef enum { HR__SRV_NEW = 0, HR__SRV_ATTACHED, HR__SRV_THREADS,
                HR__SRV_CLOSING, HR__SRV_DONE } hr__srv_state_t;
 
@@ -496,8 +514,7 @@ struct hr_server_s {
   hr_router_t *router;
   hr_server_options_t opts;
   hr__head_limits_t head_limits;
-  struct sockaddr_storage *addrs;
-  int *ports;
+  hr__addr_t *addrs;
   size_t naddrs;
   hr__worker_t *workers;
   size_t nworkers;
@@ -508,14 +525,23 @@ struct hr_server_s {
   hr_shutdown_cb shutdown_cb;
   void *shutdown_udata;
   size_t rbuf_size;
-  struct hr__tlsconf_s **tls;        /* per address: TLS context, or NULL */
-  struct hr__proxyconf_s **proxy;    /* per address: PROXY protocol, or NULL */
-  int *given;                        /* per address: a socket the host passed, or -1 */
   size_t ntls;                       /* addresses with TLS */
   uv_mutex_t abandon_lock;           /* guards `abandoned` */
   hr__exchange_t *abandoned;         /* kept until hr_server_free */
   _Atomic uint64_t st_abandoned;     /* fetch_add, relaxed */
+  /* hr_server_drain: set once (exchange); readiness reads it. */
+  _Atomic int draining;
+  uint64_t drain_grace_ms, drain_deadline_ms; /* written before the posts */
+  hr_shutdown_cb drain_cb;           /* worker threads: the last one calls it */
+  void *drain_udata;
+  _Atomic unsigned drain_left;       /* worker threads still running */
 };
+
+/* No further request on this worker's connections: it is stopping or
+ * draining.  Loop thread. */
+static inline int hr__worker_ending(const hr__worker_t *w) {
+  return w->stopping || w->draining;
+}
 
 /* listener.c */
 /* A connection over the connected, non-blocking socket `fd`: TCP, or TLS
@@ -527,6 +553,8 @@ hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
 /* Takes the listening socket `fd` (it is the listener's on success). */
 int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd);
 int hr__listener_start(hr__listener_t *l); /* accepting from now on */
+/* The listener's socket is polled by other workers too. */
+void hr__listener_share(hr__listener_t *l);
 void hr__listener_close(hr__listener_t *l, uv_close_cb cb);
 
 /* worker.c */
@@ -546,6 +574,11 @@ int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t 
  * worker's cleanup). */
 int hr__worker_call_thread_err(hr__worker_t *w);
 void hr__worker_handle_closed(hr__worker_t *w);
+/* Begins draining (loop thread): idle HTTP connections close, busy ones
+ * end after their response; after `grace_ms` the worker shuts down with
+ * `deadline_ms` (hr__worker_shutdown).  A no-op when already draining or
+ * stopping. */
+void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms);
 void hr__stat_inc(_Atomic uint64_t *c);
 void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -23,8 +23,10 @@
 #include "server/tls.h"
 #include "server/tlsctx.h"
 
-/* Connections accepted per readable event, so one busy listener cannot
- * starve the rest of the loop. */
+/* Connections accepted per readable event from a listener of this worker
+ * alone, so one busy listener cannot starve the rest of the loop.  A
+ * socket all workers poll takes one per event, as nginx does without
+ * multi_accept: every worker is woken, and each takes its share. */
 #define HR__ACCEPT_BATCH 64
 /* How long a worker out of descriptors stops accepting. */
 #define HR__ACCEPT_PAUSE_MS 100
@@ -48,6 +50,8 @@ static int init_tls(hr__transport_t *t, void *arg,
   tcp_arg_t *a = arg;
   return hr__tls_init(t, a->loop, a->fd, a->ssl, a->tls, ev, owner);
 }
+
+void hr__listener_share(hr__listener_t *l) { l->batch = 1; }
 
 hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
                                  const hr__proxyconf_t *pc) {
@@ -127,7 +131,7 @@ static void on_listen_poll(uv_poll_t *h, int status, int events) {
   int i;
   (void)events;
   if (status < 0) return;
-  for (i = 0; i < HR__ACCEPT_BATCH && !w->stopping; i++) {
+  for (i = 0; i < (int)l->batch && !w->stopping; i++) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
       serve(w, l, fd);
@@ -148,6 +152,7 @@ int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd) {
   l->poll.data = l;
   l->w = w;
   l->fd = fd;
+  l->batch = HR__ACCEPT_BATCH;
   return 0;
 }
 

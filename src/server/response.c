@@ -107,7 +107,7 @@ int hr__res_render_head(hr__exchange_t *ex, int status, int64_t length,
   h.fields.len = res->fields_len;
   h.length = length;
   h.chunked = (unsigned)(chunked != 0);
-  h.close = (unsigned)(!req->keep_alive || ex->close_after || c->w->stopping);
+  h.close = (unsigned)(!req->keep_alive || ex->close_after || hr__worker_ending(c->w));
   h.keep_alive = (unsigned)(!h.close && req->version == 10);
   return hr__out_head(c, &h, (hr_span_t){NULL, 0});
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server object: options, listening addresses and sockets
- * (SO_REUSEPORT, one per worker), attaching to a host loop, worker threads,
+ * The server object: options, listening addresses and sockets (one that
+ * every worker polls, or one per worker with SO_REUSEPORT), attaching to a host loop, worker threads,
  * graceful shutdown and statistics.
  */
 #include <errno.h>
@@ -65,6 +65,8 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   atomic_init(&s->active_conns, 0);
   atomic_init(&s->st_rejected, 0);
   atomic_init(&s->st_abandoned, 0);
+  atomic_init(&s->draining, 0);
+  atomic_init(&s->drain_left, 0);
   if (uv_mutex_init(&s->abandon_lock) != 0) {
     hr__mem_free(&mem, s);
     return HR_ENOMEM;
@@ -73,54 +75,14 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   return 0;
 }
 
-/* Appends an address: `ss` to bind, or the listening socket `given` (-1:
- * none) it already is. */
-static int push_address(hr_server_t *s, const struct sockaddr_storage *ssp, int port,
-                        hr__tlsconf_t *tls, hr__proxyconf_t *px, int given) {
-  struct sockaddr_storage ss = *ssp;
-  struct sockaddr_storage *na;
-  hr__tlsconf_t **nt;
-  hr__proxyconf_t **npx;
-  int *np, *ng;
-  na = hr__mem_realloc(&s->mem, s->addrs, (s->naddrs + 1) * sizeof(*na));
+/* Appends an address (it takes a->tls and a->proxy). */
+static int push_address(hr_server_t *s, const hr__addr_t *a) {
+  hr__addr_t *na = hr__mem_realloc(&s->mem, s->addrs, (s->naddrs + 1) * sizeof(*na));
   if (na == NULL) return HR_ENOMEM;
   s->addrs = na;
-  np = hr__mem_realloc(&s->mem, s->ports, (s->naddrs + 1) * sizeof(*np));
-  if (np == NULL) return HR_ENOMEM;
-  s->ports = np;
-  nt = hr__mem_realloc(&s->mem, s->tls, (s->naddrs + 1) * sizeof(*nt));
-  if (nt == NULL) return HR_ENOMEM;
-  s->tls = nt;
-  npx = hr__mem_realloc(&s->mem, s->proxy, (s->naddrs + 1) * sizeof(*npx));
-  if (npx == NULL) return HR_ENOMEM;
-  s->proxy = npx;
-  ng = hr__mem_realloc(&s->mem, s->given, (s->naddrs + 1) * sizeof(*ng));
-  if (ng == NULL) return HR_ENOMEM;
-  s->given = ng;
-  s->given[s->naddrs] = given;
-  s->proxy[s->naddrs] = px;
-  s->addrs[s->naddrs] = ss;
-  s->ports[s->naddrs] = port;
-  s->tls[s->naddrs] = tls;
-  if (tls != NULL) s->ntls++;
-  s->naddrs++;
+  s->addrs[s->naddrs++] = *a;
+  if (a->tls != NULL) s->ntls++;
   return 0;
-}
-
-static int add_address(hr_server_t *s, const char *host, int port, hr__tlsconf_t *tls,
-                       hr__proxyconf_t *px) {
-  struct sockaddr_storage ss;
-  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
-  if (s->state != HR__SRV_NEW) return HR_EINVAL;
-  memset(&ss, 0, sizeof(ss));
-  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) != 0 &&
-      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss) != 0)
-    return HR_EINVAL;
-  return push_address(s, &ss, port, tls, px, -1);
-}
-
-int hr_server_listen(hr_server_t *s, const char *host, int port) {
-  return add_address(s, host, port, NULL, NULL);
 }
 
 void hr_listen_options_init(hr_listen_options_t *o) {
@@ -140,7 +102,7 @@ static int proxyconf_of(hr_server_t *s, const hr_listen_options_t *o, hr__proxyc
   hr__proxyconf_t *pc;
   size_t n = 0, i;
   *out = NULL;
-  if (o == NULL || o->proxy == HR_PROXY_OFF) return 0;
+  if (o->proxy == HR_PROXY_OFF) return 0;
   if ((o->proxy != HR_PROXY_OPTIONAL && o->proxy != HR_PROXY_REQUIRED) ||
       o->proxy_trusted == NULL || o->proxy_trusted[0] == NULL)
     return HR_EINVAL;
@@ -161,82 +123,126 @@ static int proxyconf_of(hr_server_t *s, const hr_listen_options_t *o, hr__proxyc
   return 0;
 }
 
-int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
-                        const hr_listen_options_t *o) {
-  hr__proxyconf_t *pc;
+static void tlsconf_free(hr_server_t *s, hr__tlsconf_t *conf) {
+  if (conf == NULL) return;
+  hr__tlsconf_free(conf);
+  hr__mem_free(&s->mem, conf);
+}
+
+/* The TLS listener of `opts` (*out NULL for none): certificate loaded and
+ * checked now.  Returns 0, HR_EINVAL, HR_ETLS, HR_ENOMEM. */
+static int tlsconf_of(hr_server_t *s, const hr_tls_options_t *opts, hr__tlsconf_t **out) {
+  SSL_CTX *ctx;
+  hr__tlsconf_t *conf;
   int err;
-  if (s == NULL) return HR_EINVAL;
-  if ((err = proxyconf_of(s, o, &pc)) != 0) return err;
-  if ((err = add_address(s, host, port, NULL, pc)) != 0) proxyconf_free(s, pc);
+  *out = NULL;
+  if (opts == NULL) return 0;
+  if ((conf = hr__mem_alloc(&s->mem, sizeof(*conf))) == NULL) return HR_ENOMEM;
+  hr__tlsconf_init(conf, &s->mem);
+  if ((err = hr__tlsconf_sessions(conf, opts)) == 0 &&
+      (err = hr__tlsctx_build(opts, conf, &ctx)) == 0)
+    hr__tlsconf_set_default(conf, ctx);
+  if (err != 0) {
+    tlsconf_free(s, conf);
+    return err;
+  }
+  *out = conf;
+  return 0;
+}
+
+/* Adds address `a` (its socket address or `given` set) with the settings
+ * of `o` (NULL: the defaults). */
+static int add_address(hr_server_t *s, hr__addr_t *a, const hr_listen_options_t *o) {
+  hr_listen_options_t defaults;
+  int err;
+  if (o == NULL) {
+    hr_listen_options_init(&defaults);
+    o = &defaults;
+  }
+  if (o->reuseport != 0 && o->reuseport != 1) return HR_EINVAL;
+  /* A passed socket is one socket: no other can join it. */
+  if (o->reuseport && a->given >= 0) return HR_EINVAL;
+  a->reuseport = (unsigned)o->reuseport;
+  if ((err = proxyconf_of(s, o, &a->proxy)) != 0) return err;
+  if ((err = tlsconf_of(s, o->tls, &a->tls)) == 0 && (err = push_address(s, a)) == 0) return 0;
+  tlsconf_free(s, a->tls);
+  proxyconf_free(s, a->proxy);
   return err;
 }
 
+int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
+                        const hr_listen_options_t *o) {
+  hr__addr_t a;
+  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_EINVAL;
+  memset(&a, 0, sizeof(a));
+  a.port = port;
+  a.given = -1;
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&a.ss) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&a.ss) != 0)
+    return HR_EINVAL;
+  return add_address(s, &a, o);
+}
+
+int hr_server_listen(hr_server_t *s, const char *host, int port) {
+  return hr_server_listen_ex(s, host, port, NULL);
+}
+
+int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
+                         const hr_tls_options_t *opts) {
+  hr_listen_options_t o;
+  if (opts == NULL) return HR_EINVAL;
+  hr_listen_options_init(&o);
+  o.tls = opts;
+  return hr_server_listen_ex(s, host, port, &o);
+}
+
 int hr_server_listen_fd(hr_server_t *s, int fd, const hr_listen_options_t *o) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof(ss);
-  int type = 0, listening = 0, flags, err, port;
+  hr__addr_t a;
+  socklen_t len = sizeof(a.ss);
+  int type = 0, listening = 0, flags, err;
   socklen_t ilen = sizeof(int);
-  hr__proxyconf_t *pc;
   if (s == NULL || fd < 0 || s->state != HR__SRV_NEW) return HR_EINVAL;
+  memset(&a, 0, sizeof(a));
   /* A listening TCP socket (systemd's LISTEN_FDS, a parent's hand-over). */
   if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ilen) != 0 || type != SOCK_STREAM)
     return HR_EINVAL;
   ilen = sizeof(int);
   if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ilen) != 0 || !listening)
     return HR_EINVAL;
-  if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
-      (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+  if (getsockname(fd, (struct sockaddr *)&a.ss, &len) != 0 ||
+      (a.ss.ss_family != AF_INET && a.ss.ss_family != AF_INET6))
     return HR_EINVAL;
-  port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                       : ((struct sockaddr_in6 *)&ss)->sin6_port);
-  if ((err = proxyconf_of(s, o, &pc)) != 0) return err;
-  /* Non-blocking for every worker's descriptor of it (they share the
-   * open file description). */
-  if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 ||
-      fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-    proxyconf_free(s, pc);
+  a.port = ntohs(a.ss.ss_family == AF_INET ? ((struct sockaddr_in *)&a.ss)->sin_port
+                                           : ((struct sockaddr_in6 *)&a.ss)->sin6_port);
+  a.given = fd;
+  /* Non-blocking for every worker's descriptor of it (they share the open
+   * file description).  Set only once the address is taken: on an error
+   * the caller keeps fd as it was. */
+  if ((flags = fcntl(fd, F_GETFL)) < 0) return -errno;
+  if ((err = add_address(s, &a, o)) != 0) return err;
+  if (fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    /* The address is there and will close fd at hr_server_free; fcntl on
+     * a descriptor just checked cannot fail short of EBADF. */
     return -errno;
   }
-  if ((err = push_address(s, &ss, port, NULL, pc, fd)) != 0) proxyconf_free(s, pc);
-  return err;
-}
-
-int hr_server_listen_tls(hr_server_t *s, const char *host, int port,
-                         const hr_tls_options_t *opts) {
-  SSL_CTX *ctx;
-  hr__tlsconf_t *conf;
-  int err;
-  if (s == NULL || opts == NULL) return HR_EINVAL;
-  if (s->state != HR__SRV_NEW) return HR_EINVAL;
-  conf = hr__mem_alloc(&s->mem, sizeof(*conf));
-  if (conf == NULL) return HR_ENOMEM;
-  hr__tlsconf_init(conf, &s->mem);
-  if ((err = hr__tlsconf_sessions(conf, opts)) == 0 &&
-      (err = hr__tlsctx_build(opts, conf, &ctx)) == 0) {
-    hr__tlsconf_set_default(conf, ctx);
-    err = add_address(s, host, port, conf, NULL);
-  }
-  if (err != 0) {
-    hr__tlsconf_free(conf);
-    hr__mem_free(&s->mem, conf);
-  }
-  return err;
+  return 0;
 }
 
 int hr_server_tls_update(hr_server_t *s, size_t index,
                          const hr_tls_options_t *opts) {
   SSL_CTX *ctx;
   int err;
-  if (s == NULL || opts == NULL || index >= s->naddrs || s->tls[index] == NULL)
+  if (s == NULL || opts == NULL || index >= s->naddrs || s->addrs[index].tls == NULL)
     return HR_EINVAL;
-  if ((err = hr__tlsctx_build(opts, s->tls[index], &ctx)) != 0) return err;
-  hr__tlsconf_replace(s->tls[index], ctx);
+  if ((err = hr__tlsctx_build(opts, s->addrs[index].tls, &ctx)) != 0) return err;
+  hr__tlsconf_replace(s->addrs[index].tls, ctx);
   return 0;
 }
 
 int hr_server_tls_rotate_tickets(hr_server_t *s, size_t index) {
-  if (s == NULL || index >= s->naddrs || s->tls[index] == NULL) return HR_EINVAL;
-  return hr__tlsconf_rotate(s->tls[index]);
+  if (s == NULL || index >= s->naddrs || s->addrs[index].tls == NULL) return HR_EINVAL;
+  return hr__tlsconf_rotate(s->addrs[index].tls);
 }
 
 int hr_server_tls_add_name(hr_server_t *s, size_t index, const char *name,
@@ -244,10 +250,10 @@ int hr_server_tls_add_name(hr_server_t *s, size_t index, const char *name,
   SSL_CTX *ctx;
   int err;
   if (s == NULL || opts == NULL || name == NULL || index >= s->naddrs ||
-      s->tls[index] == NULL)
+      s->addrs[index].tls == NULL)
     return HR_EINVAL;
-  if ((err = hr__tlsctx_build(opts, s->tls[index], &ctx)) != 0) return err;
-  return hr__tlsconf_set_name(s->tls[index], name, ctx);
+  if ((err = hr__tlsctx_build(opts, s->addrs[index].tls, &ctx)) != 0) return err;
+  return hr__tlsconf_set_name(s->addrs[index].tls, name, ctx);
 }
 
 static void set_port(struct sockaddr_storage *ss, int port) {
@@ -257,11 +263,12 @@ static void set_port(struct sockaddr_storage *ss, int port) {
     ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
 }
 
-/* A bound, listening, non-blocking socket.  With `reuseport`, SO_REUSEPORT
- * lets every worker have its own listener on the same address (the kernel
- * spreads connections over them); a single listener goes without it, so that
- * binding a port another process listens on fails with UV_EADDRINUSE.
- * Returns 0 or a libuv error code. */
+/* A bound, listening, non-blocking socket.  With `reuseport` (the
+ * listener asked for it), SO_REUSEPORT lets every worker have its own
+ * listener on the same address (the kernel spreads connections over
+ * them), and any process of the same user join them; without it, binding
+ * a port another socket listens on fails with UV_EADDRINUSE.  Returns 0
+ * or a libuv error code. */
 static int make_socket(struct sockaddr_storage *ss, int backlog, int reuseport,
                        int *out) {
   int one = 1, fd;
@@ -303,24 +310,25 @@ static int create_workers(hr_server_t *s, size_t n) {
     for (i = 0; i < s->naddrs; i++) w->fds[i] = -1;
   }
   for (i = 0; i < s->naddrs; i++) {
+    hr__addr_t *a = &s->addrs[i];
     for (k = 0; k < n; k++) {
-      struct sockaddr_storage ss = s->addrs[i];
-      if (s->given[i] >= 0) {
-        /* The host's socket: each worker polls a descriptor of its own of
-         * that one socket (no SO_REUSEPORT: nothing else can join it). */
-        if ((s->workers[k].fds[i] = fcntl(s->given[i], F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
+      int *fd = &s->workers[k].fds[i];
+      /* One socket that every worker polls through a descriptor of its own
+       * (a passed one, or the first worker's), unless each binds its own
+       * with SO_REUSEPORT. */
+      int shared = a->given >= 0 ? a->given : (k > 0 && !a->reuseport ? s->workers[0].fds[i] : -1);
+      struct sockaddr_storage ss = a->ss;
+      if (shared >= 0) {
+        if ((*fd = fcntl(shared, F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
         continue;
       }
-      set_port(&ss, s->ports[i]);
-      err = make_socket(&ss, s->opts.backlog, n > 1, &s->workers[k].fds[i]);
-      if (err != 0) return err;
-      if (s->ports[i] == 0) {
+      set_port(&ss, a->port);
+      if ((err = make_socket(&ss, s->opts.backlog, a->reuseport, fd)) != 0) return err;
+      if (a->port == 0) {
         socklen_t len = sizeof(ss);
-        if (getsockname(s->workers[k].fds[i], (struct sockaddr *)&ss, &len) != 0)
-          return -errno;
-        s->ports[i] = ntohs(ss.ss_family == AF_INET
-                                ? ((struct sockaddr_in *)&ss)->sin_port
-                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
+        if (getsockname(*fd, (struct sockaddr *)&ss, &len) != 0) return -errno;
+        a->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
       }
     }
   }
@@ -407,7 +415,10 @@ hr__worker_t *hr__server_worker(hr_server_t *s, size_t index) {
 
 int hr_server_close(hr_server_t *s, uint64_t deadline_ms, hr_shutdown_cb cb,
                     void *udata) {
-  if (s == NULL || s->state != HR__SRV_ATTACHED) return HR_ESTATE;
+  /* A drain in its grace period may be cut short. */
+  int grace = s != NULL && s->state == HR__SRV_CLOSING && s->workers != NULL &&
+              s->workers[0].draining && !s->workers[0].stopping;
+  if (s == NULL || (s->state != HR__SRV_ATTACHED && !grace)) return HR_ESTATE;
   s->state = HR__SRV_CLOSING;
   s->shutdown_cb = cb;
   s->shutdown_udata = udata;
@@ -451,6 +462,7 @@ static void worker_main(void *arg) {
     uv_run(&w->own_loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->own_loop);
   }
+  if (err == 0) hr__server_worker_ended(s);
 }
 
 static int is_worker_thread(const hr_server_t *s) {
@@ -470,7 +482,11 @@ static void stop_and_join(hr_server_t *s, size_t started, uint64_t deadline_ms) 
     /* Pairs with the acquire load in on_async(): the deadline is visible
      * before the flag. */
     atomic_store_explicit(&w->stop_requested, 1, memory_order_release);
-    uv_async_send(&w->async);
+    /* A worker that has finished by itself (a drain) has closed its async
+     * handle: as in hr__worker_post, only signal one still open. */
+    uv_mutex_lock(&w->post_lock);
+    if (!w->posts_closed) uv_async_send(&w->async);
+    uv_mutex_unlock(&w->post_lock);
   }
   for (k = 0; k < started; k++) {
     uv_thread_join(&s->workers[k].thread);
@@ -490,6 +506,7 @@ int hr_server_start(hr_server_t *s, unsigned nthreads) {
     free_workers(s);
     return err;
   }
+  atomic_init(&s->drain_left, nthreads);
   if ((err = uv_sem_init(&ready, 0)) != 0) {
     free_workers(s);
     return err;
@@ -551,28 +568,20 @@ void hr_server_free(hr_server_t *s) {
     return; /* still running on the host's loop: freeing would crash it */
   release_abandoned(s);
   free_workers(s);
-  for (k = 0; k < s->naddrs; k++)
-    if (s->tls[k] != NULL) {
-      hr__tlsconf_free(s->tls[k]);
-      hr__mem_free(&s->mem, s->tls[k]);
-    }
-  hr__mem_free(&s->mem, s->tls);
-  for (k = 0; k < s->naddrs; k++)
-    if (s->proxy != NULL) proxyconf_free(s, s->proxy[k]);
-  hr__mem_free(&s->mem, s->proxy);
-  for (k = 0; k < s->naddrs; k++)
-    if (s->given != NULL && s->given[k] >= 0) close(s->given[k]);
-  hr__mem_free(&s->mem, s->given);
+  for (k = 0; k < s->naddrs; k++) {
+    tlsconf_free(s, s->addrs[k].tls);
+    proxyconf_free(s, s->addrs[k].proxy);
+    if (s->addrs[k].given >= 0) close(s->addrs[k].given);
+  }
   uv_mutex_destroy(&s->abandon_lock);
   hr__mem_free(&s->mem, s->addrs);
-  hr__mem_free(&s->mem, s->ports);
   mem = s->mem;
   hr__mem_free(&mem, s);
 }
 
 int hr_server_port(const hr_server_t *s, size_t index) {
   if (s == NULL || index >= s->naddrs || s->workers == NULL) return 0;
-  return s->ports[index];
+  return s->addrs[index].port;
 }
 
 void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {

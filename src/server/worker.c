@@ -206,8 +206,9 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   w->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   for (i = 0; i < w->nlisteners; i++) {
     if ((err = hr__listener_init(w, &w->listeners[i], w->fds[i])) != 0) goto fail;
-    w->listeners[i].tls = s->tls[i];
-    w->listeners[i].proxy = s->proxy[i];
+    w->listeners[i].tls = s->addrs[i].tls;
+    w->listeners[i].proxy = s->addrs[i].proxy;
+    if (s->nworkers > 1 && !s->addrs[i].reuseport) hr__listener_share(&w->listeners[i]);
     w->fds[i] = -1; /* owned by the listener now */
     w->handles_open++;
     w->nlisteners_open = i + 1;
@@ -314,6 +315,25 @@ void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
   if (w->base_handles)
     uv_timer_start(&w->shutdown_timer, on_shutdown_deadline, deadline_ms, 0);
   maybe_close_handles(w);
+}
+
+static void on_grace_end(uv_timer_t *t) {
+  hr__worker_t *w = t->data;
+  hr__worker_shutdown(w, w->drain_deadline_ms);
+}
+
+void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms) {
+  hr__conn_t *c, *next;
+  if (w->stopping || w->draining || !w->base_handles) return;
+  w->draining = 1;
+  w->drain_deadline_ms = deadline_ms;
+  /* Upgraded connections are not HTTP any more: their owners hear of the
+   * end when the worker stops. */
+  for (c = w->conns; c != NULL; c = next) {
+    next = c->next;
+    if (!c->upgraded) hr__conn_shutdown(c);
+  }
+  uv_timer_start(&w->shutdown_timer, on_grace_end, grace_ms, 0);
 }
 
 void hr__worker_cleanup(hr__worker_t *w) {

@@ -21,6 +21,10 @@ void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms);
 /* Called on the loop thread once every handle of the worker is closed. */
 void hr__worker_finished(hr__worker_t *w);
 
+/* A worker thread's loop has ended (on that thread, after it): the last
+ * one of a drain calls the drain's callback (drain.c). */
+void hr__server_worker_ended(hr_server_t *s);
+
 /* Frees what the worker holds after its loop stopped. */
 void hr__worker_cleanup(hr__worker_t *w);
 

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Draining a server before it stops (hr_server_drain), as an instance
+ * behind a load balancer must: from the call on, readiness answers 503,
+ * every response says "Connection: close" and idle connections close, while
+ * the listeners keep accepting for a grace period (the balancer's health
+ * check needs that long to take the instance out); then each worker shuts
+ * down as hr_server_close does.  Also the liveness and readiness routes.
+ */
+#include <string.h>
+
+#include "server/worker.h"
+
+/* A worker thread's post: begin draining with the server's figures. */
+static void run_drain(void *target, hr__fn_t fn, void *udata) {
+  hr__worker_t *w = target;
+  hr_server_t *s = w->server;
+  (void)fn;
+  (void)udata;
+  hr__worker_drain(w, s->drain_grace_ms, s->drain_deadline_ms);
+}
+
+int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_shutdown_cb cb,
+                    void *udata) {
+  size_t k;
+  int err;
+  if (s == NULL) return HR_EINVAL;
+  if (s->state != HR__SRV_ATTACHED && s->state != HR__SRV_THREADS) return HR_ESTATE;
+  if (s->state == HR__SRV_ATTACHED) {
+    uv_thread_t self = uv_thread_self();
+    if (!uv_thread_equal(&self, &s->workers[0].loop_thread)) return HR_ETHREAD;
+  }
+  if (atomic_exchange_explicit(&s->draining, 1, memory_order_acq_rel)) return HR_ESTATE;
+  s->drain_grace_ms = grace_ms;
+  s->drain_deadline_ms = deadline_ms;
+  if (s->state == HR__SRV_ATTACHED) {
+    /* The shutdown that follows the grace period is hr_server_close's. */
+    s->state = HR__SRV_CLOSING;
+    s->shutdown_cb = cb;
+    s->shutdown_udata = udata;
+    hr__worker_drain(&s->workers[0], grace_ms, deadline_ms);
+    return 0;
+  }
+  s->drain_cb = cb;
+  s->drain_udata = udata;
+  /* Each worker finds the figures above when its post runs: the post
+   * queue's lock orders these stores before the worker's loads. */
+  for (k = 0; k < s->nworkers; k++)
+    if ((err = hr__worker_post(&s->workers[k], run_drain, &s->workers[k], NULL, NULL)) != 0 &&
+        err != HR_ECLOSED)
+      return err;
+  return 0;
+}
+
+int hr_server_draining(const hr_server_t *s) {
+  return s != NULL && atomic_load_explicit(&s->draining, memory_order_acquire);
+}
+
+void hr__server_worker_ended(hr_server_t *s) {
+  /* The last worker thread of a drain to end reports it.  acq_rel: every
+   * worker's work happens before the callback. */
+  if (atomic_fetch_sub_explicit(&s->drain_left, 1, memory_order_acq_rel) == 1 &&
+      atomic_load_explicit(&s->draining, memory_order_acquire) && s->drain_cb != NULL)
+    s->drain_cb(s, s->drain_udata);
+}
+
+/* ---- liveness and readiness ---------------------------------------------- */
+
+static void send_text(hr_response_t *res, int status, const char *text) {
+  static const hr_field_t fields[] = {
+      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain; charset=utf-8")},
+      {HR_SPAN_LIT("Cache-Control"), HR_SPAN_LIT("no-store")},
+  };
+  size_t i;
+  for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+    (void)hr_response_add_field(res, fields[i].name, fields[i].value);
+  (void)hr_response_send(res, status, text, strlen(text));
+}
+
+static void on_live(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  send_text(res, 200, "ok\n");
+}
+
+static void on_ready(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  if (hr_server_draining(udata))
+    send_text(res, 503, "draining\n");
+  else
+    send_text(res, 200, "ready\n");
+}
+
+int hr_server_route_health(hr_server_t *s, const char *liveness_path,
+                           const char *readiness_path) {
+  int err;
+  if (s == NULL || (liveness_path == NULL && readiness_path == NULL)) return HR_EINVAL;
+  if (liveness_path != NULL &&
+      (err = hr_router_add(s->router, "GET", liveness_path, on_live, s, NULL)) != 0)
+    return err;
+  if (readiness_path != NULL &&
+      (err = hr_router_add(s->router, "GET", readiness_path, on_ready, s, NULL)) != 0) {
+    if (liveness_path != NULL) (void)hr_router_remove(s->router, "GET", liveness_path);
+    return err;
+  }
+  return 0;
+}

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Draining (hr_server_drain) and the probe routes (hr_server_route_health):
+ * readiness flips to 503 at once, idle keep-alive connections close,
+ * requests under way are answered with "Connection: close", connections
+ * accepted during the grace period get one response each, and when the
+ * grace period ends every worker stops by itself and the callback runs
+ * once; hr_server_stop / hr_server_close cut a grace period short.
+ *
+ * ctest-labels: tsan
+ */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fixture.h"
+
+static struct {
+  hr_response_t *res;
+  ev_t held, drained;
+  int send_rc;
+  int drain_rc, drain_again_rc, close_rc;
+  int draining_seen; /* hr_server_draining inside the callback */
+} st;
+
+static void st_init(void) {
+  memset(&st, 0, sizeof st);
+  ev_init(&st.held);
+  ev_init(&st.drained);
+}
+
+static void st_destroy(void) {
+  ev_destroy(&st.held);
+  ev_destroy(&st.drained);
+}
+
+static void h_hold(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  st.res = res;
+  ev_signal(&st.held);
+}
+
+static void posted_send(hr_response_t *res, void *udata) {
+  (void)udata;
+  st.send_rc = hr_response_send(res, 200, "finished", 8);
+}
+
+static void on_drained(hr_server_t *server, void *udata) {
+  (void)udata;
+  st.draining_seen = hr_server_draining(server);
+  ev_signal(&st.drained);
+}
+
+static void add_routes(fx_t *fx) {
+  fx_route(fx, "GET", "/", ta_text, "root");
+  fx_route(fx, "GET", "/hold", h_hold, NULL);
+}
+
+/* Reads one response: status line and body as given, and
+ * "Connection: close" when `closing`, none otherwise. */
+static void expect_answer(rc_t *c, const char *status_line, const char *body, int closing) {
+  rc_response_t r;
+  const char *conn;
+  expect_response(c, status_line, body, &r);
+  conn = rc_header(&r, "Connection");
+  if (closing) {
+    if (conn == NULL || strcasecmp(conn, "close") != 0)
+      fail_msg("expected Connection: close, got %s", conn ? conn : "none");
+  } else if (conn != NULL) {
+    fail_msg("unexpected Connection: %s", conn);
+  }
+  rc_response_free(&r);
+}
+
+static void test_health_routes(void **state) {
+  fx_t *fx = *state;
+  hr_server_t *s = NULL;
+  rc_t *c;
+  rc_response_t r;
+  add_routes(fx);
+  fx_start(fx, 1);
+  assert_int_equal(hr_server_route_health(fx->server, NULL, NULL), HR_EINVAL);
+  assert_int_equal(hr_server_route_health(NULL, "/healthz", NULL), HR_EINVAL);
+  assert_int_equal(hr_server_route_health(fx->server, "/healthz", "/readyz"), 0);
+  /* Registered already: neither is added again, the first is kept. */
+  assert_int_equal(hr_server_route_health(fx->server, "/live", "/readyz"), HR_EEXIST);
+  assert_int_equal(hr_server_draining(fx->server), 0);
+  assert_int_equal(hr_server_draining(NULL), 0);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "ok\n", &r);
+  expect_field(&r, "Content-Type", "text/plain; charset=utf-8", 0);
+  expect_field(&r, "Cache-Control", "no-store", 0);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "ready\n", 0);
+  assert_int_equal(rc_send_str(c, "HEAD /readyz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_head_response(c, "HTTP/1.1 200 OK", &r);
+  expect_field(&r, "Content-Length", "6", 0);
+  rc_response_free(&r);
+  assert_int_equal(rc_send_str(c, "GET /live HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+  /* Not running: nothing to drain. */
+  assert_int_equal(hr_server_new(&s, fx->router, NULL), 0);
+  assert_int_equal(hr_server_drain(s, 0, 0, NULL, NULL), HR_ESTATE);
+  assert_int_equal(hr_server_drain(NULL, 0, 0, NULL, NULL), HR_EINVAL);
+  hr_server_free(s);
+}
+
+/* One worker, a long grace period: what a drain does to each kind of
+ * connection, then hr_server_stop ends the grace period. */
+static void test_drain_connections(void **state) {
+  fx_t *fx = *state;
+  rc_t *idle, *busy, *half, *late;
+  st_init();
+  add_routes(fx);
+  fx_start(fx, 1);
+  assert_int_equal(hr_server_route_health(fx->server, "/healthz", "/readyz"), 0);
+  idle = fx_connect(fx);
+  assert_int_equal(rc_send_str(idle, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(idle, "HTTP/1.1 200 OK", "root", 0);
+  busy = fx_connect(fx);
+  assert_int_equal(rc_send_str(busy, "GET /hold HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&st.held, 1, RC_TIMEOUT_MS));
+  half = fx_connect(fx);
+  assert_int_equal(rc_send_str(half, "GET / HTTP/1.1\r\nHost:"), 0);
+  expect_stat(fx, FX_EXCHANGES, 2); /* the half header section is being read */
+
+  assert_int_equal(hr_server_drain(fx->server, 60000, 5000, on_drained, NULL), 0);
+  assert_int_equal(hr_server_draining(fx->server), 1);
+  assert_int_equal(hr_server_drain(fx->server, 0, 0, NULL, NULL), HR_ESTATE);
+  /* The idle keep-alive connection closes: the worker has begun. */
+  assert_int_equal(rc_expect_closed(idle), 1);
+  /* The half-read request is answered, and its connection ends. */
+  assert_int_equal(rc_send_str(half, " a\r\n\r\n"), 0);
+  expect_answer(half, "HTTP/1.1 200 OK", "root", 1);
+  assert_int_equal(rc_drain_until_closed(half, NULL), 1);
+  /* New connections are still accepted: readiness says 503, liveness 200,
+   * one response each. */
+  late = fx_connect(fx);
+  assert_int_equal(rc_send_str(late, "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"
+                                     "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"),
+                   0);
+  expect_answer(late, "HTTP/1.1 503 Service Unavailable", "draining\n", 1);
+  assert_int_equal(rc_drain_until_closed(late, NULL), 1);
+  late = fx_connect(fx);
+  assert_int_equal(rc_send_str(late, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(late, "HTTP/1.1 200 OK", "ok\n", 1);
+  assert_int_equal(rc_drain_until_closed(late, NULL), 1);
+  /* The held response goes out, with Connection: close. */
+  assert_int_equal(hr_response_post(st.res, posted_send, NULL), 0);
+  expect_answer(busy, "HTTP/1.1 200 OK", "finished", 1);
+  assert_int_equal(rc_drain_until_closed(busy, NULL), 1);
+  assert_int_equal(st.send_rc, 0);
+  assert_int_equal(ev_count(&st.drained), 0); /* still in the grace period */
+  /* hr_server_stop cuts the grace period short; the callback has run
+   * once the threads are joined. */
+  assert_int_equal(hr_server_stop(fx->server, 1000), 0);
+  fx->started = 0;
+  assert_int_equal(ev_count(&st.drained), 1);
+  assert_int_equal(st.draining_seen, 1);
+  hr_server_free(fx->server);
+  fx->server = NULL;
+  st_destroy();
+}
+
+/* Two workers, no grace period: each stops by itself; the callback runs
+ * once, after the last; then nothing accepts and hr_server_stop joins at
+ * once. */
+static void test_drain_threads_end(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  int port;
+  st_init();
+  add_routes(fx);
+  fx_start(fx, 2);
+  port = fx->port;
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "root", 0);
+  assert_int_equal(hr_server_drain(fx->server, 0, 1000, on_drained, NULL), 0);
+  assert_true(ev_wait(&st.drained, 1, RC_TIMEOUT_MS));
+  assert_int_equal(rc_expect_closed(c), 1);
+  c = rc_connect(port);
+  if (c != NULL) rc_close(c);
+  assert_null(c);
+  assert_int_equal(rc_connect_errno, ECONNREFUSED);
+  assert_int_equal(hr_server_stop(fx->server, 1000), 0);
+  fx->started = 0;
+  assert_int_equal(ev_count(&st.drained), 1);
+  hr_server_free(fx->server);
+  fx->server = NULL;
+  st_destroy();
+}
+
+/* ---- attached ------------------------------------------------------------ */
+
+static void do_drain(fx_t *fx, void *arg) {
+  uint64_t grace = *(uint64_t *)arg;
+  st.drain_rc = hr_server_drain(fx->server, grace, 1000, fx_on_shutdown, fx);
+  st.drain_again_rc = hr_server_drain(fx->server, grace, 1000, fx_on_shutdown, fx);
+}
+
+static void do_close(fx_t *fx, void *arg) {
+  (void)arg;
+  st.close_rc = hr_server_close(fx->server, 1000, fx_on_shutdown, fx);
+}
+
+/* The grace period ends by itself: the shutdown callback runs and the
+ * loop empties (fx_join_attached asserts one callback and a clean
+ * uv_loop_close). */
+static void test_drain_attached(void **state) {
+  fx_t *fx = *state;
+  uint64_t grace = 0;
+  rc_t *c;
+  st_init();
+  add_routes(fx);
+  fx_attach(fx);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "root", 0);
+  /* Not from another thread. */
+  assert_int_equal(hr_server_drain(fx->server, 0, 0, NULL, NULL), HR_ETHREAD);
+  fx_run_on_loop(fx, do_drain, &grace);
+  assert_int_equal(st.drain_rc, 0);
+  assert_int_equal(st.drain_again_rc, HR_ESTATE);
+  fx_join_attached(fx);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  st_destroy();
+}
+
+/* hr_server_close during the grace period ends it, and its callback is
+ * the one that runs. */
+static void test_drain_attached_close(void **state) {
+  fx_t *fx = *state;
+  uint64_t grace = 60000;
+  rc_t *c;
+  st_init();
+  add_routes(fx);
+  fx_attach(fx);
+  fx_run_on_loop(fx, do_drain, &grace);
+  assert_int_equal(st.drain_rc, 0);
+  c = fx_connect(fx); /* still accepting */
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "root", 1);
+  fx_run_on_loop(fx, do_close, NULL);
+  assert_int_equal(st.close_rc, 0);
+  fx_join_attached(fx);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  st_destroy();
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_health_routes),
+      T(test_drain_connections),
+      T(test_drain_threads_end),
+      T(test_drain_attached),
+      T(test_drain_attached_close),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Listening sockets of worker threads: by default one socket per address
+ * that every worker polls, so that no other socket (another process of the
+ * same user included) can join the port; with reuseport, one SO_REUSEPORT
+ * socket per worker, which another SO_REUSEPORT socket can join.  Both
+ * serve every connection.
+ *
+ * ctest-labels: tsan
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+/* Binds a socket with SO_REUSEPORT to 127.0.0.1:port; returns 0 or the
+ * errno of bind. */
+static int try_join(int port) {
+  struct sockaddr_in sa;
+  int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0), err = 0;
+  assert_true(fd >= 0);
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one), 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons((uint16_t)port);
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) err = errno;
+  close(fd);
+  return err;
+}
+
+/* `n` connections at once, each with one request, all answered. */
+static void serve_many(fx_t *fx, int n) {
+  rc_t *c[32];
+  int i;
+  assert_true(n <= 32);
+  for (i = 0; i < n; i++) c[i] = fx_connect(fx);
+  for (i = 0; i < n; i++)
+    assert_int_equal(rc_send_str(c[i], "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  for (i = 0; i < n; i++) expect_response(c[i], "HTTP/1.1 200 OK", "root", NULL);
+  expect_stat(fx, FX_ACCEPTED, (uint64_t)n);
+}
+
+static void test_shared_socket(void **state) {
+  fx_t *fx = *state;
+  fx_route(fx, "GET", "/", ta_text, "root");
+  fx_start(fx, 2);
+  serve_many(fx, 32);
+  assert_int_equal(try_join(fx->port), EADDRINUSE);
+}
+
+static void test_reuseport(void **state) {
+  fx_t *fx = *state;
+  hr_listen_options_t lo;
+  hr_listen_options_init(&lo);
+  lo.reuseport = 1;
+  fx->listen = &lo;
+  fx_route(fx, "GET", "/", ta_text, "root");
+  fx_start(fx, 2);
+  serve_many(fx, 32);
+  assert_int_equal(try_join(fx->port), 0); /* what the option allows */
+}
+
+static void test_listen_option_errors(void **state) {
+  fx_t *fx = *state;
+  hr_server_t *s = NULL;
+  hr_listen_options_t lo;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(fd, 8), 0);
+  assert_int_equal(hr_server_new(&s, fx->router, NULL), 0);
+  hr_listen_options_init(&lo);
+  lo.reuseport = 2;
+  assert_int_equal(hr_server_listen_ex(s, "127.0.0.1", 0, &lo), HR_EINVAL);
+  /* A passed socket is one socket. */
+  lo.reuseport = 1;
+  assert_int_equal(hr_server_listen_fd(s, fd, &lo), HR_EINVAL);
+  /* The caller keeps it: still blocking, still open. */
+  assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+  hr_server_free(s);
+  assert_int_equal(close(fd), 0);
+}
+
+/* A listening socket on 127.0.0.1 at descriptor `at`; its port. */
+static int listen_at(int at) {
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(fd, 8), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+  if (fd != at) {
+    assert_int_equal(dup2(fd, at), at);
+    close(fd);
+  }
+  return ntohs(sa.sin_port);
+}
+
+static void test_socket_activation(void **state) {
+  fx_t *fx = *state;
+  char pid[32];
+  size_t n = 99;
+  int saved[2], port3, port4, i;
+  rc_t *c;
+  fx_route(fx, "GET", "/", ta_text, "root");
+  /* Descriptors 3 and 4 are the passed ones: keep what the test process
+   * had there. */
+  for (i = 0; i < 2; i++) saved[i] = fcntl(3 + i, F_DUPFD_CLOEXEC, 10);
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  unsetenv("LISTEN_PID");
+  unsetenv("LISTEN_FDS");
+  assert_int_equal(hr_server_listen_activated(fx->server, NULL, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(hr_server_listen_activated(fx->server, NULL, NULL), HR_EINVAL);
+  /* Meant for another process: left alone. */
+  setenv("LISTEN_PID", "1", 1);
+  setenv("LISTEN_FDS", "2", 1);
+  assert_int_equal(hr_server_listen_activated(fx->server, NULL, &n), 0);
+  assert_int_equal(n, 0);
+  assert_string_equal(getenv("LISTEN_FDS"), "2");
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  setenv("LISTEN_PID", pid, 1);
+  setenv("LISTEN_FDS", "2x", 1);
+  assert_int_equal(hr_server_listen_activated(fx->server, NULL, &n), HR_EINVAL);
+  port3 = listen_at(3);
+  port4 = listen_at(4);
+  setenv("LISTEN_FDS", "2", 1);
+  setenv("LISTEN_FDNAMES", "a:b", 1);
+  assert_int_equal(hr_server_listen_activated(fx->server, NULL, &n), 0);
+  assert_int_equal(n, 2);
+  assert_null(getenv("LISTEN_PID"));
+  assert_null(getenv("LISTEN_FDS"));
+  assert_null(getenv("LISTEN_FDNAMES"));
+  assert_int_equal(hr_server_start(fx->server, 2), 0);
+  fx->started = 1;
+  assert_int_equal(hr_server_port(fx->server, 0), port3);
+  assert_int_equal(hr_server_port(fx->server, 1), port4);
+  for (i = 0; i < 2; i++) {
+    fx->port = i == 0 ? port3 : port4;
+    c = fx_connect(fx);
+    assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+  }
+  assert_int_equal(fx_stop(fx, 1000), 0);
+  /* The server closed 3 and 4; put back what was there. */
+  for (i = 0; i < 2; i++) {
+    assert_int_equal(fcntl(3 + i, F_GETFD), -1);
+    if (saved[i] >= 0) {
+      assert_int_equal(dup2(saved[i], 3 + i), 3 + i);
+      close(saved[i]);
+    }
+  }
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_shared_socket),
+      T(test_reuseport),
+      T(test_listen_option_errors),
+      T(test_socket_activation),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
