@@ -51,11 +51,16 @@
 # Every measured round is also a row of a CSV file (bench/csv.sh has the
 # columns), written as it is measured: one per server, run and round, the
 # handshake runs ("tls1.3", ...) and the idle line (one round) included;
-# bench/results/rounds.csv unless --csv FILE names another.
+# bench/results/rounds.csv unless --csv FILE names another.  --plot DIR
+# draws PNG charts of it into DIR after the runs (bench/plot.sh, gnuplot,
+# installed when missing): requests/s and CPU µs per request by server and
+# round, latency p50 and p99 by server, memory per idle connection by
+# server.
 #
 #   bench/run.sh                                   # hroute alone, defaults
 #   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
 #   bench/run.sh --tls --duration 3s --rounds 3 --compare nginx
+#   bench/run.sh --duration 2s --rounds 3 --compare nginx --plot docs/img
 #   bench/run.sh --static --compare nginx        # files: bench/static.sh
 #   bench/run.sh --websocket                     # WebSocket: bench/ws.sh
 set -euo pipefail
@@ -100,6 +105,7 @@ SCHEME=http       # https with --tls
 CURL_TLS=()       # curl's arguments for the certificate, with --tls
 IDLE_NAME=idle    # the idle line's name: idle-tls with --tls
 CSV_PATH=$ROOT/bench/results/rounds.csv # --csv: one row per measured round
+PLOT_DIR=         # --plot: draw the charts of CSV_PATH into this directory
 
 # ---- state shared with the cleanup trap -----------------------------------
 
@@ -170,6 +176,10 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --csv FILE           write every measured round as a CSV row to FILE
                        (default bench/results/rounds.csv; columns: see
                        bench/csv.sh); its path is printed at the end
+  --plot DIR           after the runs, draw PNG charts of the CSV into DIR
+                       (bench/plot.sh; gnuplot-nox is installed if missing):
+                       requests_per_s.png, cpu_us_per_request.png,
+                       latency.png, idle_memory.png
   --no-build           use the existing build/release/hello and
                        build/release/bench-peers/*
   --help               show this text
@@ -230,7 +240,7 @@ parse_args() {
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
       --duration | --connections | --threads | --server-threads | --path | --port | \
         --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn | \
-        --idle-conns | --handshakes | --hs-clients | --csv)
+        --idle-conns | --handshakes | --hs-clients | --csv | --plot)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -253,6 +263,7 @@ parse_args() {
       --handshakes) HANDSHAKES=$value ;;
       --hs-clients) HS_CLIENTS=$value ;;
       --csv) CSV_PATH=$value ;;
+      --plot) PLOT_DIR=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -280,6 +291,9 @@ parse_args() {
   [[ -n $CSV_PATH && $CSV_PATH != */ ]] || die "--csv needs a file name"
   [[ ! -d $CSV_PATH ]] || die "--csv: $CSV_PATH is a directory"
   writable_dir "$(dirname "$CSV_PATH")" || die "--csv: cannot write into $(dirname "$CSV_PATH")"
+  if [[ -n $PLOT_DIR ]]; then
+    writable_dir "$PLOT_DIR" || die "--plot: cannot write into $PLOT_DIR"
+  fi
   parse_handshakes
   parse_compare
   if ((TLS)); then
@@ -514,6 +528,10 @@ ensure_deps() {
     bash "$ROOT/scripts/deps.sh" --bench
   fi
   if want_peer h2o; then ensure_packages libh2o-evloop-dev; fi
+  if [[ -n $PLOT_DIR ]]; then
+    command -v gnuplot >/dev/null 2>&1 || ensure_packages gnuplot-nox
+    tools+=(gnuplot)
+  fi
   for t in "${tools[@]}"; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
@@ -1094,8 +1112,25 @@ report_handshakes() {
 
 # ---- report ---------------------------------------------------------------
 
+# Prints the commit benchmarked: its short hash, "+changes" when the work
+# tree differs from it.
+commit_id() {
+  local commit
+  if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
+    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
+  else
+    commit="none (no commits)"
+  fi
+  echo "$commit"
+}
+
+# Prints the CPU model, if /proc/cpuinfo names it.
+cpu_model() {
+  awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true
+}
+
 header_line() {
-  local commit=unknown cores model churn_note='' peer_note='' p v
+  local commit cores model churn_note='' peer_note='' p v
   if want_hroute && ((CHURN > 0)); then
     churn_note="; keepalive+churn: hello --churn $CHURN (route replacements/s)"
   fi
@@ -1111,13 +1146,9 @@ header_line() {
   if ((TLS)); then
     peer_note+="; HTTPS: self-signed ECDSA P-256, wrk over TLS ($(openssl version 2>/dev/null | awk '{ print $1, $2 }'))"
   fi
-  if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
-    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
-  else
-    commit="none (no commits)"
-  fi
+  commit=$(commit_id)
   cores=$(nproc)
-  model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+  model=$(cpu_model)
   echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)};" \
     "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
     "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note$peer_note"
@@ -1220,6 +1251,20 @@ report() {
   fi
 }
 
+# With --plot: the charts of the CSV, into PLOT_DIR (bench/plot.sh), each
+# captioned with what was measured how.
+plot_charts() {
+  local caption model https=
+  model=$(cpu_model)
+  if ((TLS)); then https=" over HTTPS"; fi
+  caption="hroute $(commit_id); GET $URL_PATH$https, $CONNECTIONS connections,"
+  caption+=" $DURATION per run, $ROUNDS round(s)"$'\n'
+  caption+="server cpus $SERVER_CPUS, wrk cpus $CLIENT_CPUS; $(nproc) core(s)${model:+ ($model)}"
+  echo "charts:"
+  bash "$BENCH_DIR/plot.sh" --caption "$caption" "$CSV_PATH" "$PLOT_DIR" | sed 's/^/  /' ||
+    die "drawing the charts failed"
+}
+
 # ---- main -----------------------------------------------------------------
 
 main() {
@@ -1293,6 +1338,7 @@ main() {
   if want_idle; then run_idle; fi
   echo
   report
+  if [[ -n $PLOT_DIR ]]; then plot_charts; fi
   echo "rounds: $CSV_PATH ($(csv_rows) rows)"
   ((IDLE_FAILED == 0)) || die "the idle measurement failed (see above)"
 }
