@@ -66,9 +66,13 @@ tables() {
       if (!(k in seen)) { seen[k] = 1; servers[run] = servers[run] " " server }
       value[k, round] = a; all_a[k] = all_a[k] " " a; all_b[k] = all_b[k] " " b
       if (round > nrounds) nrounds = round
-      if (!(run in lo) || a + 0 < lo[run]) lo[run] = a + 0
-      if (!(run in hi) || a + 0 > hi[run]) hi[run] = a + 0
-      if (b != "" && b + 0 > hi[run]) hi[run] = b + 0
+    }
+    # Writes value v of a row to the table, keeping the lowest and highest.
+    function cell(v) {
+      printf " %s", v > file
+      if (v == "NaN") return
+      if (lo == "" || v + 0 < lo) lo = v + 0
+      if (hi == "" || v + 0 > hi) hi = v + 0
     }
     END {
       if (nruns == 0) exit
@@ -83,18 +87,19 @@ tables() {
         } else if (kind == "latency") print "\"server\" \"p50\" \"p99\"" > file
         else print "\"server\" \"median\"" > file
         n = split(servers[runs[r]], s, " ")
+        lo = hi = ""
         for (i = 1; i <= n; i++) {
           k = runs[r] SUBSEP s[i]
           printf "\"%s\"", s[i] > file
           if (kind == "rounds")
-            for (j = 1; j <= nrounds; j++) printf " %s", ((k, j) in value ? value[k, j] : "NaN") > file
-          else if (kind == "latency") printf " %s %s", median(all_a[k]), median(all_b[k]) > file
-          else printf " %s", median(all_a[k]) > file
+            for (j = 1; j <= nrounds; j++) cell((k, j) in value ? value[k, j] : "NaN")
+          else if (kind == "latency") { cell(median(all_a[k])); cell(median(all_b[k])) }
+          else cell(median(all_a[k]))
           print "" > file
         }
         close(file)
         line = line " " runs[r]
-        range = range " " (lo[runs[r]] < 0 ? lo[runs[r]] : 0) " " hi[runs[r]]
+        range = range " " (lo < 0 ? lo : 0) " " hi
       }
       print line "|" range
     }' "$CSV"
