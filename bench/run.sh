@@ -48,9 +48,19 @@
 # hroute/nginx.  The idle line becomes "idle-tls": the same measurement over
 # TLS connections (bench/idle_client --tls).
 #
+# Every measured round is also a row of a CSV file (bench/csv.sh has the
+# columns), written as it is measured: one per server, run and round, the
+# handshake runs ("tls1.3", ...) and the idle line (one round) included;
+# bench/results/rounds.csv unless --csv FILE names another.  --plot DIR
+# draws PNG charts of it into DIR after the runs (bench/plot.sh, gnuplot,
+# installed when missing): requests/s and CPU µs per request by server and
+# round, latency p50 and p99 by server, memory per idle connection by
+# server.
+#
 #   bench/run.sh                                   # hroute alone, defaults
 #   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
 #   bench/run.sh --tls --duration 3s --rounds 3 --compare nginx
+#   bench/run.sh --duration 2s --rounds 3 --compare nginx --plot docs/img
 #   bench/run.sh --static --compare nginx        # files: bench/static.sh
 #   bench/run.sh --websocket                     # WebSocket: bench/ws.sh
 set -euo pipefail
@@ -65,6 +75,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR="$ROOT/bench"
 BUILD_DIR="$ROOT/build/release"
 PEER_DIR="$BUILD_DIR/bench-peers"
+# shellcheck source=bench/csv.sh
+. "$BENCH_DIR/csv.sh"
 
 # ---- options and their defaults -------------------------------------------
 
@@ -92,6 +104,8 @@ HS_CLIENTS=2      # --hs-clients: tls_handshakes processes
 SCHEME=http       # https with --tls
 CURL_TLS=()       # curl's arguments for the certificate, with --tls
 IDLE_NAME=idle    # the idle line's name: idle-tls with --tls
+CSV_PATH=$ROOT/bench/results/rounds.csv # --csv: one row per measured round
+PLOT_DIR=         # --plot: draw the charts of CSV_PATH into this directory
 
 # ---- state shared with the cleanup trap -----------------------------------
 
@@ -159,6 +173,13 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --hs-clients N       with --tls: bench/tls_handshakes processes, pinned to
                        --client-cpus, one connection at a time each
                        (default $HS_CLIENTS)
+  --csv FILE           write every measured round as a CSV row to FILE
+                       (default bench/results/rounds.csv; columns: see
+                       bench/csv.sh); its path is printed at the end
+  --plot DIR           after the runs, draw PNG charts of the CSV into DIR
+                       (bench/plot.sh; gnuplot-nox is installed if missing):
+                       requests_per_s.png, cpu_us_per_request.png,
+                       latency.png, idle_memory.png
   --no-build           use the existing build/release/hello and
                        build/release/bench-peers/*
   --help               show this text
@@ -201,6 +222,12 @@ check_int() {
   fi
 }
 
+# True when directory $1 is there (made if need be) and writable.
+writable_dir() {
+  mkdir -p "$1" 2>/dev/null || return 1
+  [[ -w $1 ]]
+}
+
 parse_args() {
   local opt value
   while (($# > 0)); do
@@ -213,7 +240,7 @@ parse_args() {
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
       --duration | --connections | --threads | --server-threads | --path | --port | \
         --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn | \
-        --idle-conns | --handshakes | --hs-clients)
+        --idle-conns | --handshakes | --hs-clients | --csv | --plot)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -235,6 +262,8 @@ parse_args() {
       --idle-conns) IDLE_CONNS=$value ;;
       --handshakes) HANDSHAKES=$value ;;
       --hs-clients) HS_CLIENTS=$value ;;
+      --csv) CSV_PATH=$value ;;
+      --plot) PLOT_DIR=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -259,6 +288,12 @@ parse_args() {
   check_int --hs-clients "$HS_CLIENTS" 1
   HS_CLIENTS=$((10#$HS_CLIENTS))
   ((HS_CLIENTS <= 64)) || die "--hs-clients must be <= 64"
+  [[ -n $CSV_PATH && $CSV_PATH != */ ]] || die "--csv needs a file name"
+  [[ ! -d $CSV_PATH ]] || die "--csv: $CSV_PATH is a directory"
+  writable_dir "$(dirname "$CSV_PATH")" || die "--csv: cannot write into $(dirname "$CSV_PATH")"
+  if [[ -n $PLOT_DIR ]]; then
+    writable_dir "$PLOT_DIR" || die "--plot: cannot write into $PLOT_DIR"
+  fi
   parse_handshakes
   parse_compare
   if ((TLS)); then
@@ -493,6 +528,10 @@ ensure_deps() {
     bash "$ROOT/scripts/deps.sh" --bench
   fi
   if want_peer h2o; then ensure_packages libh2o-evloop-dev; fi
+  if [[ -n $PLOT_DIR ]]; then
+    command -v gnuplot >/dev/null 2>&1 || ensure_packages gnuplot-nox
+    tools+=(gnuplot)
+  fi
   for t in "${tools[@]}"; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
@@ -786,7 +825,8 @@ hello_idle_args() {
 # then IDLE_CONNS idle persistent connections after one request each
 # (bench/idle_client), its RSS once steady (two equal readings 200 ms apart,
 # at most 2 s), and appends "SERVER BYTES_PER_CONNECTION" to $TMP/idle, or
-# "SERVER error" after noting what went wrong.
+# "SERVER error" after noting what went wrong; and a row to the CSV (errors:
+# the connections that were not open at the second reading).
 measure_idle() {
   local server=$1 pid=$2 port=$3 before after prev i line to from
   local ok=0 failed=0 open=0 detail=
@@ -823,10 +863,13 @@ measure_idle() {
 
   if ((ok == IDLE_CONNS && open == IDLE_CONNS)); then
     echo "$server $(((after - before) / IDLE_CONNS))" >>"$TMP/idle"
+    csv_row run="$IDLE_NAME" server="$server" round=1 \
+      bytes_per_connection=$(((after - before) / IDLE_CONNS)) errors=0
     note "$IDLE_NAME  $server: RSS $before -> $after bytes with $IDLE_CONNS idle connections:" \
       "$(((after - before) / IDLE_CONNS)) B each"
   else
     echo "$server error" >>"$TMP/idle"
+    csv_row run="$IDLE_NAME" server="$server" round=1 errors=$((IDLE_CONNS - open))
     IDLE_FAILED=1
     if ((ok < IDLE_CONNS)); then
       note "error: $server idle: $ok of $IDLE_CONNS connections got a full response" \
@@ -911,7 +954,7 @@ parse_wrk() {
 # Measures server $1 ("hroute" or a peer, process $2, port $3) in mode $4
 # for round $5 and appends one line to $TMP/results:
 #   server run round req/s p50_ms p99_ms cpu_us_per_req allocs_per_req errors
-# The run is named after the mode unless $6 names it.
+# and a row to the CSV.  The run is named after the mode unless $6 names it.
 measure() {
   local server=$1 pid=$2 port=$3 mode=$4 round=$5
   local run=keepalive out cpu0 cpu1 c0 c1 rps p50 p99 requests errors served allocs cpu_us summary
@@ -942,6 +985,10 @@ measure() {
     'BEGIN { if (n > 0) printf "%.2f", t * 1000000 / hz / n; else print "n/a" }')
 
   echo "$server $run $round $rps $p50 $p99 $cpu_us $allocs $errors" >>"$TMP/results"
+  csv_row run="$run" server="$server" round="$round" requests_per_s="$rps" \
+    latency_p50_us="$(awk -v ms="$p50" 'BEGIN { printf "%.0f", ms * 1000 }')" \
+    latency_p99_us="$(awk -v ms="$p99" 'BEGIN { printf "%.0f", ms * 1000 }')" \
+    cpu_us_per_request="$cpu_us" allocs_per_request="$allocs" errors="$errors"
   summary=$(printf '%-7s %-15s %8s req/s  p50 %sms  p99 %sms  cpu %sus/req  allocs/req %s' \
     "$server" "$run" "$rps" "$p50" "$p99" "$cpu_us" "$allocs")
   if ((errors > 0)); then summary+="  ERRORS $errors"; fi
@@ -965,6 +1012,7 @@ duration_seconds() {
 # and appends one line to $TMP/handshakes:
 #   server mode round hs/s cpu_us_per_hs server_cpu_% resumed completed failed
 #   unclean rss_growth_bytes
+# and a row to the CSV (run "tls$4"; a request per handshake).
 measure_handshakes() {
   local server=$1 pid=$2 port=$3 mode=$4 round=$5 out status=0 line
   local cpu0 cpu1 rss0 rss1 ndone resumed failed unclean secs rate cpu_us util summary
@@ -988,6 +1036,8 @@ measure_handshakes() {
     'BEGIN { printf "%s %.0f\n", (n > 0 ? sprintf("%.2f", t * 1000000 / hz / n) : "n/a"), t / hz / s * 100 }')
   echo "$server $mode $round $rate $cpu_us $util $resumed $ndone $failed $unclean $((rss1 - rss0))" \
     >>"$TMP/handshakes"
+  csv_row run="tls$mode" server="$server" round="$round" requests_per_s="$rate" \
+    cpu_us_per_request="$cpu_us" errors="$failed"
   summary=$(printf '%-7s tls%-13s %7s hs/s  cpu %sus/hs  server cpu %s%%  resumed %s/%s  rss %+d kB' \
     "$server" "$mode" "$rate" "$cpu_us" "$util" "$resumed" "$ndone" $(((rss1 - rss0) / 1024)))
   if ((failed > 0)); then summary+="  FAILED $failed ($(head -c 200 "$out.err"))"; fi
@@ -1062,8 +1112,25 @@ report_handshakes() {
 
 # ---- report ---------------------------------------------------------------
 
+# Prints the commit benchmarked: its short hash, "+changes" when the work
+# tree differs from it.
+commit_id() {
+  local commit
+  if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
+    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
+  else
+    commit="none (no commits)"
+  fi
+  echo "$commit"
+}
+
+# Prints the CPU model, if /proc/cpuinfo names it.
+cpu_model() {
+  awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true
+}
+
 header_line() {
-  local commit=unknown cores model churn_note='' peer_note='' p v
+  local commit cores model churn_note='' peer_note='' p v
   if want_hroute && ((CHURN > 0)); then
     churn_note="; keepalive+churn: hello --churn $CHURN (route replacements/s)"
   fi
@@ -1079,13 +1146,9 @@ header_line() {
   if ((TLS)); then
     peer_note+="; HTTPS: self-signed ECDSA P-256, wrk over TLS ($(openssl version 2>/dev/null | awk '{ print $1, $2 }'))"
   fi
-  if commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
-    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit+="+changes"
-  else
-    commit="none (no commits)"
-  fi
+  commit=$(commit_id)
   cores=$(nproc)
-  model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+  model=$(cpu_model)
   echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)};" \
     "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
     "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note$peer_note"
@@ -1188,6 +1251,20 @@ report() {
   fi
 }
 
+# With --plot: the charts of the CSV, into PLOT_DIR (bench/plot.sh), each
+# captioned with what was measured how.
+plot_charts() {
+  local caption model https=
+  model=$(cpu_model)
+  if ((TLS)); then https=" over HTTPS"; fi
+  caption="hroute $(commit_id); GET $URL_PATH$https, $CONNECTIONS connections,"
+  caption+=" $DURATION per run, $ROUNDS round(s)"$'\n'
+  caption+="server cpus $SERVER_CPUS, wrk cpus $CLIENT_CPUS; $(nproc) core(s)${model:+ ($model)}"
+  echo "charts:"
+  bash "$BENCH_DIR/plot.sh" --caption "$caption" "$CSV_PATH" "$PLOT_DIR" | sed 's/^/  /' ||
+    die "drawing the charts failed"
+}
+
 # ---- main -----------------------------------------------------------------
 
 main() {
@@ -1231,6 +1308,7 @@ main() {
   done
 
   : >"$TMP/results"
+  csv_open "$CSV_PATH" || exit 1
   for ((round = 1; round <= ROUNDS; round++)); do
     for mode in keepalive pipeline; do
       if want_hroute; then measure hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
@@ -1260,6 +1338,8 @@ main() {
   if want_idle; then run_idle; fi
   echo
   report
+  if [[ -n $PLOT_DIR ]]; then plot_charts; fi
+  echo "rounds: $CSV_PATH ($(csv_rows) rows)"
   ((IDLE_FAILED == 0)) || die "the idle measurement failed (see above)"
 }
 

@@ -10,9 +10,13 @@
 # Then memory: the server's VmRSS before and after --big-requests GET
 # requests of a 100 MiB file over one persistent connection (curl, body to
 # /dev/null), for hroute and for nginx, so that "flat" can be read off.
+# Each round's requests/s is a row of a CSV file (runs static1k and
+# static1m; bench/csv.sh), bench/results/static.csv or --csv FILE, charted
+# into DIR with --plot DIR (bench/plot.sh).
 #
 #   bench/static.sh                        # 3 rounds of 3 s, 10000 big requests
 #   bench/static.sh --rounds 5 --duration 5s --big-requests 1000
+#   bench/static.sh --big-requests 0 --plot /tmp/charts
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +30,8 @@ BIG_REQUESTS=10000
 BUILD=1
 HROUTE_PORT=18181
 NGINX_PORT=18182
+CSV=$ROOT/bench/results/static.csv
+PLOT_DIR=
 
 usage() {
   cat <<USAGE
@@ -37,6 +43,9 @@ usage: bench/static.sh [options]
   --client-cpus LIST   CPUs for wrk and curl (default $CLIENT_CPUS)
   --big-requests N     requests of the 100 MiB file for the memory line, 0: skip
                        (default $BIG_REQUESTS)
+  --csv FILE           a CSV row per round and server (default
+                       bench/results/static.csv; columns: bench/csv.sh)
+  --plot DIR           PNG charts of the CSV into DIR (bench/plot.sh, gnuplot)
   --no-build           use the existing build/release/hello
 USAGE
 }
@@ -49,6 +58,8 @@ while (($#)); do
     --server-cpus) SERVER_CPUS=$2; shift 2 ;;
     --client-cpus) CLIENT_CPUS=$2; shift 2 ;;
     --big-requests) BIG_REQUESTS=$2; shift 2 ;;
+    --csv) CSV=$2; shift 2 ;;
+    --plot) PLOT_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --static) shift ;; # from bench/run.sh --static
     --compare) [[ $2 == nginx ]] || { echo "static.sh: --static compares with nginx only" >&2; exit 2; }
@@ -58,12 +69,16 @@ while (($#)); do
   esac
 done
 
-for tool in wrk nginx curl taskset; do
+tools=(wrk nginx curl taskset)
+[[ -z $PLOT_DIR ]] || tools+=(gnuplot)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || "$ROOT/scripts/deps.sh" --bench
 done
 
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+# shellcheck source=bench/csv.sh
+. "$ROOT/bench/csv.sh"
 bench_workdir static-bench
 
 if ((BUILD)); then
@@ -122,12 +137,15 @@ rate() { # port file
 start_hroute
 start_nginx
 declare -A R
+csv_open "$CSV"
 for ((round = 1; round <= ROUNDS; round++)); do
   for f in 1k.bin 1m.bin; do
     h=$(rate "$HROUTE_PORT" "$f")
     n=$(rate "$NGINX_PORT" "$f")
     R[h_$f]+=" $h"
     R[n_$f]+=" $n"
+    csv_row run="static${f%.bin}" server=hroute round="$round" requests_per_s="$h"
+    csv_row run="static${f%.bin}" server=nginx round="$round" requests_per_s="$n"
     echo "static: round $round/$ROUNDS  $f  hroute $h req/s  nginx $n req/s"
   done
 done
@@ -151,3 +169,12 @@ if ((BIG_REQUESTS > 0)); then
     echo "memory: $s  VmRSS ${before} KiB -> ${after} KiB over $BIG_REQUESTS requests of a 100 MiB file ($((SECONDS - start)) s)"
   done
 fi
+
+echo
+if [[ -n $PLOT_DIR ]]; then
+  echo "charts:"
+  caption="static files: hroute $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'),"
+  caption+=" nginx; $CONNECTIONS connections, $DURATION per run, $ROUNDS round(s)"
+  bash "$ROOT/bench/plot.sh" --caption "$caption" "$CSV" "$PLOT_DIR" | sed 's/^/  /'
+fi
+echo "rounds: $CSV ($(csv_rows) rows)"

@@ -8,9 +8,14 @@
 # 64-byte binary echo (CONNS connections, DEPTH messages in flight each)
 # and the ratio.  Then memory: the server's VmRSS before and after N idle
 # WebSocket connections (handshake done, nothing sent), per connection.
+# Each round is a row of a CSV file (bench/csv.sh): run ws-echo64B
+# (requests_per_s: messages echoed per second) and idle-ws
+# (bytes_per_connection), bench/results/ws.csv or --csv FILE, charted into
+# DIR with --plot DIR (bench/plot.sh).
 #
 #   bench/ws.sh                          # 3 rounds of 5 s, 5000 idle connections
 #   bench/ws.sh --rounds 5 --duration 10 --idle 10000
+#   bench/ws.sh --plot /tmp/charts
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +31,8 @@ CLIENT_CPUS=1
 BUILD=1
 HROUTE_PORT=18191
 NODE_PORT=18192
+CSV=$ROOT/bench/results/ws.csv
+PLOT_DIR=
 
 usage() {
   cat <<USAGE
@@ -38,6 +45,9 @@ usage: bench/ws.sh [options]
   --idle N             idle connections for the memory line, 0: skip (default $IDLE)
   --server-cpus LIST   CPUs for the servers, taskset syntax (default $SERVER_CPUS)
   --client-cpus LIST   CPUs for the client (default $CLIENT_CPUS)
+  --csv FILE           a CSV row per round and server (default
+                       bench/results/ws.csv; columns: bench/csv.sh)
+  --plot DIR           PNG charts of the CSV into DIR (bench/plot.sh, gnuplot)
   --no-build           use the existing build/release programs
 USAGE
 }
@@ -52,6 +62,8 @@ while (($#)); do
     --idle) IDLE=$2; shift 2 ;;
     --server-cpus) SERVER_CPUS=$2; shift 2 ;;
     --client-cpus) CLIENT_CPUS=$2; shift 2 ;;
+    --csv) CSV=$2; shift 2 ;;
+    --plot) PLOT_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --websocket) shift ;; # from bench/run.sh --websocket
     -h|--help) usage; exit 0 ;;
@@ -65,6 +77,8 @@ ulimit -n "$(ulimit -Hn)"
 
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+# shellcheck source=bench/csv.sh
+. "$ROOT/bench/csv.sh"
 bench_workdir ws-bench
 
 if ((BUILD)); then
@@ -86,6 +100,7 @@ wait_port "$NODE_PORT"
 
 : >"$TMP/hroute.rates"
 : >"$TMP/node.rates"
+csv_open "$CSV"
 for ((r = 1; r <= ROUNDS; r++)); do
   for who in hroute node; do
     port=$HROUTE_PORT
@@ -94,6 +109,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
            sed -n 's/^msgs_per_s //p')
     echo "round $r $who $rate msgs/s" >&2
     echo "$rate" >>"$TMP/$who.rates"
+    csv_row run="ws-echo${SIZE}B" server="${who/#node/node-ws}" round="$r" requests_per_s="$rate"
   done
 done
 h=$(median <"$TMP/hroute.rates")
@@ -130,5 +146,18 @@ if ((IDLE > 0)); then
     awk -v w="$who" -v b="$before" -v a="$after" -v n="$IDLE" -v o="$open" 'BEGIN {
       printf "idle: %s RSS %d KiB -> %d KiB for %d WebSocket connections (%s still open): %.0f B each\n",
              w, b, a, n, o, (a - b) * 1024 / n }'
+    csv_row run=idle-ws server="${who/#node/node-ws}" round=1 errors="$((IDLE - ${open:-0}))" \
+      bytes_per_connection="$(awk -v b="$before" -v a="$after" -v n="$IDLE" 'BEGIN {
+        printf "%.0f", (a - b) * 1024 / n }')"
   done
 fi
+
+echo
+if [[ -n $PLOT_DIR ]]; then
+  echo "charts:"
+  caption="WebSocket echo: hroute $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'),"
+  caption+=" node-ws; $CONNS connections x $DEPTH messages of $SIZE bytes in flight,"
+  caption+=" $DURATION s per run, $ROUNDS round(s)"
+  bash "$ROOT/bench/plot.sh" --caption "$caption" "$CSV" "$PLOT_DIR" | sed 's/^/  /'
+fi
+echo "rounds: $CSV ($(csv_rows) rows)"

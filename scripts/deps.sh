@@ -6,7 +6,8 @@
 # and prints nothing, so scripts/test.sh can run it every time.
 #
 # Usage: scripts/deps.sh [--bench] [--fuzz]
-#   --bench   also wrk, nginx-light and curl (bench/)
+#   --bench   also wrk, nginx-light, curl and gnuplot-nox (bench/; gnuplot
+#             draws the charts of bench/run.sh --plot)
 #   --fuzz    also clang and its runtime libraries (HROUTE_FUZZ=ON)
 #
 # Runs apt-get as root, or through sudo for another user.
@@ -18,9 +19,9 @@ packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev 
 
 for arg in "$@"; do
   case $arg in
-    --bench) packages+=(wrk nginx-light curl) ;;
+    --bench) packages+=(wrk nginx-light curl gnuplot-nox) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    -h|--help) sed -n '4,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '4,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "deps.sh: unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
