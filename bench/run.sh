@@ -8,7 +8,7 @@
 # requests per write ("pipelineDEPTH", bench/pipeline.lua).  For each run it
 # reports requests/s, latency p50 and p99, server CPU time per request (from
 # /proc/PID/stat) and, for hroute, heap allocations per request (from the
-# server's GET /__hroute/stats counters).  --compare takes a comma-separated
+# server's GET /metrics counters, Prometheus text).  --compare takes a comma-separated
 # list of peers that serve the same response on the same CPUs, measured in
 # alternating rounds with hroute: nginx (one worker per server thread,
 # bench/nginx.conf.in), h2o (libh2o's evloop, bench/peers/h2o_hello.c) and
@@ -502,16 +502,15 @@ cpu_ticks() {
          END { print total + 0 }'
 }
 
-# Prints "REQUESTS ALLOCATIONS" from the stats endpoint of the hello on port
-# $1 (default: the main one).
+# Prints "REQUESTS ALLOCATIONS" from the Prometheus metrics of the hello on
+# port $1 (default: the main one): hroute_requests_total and
+# hroute_allocations_total.
 hello_counters() {
-  curl "${CURL_TLS[@]}" -fsS --max-time 5 "$SCHEME://127.0.0.1:${1:-$HELLO_PORT}/__hroute/stats" |
-    awk '{
-      r = $0; a = $0
-      if (!sub(/.*"requests":/, "", r) || !sub(/.*"allocations":/, "", a)) exit 1
-      sub(/[^0-9].*/, "", r); sub(/[^0-9].*/, "", a)
-      print r, a
-    }' || die "hello: cannot read GET /__hroute/stats"
+  curl "${CURL_TLS[@]}" -fsS --max-time 5 "$SCHEME://127.0.0.1:${1:-$HELLO_PORT}/metrics" |
+    awk '$1 == "hroute_requests_total" { r = $2 }
+         $1 == "hroute_allocations_total" { a = $2 }
+         END { if (r == "" || a == "") exit 1; print r, a }' ||
+    die "hello: cannot read GET /metrics"
 }
 
 # ---- servers --------------------------------------------------------------

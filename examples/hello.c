@@ -4,8 +4,8 @@
  * wrk benchmark (bench/run.sh).  It shows, in order: registering a route with
  * a parameter and a constant response field (pre-rendered once, at
  * registration), answering from a handler without touching the heap (a stack
- * buffer, or the request's arena for long names), reading the server's
- * counters, and the two ways to run a server -- attached to a libuv loop this
+ * buffer, or the request's arena for long names), the server's counters
+ * as Prometheus metrics, and the two ways to run a server -- attached to a libuv loop this
  * program owns (one thread), or on hroute's own worker threads -- each with a
  * graceful shutdown on SIGINT, and a drain on SIGTERM (readiness answers
  * 503 for --drain-grace, then the server stops) for a load balancer's
@@ -48,7 +48,7 @@ typedef struct options_s {
   const char *host;
   int port;
   unsigned threads;
-  int stats; /* also serve GET /__hroute/stats */
+  int stats; /* also serve GET /metrics (Prometheus) */
   unsigned churn; /* route replacements per second (benchmark only), 0: none */
   const char *tls_cert; /* PEM files: serve HTTPS (SIGHUP reloads them) */
   const char *tls_key;
@@ -77,7 +77,8 @@ static void usage(FILE *out) {
           "worker\n"
           "                 threads with SO_REUSEPORT listeners (default 1, "
           "max 256)\n"
-          "  --stats        also serve GET /__hroute/stats (JSON counters)\n"
+          "  --stats        also serve GET /metrics: the server's and every route's\n"
+          "                 counters and latency histograms, Prometheus text format\n"
           "  --churn N      benchmark only: a thread replaces a route N times "
           "per\n"
           "                 second while serving (GET /churn/:x and GET "
@@ -296,35 +297,6 @@ static void hello_handler(hr_request_t *req, hr_response_t *res, void *udata) {
 }
 
 /*
- * GET /__hroute/stats: the server's counters as JSON.  `udata` is the server
- * (see add_routes); hr_server_stats may be called from any thread.
- */
-static void stats_handler(hr_request_t *req, hr_response_t *res, void *udata) {
-  const hr_server_t *server = udata;
-  hr_server_stats_t st;
-  char body[256];
-  int len;
-  int err;
-
-  (void)req;
-  hr_server_stats(server, &st);
-  len = snprintf(body, sizeof(body),
-                 "{\"requests\":%" PRIu64 ",\"allocations\":%" PRIu64
-                 ",\"connections_accepted\":%" PRIu64
-                 ",\"connections_active\":%" PRIu64 "}",
-                 st.requests, st.allocations, st.connections_accepted,
-                 st.connections_active);
-  /* Four 20-digit numbers and the names fit in 256 bytes; check anyway. */
-  if (len < 0 || (size_t)len >= sizeof(body)) {
-    (void)hr_response_send(res, 500, NULL, 0);
-    return;
-  }
-  err = hr_response_send(res, 200, body, (size_t)len);
-  if (err != 0 && err != HR_ECLOSED)
-    (void)hr_response_send(res, 500, NULL, 0);
-}
-
-/*
  * Registers GET /hello/:name.  Everything a request needs is resolved here,
  * once: the pattern is parsed, the parameter slot fixed and the constant
  * field rendered into the route's response head.  The options and field
@@ -345,23 +317,17 @@ static int add_hello_route(hr_router_t *router, int replace) {
   return hr_router_add(router, "GET", "/hello/:name", hello_handler, NULL, &ro);
 }
 
-/* Registers the routes: hello, and the stats route when asked for. */
+/* Registers the routes: hello, the probes a load balancer uses (/readyz
+ * answers 503 once a drain began), and the metrics when asked for. */
 static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
-  const hr_field_t json[] = {
-      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("application/json")},
-  };
-  hr_route_options_t ro;
   int err;
 
-  err = add_hello_route(router, 0);
-  if (err != 0 || !stats)
+  if ((err = add_hello_route(router, 0)) != 0 ||
+      (err = hr_server_route_health(server, "/healthz", "/readyz")) != 0 || !stats)
     return err;
-
-  hr_route_options_init(&ro);
-  ro.fields = json;
-  ro.nfields = sizeof(json) / sizeof(json[0]);
-  return hr_router_add(router, "GET", "/__hroute/stats", stats_handler, server,
-                       &ro);
+  /* Prometheus scrapes this: the server's counters and, per route, its
+   * requests, status classes and latency histogram. */
+  return hr_server_route_metrics(server, "/metrics");
 }
 
 /* ---- shutdown on SIGINT, drain on SIGTERM ------------------------------- */
@@ -768,11 +734,6 @@ int main(int argc, char **argv) {
   app.tls.key_file = opts.tls_key;
   if (opts.tls_cert != NULL && opts.proxy_from != NULL) {
     fprintf(stderr, "hello: --proxy-from is for plain TCP (not with --tls-cert)\n");
-    goto out;
-  }
-  /* Load balancers probe these: /readyz says 503 once a drain began. */
-  if ((err = hr_server_route_health(server, "/healthz", "/readyz")) != 0) {
-    status = fail("hr_server_route_health", err);
     goto out;
   }
   {

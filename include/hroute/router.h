@@ -576,6 +576,7 @@ typedef struct hr_route_stats_s {
    * hr_request_outcome's duration_us): bucket i counts latencies below 2^i
    * microseconds (the last bucket: everything longer). */
   uint64_t latency_us[HR_LATENCY_BUCKETS];
+  uint64_t latency_sum_us; /* the sum of the latencies counted above */
 } hr_route_stats_t;
 
 /*

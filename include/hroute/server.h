@@ -377,11 +377,61 @@ typedef struct hr_server_stats_s {
   uint64_t output_queues_in_use;
   uint64_t output_blocks_in_use;
   uint64_t arena_blocks_in_use;
+  /* HTTP bytes read from and written to connections (TLS: the plaintext;
+   * PROXY headers and upgraded streams included; bytes a closing
+   * connection drains are received bytes too). */
+  uint64_t bytes_received;
+  uint64_t bytes_sent;
 } hr_server_stats_t;
 
 /* Fills *out.  Any thread. */
 HR_EXTERN void hr_server_stats(const hr_server_t *server,
                                hr_server_stats_t *out);
+
+/**
+ * Renders the Prometheus text exposition format, version 0.0.4, of the
+ * server and of every route of its router, and passes it to `write`
+ * (called once, with the whole text, valid during the call only; on the
+ * calling thread).  Families, each with HELP and TYPE:
+ *   hroute_requests_total, hroute_connections_accepted_total,
+ *   hroute_connections_rejected_total, hroute_bad_requests_total,
+ *   hroute_received_bytes_total, hroute_sent_bytes_total,
+ *   hroute_responses_abandoned_total, hroute_accept_pauses_total,
+ *   hroute_allocations_total (counters, as hr_server_stats_t);
+ *   hroute_connections_active, hroute_exchanges_in_use, hroute_draining
+ *   (gauges);
+ *   hroute_route_requests_total{host,route,method} (counter);
+ *   hroute_route_responses_total{host,route,method,status} (counter;
+ *   status is "1xx".."5xx", or "none" for exchanges lost before a
+ *   response);
+ *   hroute_route_duration_seconds{host,route,method} (histogram: buckets
+ *   le = 2^i microseconds, i = 0..22, in seconds, then +Inf; _sum in
+ *   seconds with microsecond resolution; _count).
+ * Labels: `host` is the route's host table (lower case; "" for the
+ * default table), `route` its pattern as registered (group prefix
+ * included), `method` its methods as registered ("GET", "GET,POST", "*").
+ * A replaced route starts from zero (as hr_router_route_stats).  The
+ * counters are kept per worker and per loop, written by their loop only,
+ * and read with relaxed loads: nothing a serving thread waits for is
+ * locked, and the set is not a snapshot.  Returns 0, HR_EINVAL (NULL
+ * arguments), HR_ENOMEM (then `write` is not called).  Any thread.
+ */
+HR_EXTERN int hr_server_metrics(hr_server_t *server,
+                                void (*write)(void *ctx, const char *text, size_t len),
+                                void *ctx);
+
+/**
+ * Registers a GET route (HEAD included) at `path` on the server's router,
+ * in the default host table, that answers hr_server_metrics() as
+ * "text/plain; version=0.0.4; charset=utf-8" with "Cache-Control:
+ * no-store" (500 when out of memory): what a Prometheus server scrapes.
+ * An ordinary route: put authentication middleware in front of it when
+ * the port is reachable from outside.  Returns 0, HR_EINVAL (NULL
+ * arguments), or what hr_router_add() returns (HR_EEXIST, HR_EPATTERN,
+ * HR_ENOMEM).  Any thread; the route refers to the server, so remove it
+ * before the server is freed when the router outlives it.
+ */
+HR_EXTERN int hr_server_route_metrics(hr_server_t *server, const char *path);
 
 #ifdef __cplusplus
 }

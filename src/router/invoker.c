@@ -123,6 +123,9 @@ void hr__slot_count_response(hr__slot_t *s, int status, uint64_t us) {
   if (status == 0) return;
   while (b + 1 < HR_LATENCY_BUCKETS && us >= ((uint64_t)1 << b)) b++;
   bump(&s->latency_us[b]);
+  atomic_store_explicit(&s->latency_sum_us,
+                        atomic_load_explicit(&s->latency_sum_us, memory_order_relaxed) + us,
+                        memory_order_relaxed);
 }
 
 void hr__core_stats(const hr__core_t *core, hr_route_stats_t *out) {
@@ -136,6 +139,7 @@ void hr__core_stats(const hr__core_t *core, hr_route_stats_t *out) {
       out->responses[j] += atomic_load_explicit(&s->responses[j], memory_order_relaxed);
     for (j = 0; j < HR_LATENCY_BUCKETS; j++)
       out->latency_us[j] += atomic_load_explicit(&s->latency_us[j], memory_order_relaxed);
+    out->latency_sum_us += atomic_load_explicit(&s->latency_sum_us, memory_order_relaxed);
   }
 }
 

@@ -59,6 +59,7 @@ typedef struct hr__slot_s {
   _Atomic uint64_t requests;
   _Atomic uint64_t responses[6];
   _Atomic uint64_t latency_us[HR_LATENCY_BUCKETS];
+  _Atomic uint64_t latency_sum_us;
   void *ctx;
   int ctx_made;
   unsigned inflight;   /* requests of this loop using `ctx` (loop only) */
@@ -176,6 +177,10 @@ int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
 hr__slot_t *hr__core_slot(hr__core_t *core, unsigned loop);
 void hr__slot_count_response(hr__slot_t *s, int status, uint64_t us);
 void hr__core_stats(const hr__core_t *core, hr_route_stats_t *out);
+/* Calls fn(ctx, core) for every route of the current table, all hosts,
+ * inside one read-side critical section (router.c).  Any thread. */
+void hr__router_each_core(hr_router_t *r, void (*fn)(void *ctx, const hr__core_t *core),
+                          void *ctx);
 void hr__core_ref(hr__core_t *core);
 
 /* Middleware registered on a router (writer side). */

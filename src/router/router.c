@@ -717,6 +717,17 @@ int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
   return rc;
 }
 
+void hr__router_each_core(hr_router_t *r, void (*fn)(void *ctx, const hr__core_t *core),
+                          void *ctx) {
+  const hr__table_t *t;
+  size_t i;
+  hr__rcu_read_lock();
+  /* Pairs with the release store in publish(). */
+  t = atomic_load_explicit(&r->table, memory_order_acquire);
+  for (i = 0; i < t->ninvokers; i++) fn(ctx, t->invokers[i]->core);
+  hr__rcu_read_unlock();
+}
+
 void hr_router_stats(hr_router_t *r, hr_router_stats_t *out) {
   const hr__table_t *t;
   memset(out, 0, sizeof(*out));

@@ -180,6 +180,7 @@ static void on_read(void *owner, ssize_t nread) {
   hr__conn_t *c = owner;
   if (c->state == HR__C_CLOSED) return;
   if (nread > 0) {
+    hr__stat_add(&c->w->st_bytes_received, (uint64_t)nread);
     if (c->state != HR__C_OPEN) return; /* draining or lingering: dropped */
     c->rlen += (uint32_t)nread;
     if (c->ex != NULL) c->ex->last_activity = uv_now(c->w->loop);

@@ -494,6 +494,7 @@ struct hr__worker_s {
 
   /* Statistics: single writer (this worker), relaxed; see hr__mem_t. */
   _Atomic uint64_t st_requests, st_accepted, st_bad, st_accept_pauses;
+  _Atomic uint64_t st_bytes_received, st_bytes_sent; /* HTTP bytes, TLS unwrapped */
 };
 
 /* A listening address of the server (hr_server_listen*). */
@@ -580,6 +581,7 @@ void hr__worker_handle_closed(hr__worker_t *w);
  * stopping. */
 void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms);
 void hr__stat_inc(_Atomic uint64_t *c);
+void hr__stat_add(_Atomic uint64_t *c, uint64_t n);
 void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -277,6 +277,14 @@ static uv_buf_t *wbufs_for(hr__conn_t *c, hr__out_t *o, size_t n) {
   return nb;
 }
 
+/* `n` bytes of batch `b` (of a file range when `file`) went to the
+ * transport: they leave the queue and count as sent. */
+static void sent(hr__conn_t *c, hr__wbatch_t *b, uint64_t n, int file) {
+  b->bytes -= n;
+  if (file) b->fbytes -= n;
+  hr__stat_add(&c->w->st_bytes_sent, n);
+}
+
 /* Hands the rest of the current unit to the transport's write: the batch
  * becomes (or stays) `inflight`, and writing stops until write_done. */
 static int wait_for_room(hr__conn_t *c, hr__wbatch_t *b, size_t wend, uint64_t wbytes,
@@ -318,7 +326,7 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
   n = c->t->ops->try_write(c->t, bufs, (unsigned)(end - b->pos), more);
   if (n < 0) return (int)n;
   if (n > 0) o->write_since = uv_now(c->w->loop);
-  b->bytes -= (uint64_t)n;
+  sent(c, b, (uint64_t)n, 0);
   if ((uint64_t)n == total) {
     b->pos = end;
     b->done = 0;
@@ -445,8 +453,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       if (n < 0) return (int)n;
       if (n > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)n;
-      b->bytes -= (uint64_t)n;
-      b->fbytes -= (uint64_t)n;
+      sent(c, b, (uint64_t)n, 1);
       if ((size_t)n == left) break;
       o->wreq.bufs = NULL;
       o->wreq.nbufs = 0;
@@ -479,8 +486,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       if (w < 0) return (int)w;
       if (w > 0) o->write_since = uv_now(c->w->loop);
       b->done += (size_t)w;
-      b->bytes -= (uint64_t)w;
-      b->fbytes -= (uint64_t)w;
+      sent(c, b, (uint64_t)w, 1);
       *budget -= (uint64_t)w;
       if (w == n) continue;
       o->small[0].base += w;
@@ -533,8 +539,7 @@ int hr__out_write_done(hr__conn_t *c, int status) {
   if (status < 0) return status;
   /* The write covered the rest of a unit; hr__out_flush goes on from here
    * (the owner settles after this event). */
-  b->bytes -= o->wbytes;
-  if (o->wfile) b->fbytes -= o->wbytes;
+  sent(c, b, o->wbytes, o->wfile);
   if (o->wend == SIZE_MAX) {
     b->done += (size_t)o->wbytes;
     if (b->done == b->segs[b->pos].len) {

@@ -603,6 +603,8 @@ void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {
     out->output_blocks_in_use += hr__pool_in_use(&w->bpool);
     out->arena_blocks_in_use += hr__pool_in_use(&w->apool);
     out->output_queues_in_use += hr__pool_in_use(&w->opool);
+    out->bytes_received += atomic_load_explicit(&w->st_bytes_received, memory_order_relaxed);
+    out->bytes_sent += atomic_load_explicit(&w->st_bytes_sent, memory_order_relaxed);
   }
   out->connections_active =
       atomic_load_explicit(&s->active_conns, memory_order_relaxed);

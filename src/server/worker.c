@@ -22,6 +22,11 @@ void hr__stat_inc(_Atomic uint64_t *c) {
   atomic_store_explicit(c, n + 1, memory_order_relaxed);
 }
 
+void hr__stat_add(_Atomic uint64_t *c, uint64_t n) {
+  uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+  atomic_store_explicit(c, v + n, memory_order_relaxed);
+}
+
 void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...) {
   const hr_server_options_t *o = &w->server->opts;
   char msg[256];
@@ -174,6 +179,8 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   atomic_init(&w->st_accepted, 0);
   atomic_init(&w->st_bad, 0);
   atomic_init(&w->st_accept_pauses, 0);
+  atomic_init(&w->st_bytes_received, 0);
+  atomic_init(&w->st_bytes_sent, 0);
   render_date(w);
   if ((err = uv_mutex_init(&w->post_lock)) != 0) return err;
   w->post_lock_made = 1;

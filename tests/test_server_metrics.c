@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Prometheus exposition (hr_server_metrics, hr_server_route_metrics):
+ * exact sample lines for the server's counters and a route's requests,
+ * status classes and latency histogram after known traffic, label
+ * escaping, host tables, and the byte counters.  (tests/metrics/ parses
+ * the same text with python3-prometheus-client.)
+ *
+ * ctest-labels: tsan
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+typedef struct text_s {
+  char *p;
+  size_t len;
+  int calls;
+} text_t;
+
+static void collect(void *ctx, const char *p, size_t n) {
+  text_t *t = ctx;
+  t->p = realloc(t->p, t->len + n + 1);
+  memcpy(t->p + t->len, p, n);
+  t->len += n;
+  t->p[t->len] = '\0';
+  t->calls++;
+}
+
+/* The value of the sample line that starts with `series` followed by a
+ * space; fails when there is none or more than one. */
+static const char *value_of(const char *text, const char *series) {
+  const char *at = text, *found = NULL;
+  size_t n = strlen(series);
+  while ((at = strstr(at, series)) != NULL) {
+    if ((at == text || at[-1] == '\n') && at[n] == ' ') {
+      if (found != NULL) fail_msg("two samples for %s", series);
+      found = at + n + 1;
+    }
+    at += n;
+  }
+  if (found == NULL) fail_msg("no sample for %s", series);
+  return found;
+}
+
+static void expect_sample(const char *text, const char *series, const char *value) {
+  const char *v = value_of(text, series);
+  size_t n = strlen(value);
+  if (strncmp(v, value, n) != 0 || v[n] != '\n')
+    fail_msg("%s: expected %s, got %.*s", series, value, (int)strcspn(v, "\n"), v);
+}
+
+static void h_status(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t code = hr_request_param(req, 0);
+  (void)udata;
+  (void)hr_response_send(res, atoi(code.ptr), "x", 1);
+}
+
+#define ROUTE "host=\"\",route=\"/s/:code\",method=\"GET,POST\""
+
+static void test_route_samples(void **state) {
+  fx_t *fx = *state;
+  text_t t = {NULL, 0, 0};
+  rc_t *c;
+  int i;
+  hr_route_stats_t st;
+  char series[160];
+  uint64_t cum = 0;
+  fx_route(fx, "GET,POST", "/s/:code", h_status, NULL);
+  fx_start(fx, 2);
+  assert_int_equal(hr_server_route_metrics(fx->server, NULL), HR_EINVAL);
+  assert_int_equal(hr_server_metrics(fx->server, NULL, NULL), HR_EINVAL);
+  assert_int_equal(hr_server_route_metrics(fx->server, "/metrics"), 0);
+  c = fx_connect(fx);
+  for (i = 0; i < 3; i++) {
+    assert_int_equal(rc_send_str(c, "GET /s/200 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    expect_response(c, "HTTP/1.1 200 OK", "x", NULL);
+  }
+  assert_int_equal(rc_send_str(c, "POST /s/404 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 404 Not Found", "x", NULL);
+  assert_int_equal(rc_send_str(c, "GET /s/503 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 503 Service Unavailable", "x", NULL);
+  expect_stat(fx, FX_REQUESTS, 5);
+
+  assert_int_equal(hr_server_metrics(fx->server, collect, &t), 0);
+  assert_int_equal(t.calls, 1);
+  assert_non_null(strstr(t.p, "# TYPE hroute_requests_total counter\n"));
+  assert_non_null(strstr(t.p, "# TYPE hroute_route_duration_seconds histogram\n"));
+  expect_sample(t.p, "hroute_requests_total", "5");
+  expect_sample(t.p, "hroute_connections_accepted_total", "1");
+  expect_sample(t.p, "hroute_connections_active", "1");
+  expect_sample(t.p, "hroute_bad_requests_total", "0");
+  expect_sample(t.p, "hroute_draining", "0");
+  expect_sample(t.p, "hroute_route_requests_total{" ROUTE "}", "5");
+  expect_sample(t.p, "hroute_route_responses_total{" ROUTE ",status=\"2xx\"}", "3");
+  expect_sample(t.p, "hroute_route_responses_total{" ROUTE ",status=\"4xx\"}", "1");
+  expect_sample(t.p, "hroute_route_responses_total{" ROUTE ",status=\"5xx\"}", "1");
+  expect_sample(t.p, "hroute_route_responses_total{" ROUTE ",status=\"none\"}", "0");
+  expect_sample(t.p, "hroute_route_duration_seconds_count{" ROUTE "}", "5");
+  expect_sample(t.p, "hroute_route_duration_seconds_bucket{" ROUTE ",le=\"+Inf\"}", "5");
+  /* The /metrics route is listed, with nothing served yet. */
+  expect_sample(t.p,
+                "hroute_route_requests_total{host=\"\",route=\"/metrics\",method=\"GET\"}", "0");
+  /* The buckets are the route's counters, cumulated. */
+  assert_int_equal(hr_router_route_stats(fx->router, NULL, "GET,POST", "/s/:code", &st), 0);
+  for (i = 0; i + 1 < HR_LATENCY_BUCKETS; i++) {
+    uint64_t us = (uint64_t)1 << i;
+    char want[24];
+    cum += st.latency_us[i];
+    snprintf(series, sizeof series,
+             "hroute_route_duration_seconds_bucket{" ROUTE ",le=\"%llu.%06llu\"}",
+             (unsigned long long)(us / 1000000), (unsigned long long)(us % 1000000));
+    snprintf(want, sizeof want, "%llu", (unsigned long long)cum);
+    expect_sample(t.p, series, want);
+  }
+  assert_int_equal(cum + st.latency_us[HR_LATENCY_BUCKETS - 1], 5);
+  {
+    char want[48];
+    snprintf(want, sizeof want, "%llu.%06llu", (unsigned long long)(st.latency_sum_us / 1000000),
+             (unsigned long long)(st.latency_sum_us % 1000000));
+    expect_sample(t.p, "hroute_route_duration_seconds_sum{" ROUTE "}", want);
+  }
+  free(t.p);
+
+  /* Over HTTP: the same text, with its media type. */
+  {
+    rc_response_t r;
+    assert_int_equal(rc_send_str(c, "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+    expect_field(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8", 0);
+    expect_sample(r.body, "hroute_route_requests_total{" ROUTE "}", "5");
+    expect_sample(r.body,
+                  "hroute_route_requests_total{host=\"\",route=\"/metrics\",method=\"GET\"}", "1");
+    rc_response_free(&r);
+  }
+}
+
+static void test_labels_and_bytes(void **state) {
+  fx_t *fx = *state;
+  text_t t = {NULL, 0, 0};
+  hr_group_t *g;
+  rc_t *c;
+  hr_server_stats_t st;
+  int i;
+  static const char req[] = "GET /q/%22/x%5C HTTP/1.1\r\nHost: API.example\r\n\r\n";
+  char want[32];
+  /* A pattern with a quote and a backslash (escaped in the label), on a
+   * host table. */
+  assert_int_equal(hr_router_group(fx->router, "api.example", "/q", &g), 0);
+  assert_int_equal(hr_group_add(g, "*", "/%22/x%5C", ta_text, "q", NULL), 0);
+  assert_int_equal(hr_router_add(fx->router, "GET", "/e/\"/\\", ta_text, "e", NULL), 0);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, req), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "q", NULL);
+  expect_stat(fx, FX_REQUESTS, 1);
+  assert_int_equal(hr_server_metrics(fx->server, collect, &t), 0);
+  expect_sample(t.p,
+                "hroute_route_requests_total{host=\"api.example\",route=\"/q/%22/x%5C\","
+                "method=\"*\"}",
+                "1");
+  expect_sample(t.p,
+                "hroute_route_requests_total{host=\"\",route=\"/e/\\\"/\\\\\",method=\"GET\"}",
+                "0");
+  /* Sent bytes are counted as the write returns, which may be just after
+   * the client read them. */
+  for (i = 0; i < RC_TIMEOUT_MS; i++) {
+    hr_server_stats(fx->server, &st);
+    if (st.bytes_sent > 0) break;
+    usleep(1000);
+  }
+  assert_int_equal(st.bytes_received, sizeof(req) - 1);
+  assert_true(st.bytes_sent > 0);
+  snprintf(want, sizeof want, "%llu", (unsigned long long)st.bytes_received);
+  expect_sample(t.p, "hroute_received_bytes_total", want);
+  free(t.p);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_route_samples),
+      T(test_labels_and_bytes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
