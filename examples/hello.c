@@ -732,10 +732,6 @@ int main(int argc, char **argv) {
   hr_tls_options_init(&app.tls);
   app.tls.cert_file = opts.tls_cert;
   app.tls.key_file = opts.tls_key;
-  if (opts.tls_cert != NULL && opts.proxy_from != NULL) {
-    fprintf(stderr, "hello: --proxy-from is for plain TCP (not with --tls-cert)\n");
-    goto out;
-  }
   {
     const char *const trusted[] = {opts.proxy_from, NULL};
     hr_listen_options_t lo;

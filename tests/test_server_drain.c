@@ -112,7 +112,7 @@ static void test_health_routes(void **state) {
  * connection, then hr_server_stop ends the grace period. */
 static void test_drain_connections(void **state) {
   fx_t *fx = *state;
-  rc_t *idle, *busy, *half, *late;
+  rc_t *idle, *busy, *half, *late, *fresh;
   st_init();
   add_routes(fx);
   fx_start(fx, 1);
@@ -126,12 +126,19 @@ static void test_drain_connections(void **state) {
   half = fx_connect(fx);
   assert_int_equal(rc_send_str(half, "GET / HTTP/1.1\r\nHost:"), 0);
   expect_stat(fx, FX_EXCHANGES, 2); /* the half header section is being read */
+  fresh = fx_connect(fx); /* connected, nothing sent yet */
+  expect_stat(fx, FX_ACCEPTED, 4);
 
   assert_int_equal(hr_server_drain(fx->server, 60000, 5000, on_drained, NULL), 0);
   assert_int_equal(hr_server_draining(fx->server), 1);
   assert_int_equal(hr_server_drain(fx->server, 0, 0, NULL, NULL), HR_ESTATE);
   /* The idle keep-alive connection closes: the worker has begun. */
   assert_int_equal(rc_expect_closed(idle), 1);
+  /* A connection without its first request yet is no idle one: its
+   * request is served. */
+  assert_int_equal(rc_send_str(fresh, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(fresh, "HTTP/1.1 200 OK", "root", 1);
+  assert_int_equal(rc_drain_until_closed(fresh, NULL), 1);
   /* The half-read request is answered, and its connection ends. */
   assert_int_equal(rc_send_str(half, " a\r\n\r\n"), 0);
   expect_answer(half, "HTTP/1.1 200 OK", "root", 1);

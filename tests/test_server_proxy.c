@@ -7,8 +7,10 @@
  * address), a required header missing, a malformed one, a header from an
  * untrusted peer refused while its plain HTTP is served, the header
  * timeout, and bad listener options; a listening socket the host passes
- * (hr_server_listen_fd); and hr_request_client behind
- * proxies that speak HTTP (Forwarded, X-Forwarded-For, trusted or not).
+ * (hr_server_listen_fd); the header before a TLS handshake (in one
+ * write with the ClientHello or apart, missing, untrusted, followed by
+ * plain HTTP); and hr_request_client behind proxies that speak HTTP
+ * (Forwarded, X-Forwarded-For, trusted or not).
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "tlsfx.h"
 
 /* Answers "peer=<addr>:<port> proxy=<v> alpn=<..> authority=<..>
  * ssl=<client>/<verify>/<version>/<cn> balancer=<addr>". */
@@ -418,6 +421,98 @@ static void test_options(void **state) {
   fx->server = NULL;
 }
 
+/* ---- before TLS ---------------------------------------------------------- */
+
+static tf_cert_t cert;
+
+static void start_tls(fx_t *fx, hr_proxy_mode_t mode, const char *const *trusted) {
+  static hr_tls_options_t to;
+  assert_int_equal(tf_cert_make(&cert, "localhost"), 0);
+  hr_tls_options_init(&to);
+  to.cert_pem = cert.cert_pem;
+  to.cert_pem_len = cert.cert_len;
+  to.key_pem = cert.key_pem;
+  to.key_pem_len = cert.key_len;
+  hr_listen_options_init(&lo);
+  lo.proxy = mode;
+  lo.proxy_trusted = trusted;
+  lo.tls = &to;
+  fx->listen = &lo;
+  fx_route(fx, "GET", "/who", h_who, NULL);
+  fx_start(fx, 1);
+}
+
+/* With tf_preface as it is set: a TLS connection, GET /who; its body
+ * must begin with `body` and end with `tail`. */
+static void expect_tls_who(fx_t *fx, const char *body, const char *tail) {
+  tf_conn_t c;
+  char buf[1024];
+  const char *b;
+  long n;
+  assert_int_equal(tf_connect(&c, fx->port, &cert, NULL, 0, NULL, 0, NULL), 0);
+  assert_int_equal(tf_write(&c, GET, strlen(GET)), 0);
+  n = tf_read_response(&c, buf, sizeof buf);
+  tf_close(&c);
+  assert_true(n > 0);
+  assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+  b = strstr(buf, "\r\n\r\n") + 4;
+  assert_memory_equal(b, body, strlen(body));
+  assert_true(strlen(b) >= strlen(tail));
+  assert_string_equal(b + strlen(b) - strlen(tail), tail);
+}
+
+static void preface(const char *p, int apart) {
+  tf_preface = p;
+  tf_preface_len = p != NULL ? strlen(p) : 0;
+  tf_preface_apart = apart;
+}
+
+static void test_tls_trusted(void **state) {
+  fx_t *fx = *state;
+  static const char want[] =
+      "peer=192.0.2.1:56324 proxy=1 proxied=1 alpn= authority= ssl=0/0/0// balancer=127.0.0.1";
+  tf_conn_t c;
+  start_tls(fx, HR_PROXY_REQUIRED, loopback);
+  preface(V1, 0); /* the header and the ClientHello in one segment */
+  expect_tls_who(fx, want, "");
+  preface(V1, 1); /* apart */
+  expect_tls_who(fx, want, "");
+  /* Required: a trusted peer's handshake without a header is refused. */
+  preface(NULL, 0);
+  assert_int_equal(tf_connect(&c, fx->port, &cert, NULL, 0, NULL, 0, NULL), -1);
+  expect_stat(fx, FX_REQUESTS, 2);
+  tf_cert_free(&cert);
+}
+
+static void test_tls_untrusted(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  start_tls(fx, HR_PROXY_OPTIONAL, elsewhere);
+  /* Without a header: TLS as usual, the peer is itself. */
+  preface(NULL, 0);
+  expect_tls_who(fx, "peer=127.0.0.1:", " proxy=none");
+  /* With one: refused before the handshake. */
+  preface(V1, 0);
+  assert_int_equal(tf_connect(&c, fx->port, &cert, NULL, 0, NULL, 0, NULL), -1);
+  preface(NULL, 0);
+  expect_stat(fx, FX_REQUESTS, 1);
+  tf_cert_free(&cert);
+}
+
+/* After the header, plain HTTP on the TLS port gets the readable 400. */
+static void test_tls_plain_after_header(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  start_tls(fx, HR_PROXY_OPTIONAL, loopback);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, V1), 0);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 400 Bad Request",
+                  "The plain HTTP request was sent to an HTTPS port.\n", NULL);
+  expect_closed(c);
+  tf_cert_free(&cert);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_trusted_v1, fx_setup, fx_teardown),
@@ -429,6 +524,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_options, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_listen_fd, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_client_behind_http_proxies, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_tls_trusted, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_tls_untrusted, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_tls_plain_after_header, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

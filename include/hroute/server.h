@@ -294,7 +294,8 @@ HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
  * (the readiness route of hr_server_route_health answers 503), every
  * response says "Connection: close" and its connection ends after it (FIN,
  * then a lingering close, RFC 9112 §9.6), and idle keep-alive connections
- * close at once; requests already under way are answered as usual.  The
+ * close at once (one that has not sent its first request yet is not idle:
+ * it is served); requests already under way are answered as usual.  The
  * listeners keep accepting for `grace_ms` milliseconds, so that the
  * balancer's health check has time to see the 503 and send new
  * connections elsewhere (each one accepted meanwhile is served one

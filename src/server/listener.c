@@ -37,6 +37,7 @@ typedef struct tcp_arg_s {
   int fd;
   SSL *ssl;               /* TLS listener: the connection's SSL */
   hr__tlsloop_t *tls;
+  int raw;                /* TLS behind a PROXY protocol header */
 } tcp_arg_t;
 
 static int init_tcp(hr__transport_t *t, void *arg,
@@ -48,7 +49,7 @@ static int init_tcp(hr__transport_t *t, void *arg,
 static int init_tls(hr__transport_t *t, void *arg,
                     const hr__transport_events_t *ev, void *owner) {
   tcp_arg_t *a = arg;
-  return hr__tls_init(t, a->loop, a->fd, a->ssl, a->tls, ev, owner);
+  return hr__tls_init(t, a->loop, a->fd, a->ssl, a->tls, a->raw, ev, owner);
 }
 
 void hr__listener_share(hr__listener_t *l) { l->batch = 1; }
@@ -62,9 +63,10 @@ hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
   a.fd = fd;
   a.ssl = ssl;
   a.tls = w->tls;
-  if (ssl != NULL)
-    return w->tls != NULL ? hr__conn_new(w, hr__tls_size(), 0, init_tls, &a) : NULL;
-  c = hr__conn_new(w, hr__tcp_size(), pc != NULL, init_tcp, &a);
+  a.raw = pc != NULL;
+  if (ssl != NULL && w->tls == NULL) return NULL;
+  c = ssl != NULL ? hr__conn_new(w, hr__tls_size(), pc != NULL, init_tls, &a)
+                  : hr__conn_new(w, hr__tcp_size(), pc != NULL, init_tcp, &a);
   if (c != NULL && pc != NULL) hr__proxy_accepted(c, pc, fd);
   return c;
 }

@@ -13,6 +13,9 @@
  *   bytes that do not          trusted and required: closed; otherwise
  *                              served as HTTP from the first byte.
  *
+ * On a TLS listener the header comes first, in the clear: the transport
+ * starts raw and is handed the bytes after the header (ops->begin).
+ *
  * What the header said lives in a block allocated for the connection (its
  * record has a slot for the pointer only on such listeners) and answers
  * hr_request_peer, hr_request_proxy and the access log.
@@ -107,6 +110,21 @@ static int refuse(hr__conn_t *c) {
   return 0;
 }
 
+/* The header is read (or ruled out): what follows it from `at` is the
+ * transport's own when it began raw (TLS), else the first HTTP bytes.
+ * Returns 1 to go on, 0 when the connection closed. */
+static int begin_transport(hr__conn_t *c, uint32_t at) {
+  c->proxy_wait = 0;
+  c->msg_start = at;
+  if (c->t->ops->begin == NULL) return 1;
+  if (c->t->ops->begin(c->t, c->rbuf + at, c->rlen - at) != 0) {
+    hr__conn_close(c);
+    return 0;
+  }
+  c->rlen = c->msg_start = 0;
+  return 1;
+}
+
 int hr__proxy_step(hr__conn_t *c) {
   hr__proxy_t px;
   const char *p;
@@ -123,8 +141,7 @@ int hr__proxy_step(hr__conn_t *c) {
   if (r < 0) r = 1;                    /* and no more will come: a cut header */
   if (r == 0) {
     if (c->proxy_trusted && c->proxy_required) return refuse(c);
-    c->proxy_wait = 0; /* HTTP from the first byte */
-    return 1;
+    return begin_transport(c, c->msg_start); /* no header: from the first byte */
   }
   if (!c->proxy_trusted) return refuse(c);
   r = hr__proxy_parse((const uint8_t *)p, n, &px);
@@ -135,10 +152,8 @@ int hr__proxy_step(hr__conn_t *c) {
     return 0;
   }
   if (r < 0 || keep_header(c, &px) != 0) return refuse(c);
-  c->msg_start += (uint32_t)r;
-  c->proxy_wait = 0;
   hr__access_peer(c); /* the log names the client now */
-  return 1;
+  return begin_transport(c, c->msg_start + (uint32_t)r);
 }
 
 int hr__conn_peer(hr__conn_t *c, struct sockaddr *addr, int *len) {

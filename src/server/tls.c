@@ -22,6 +22,12 @@
  *
  * A first byte that is an ASCII letter is a plain HTTP request on a TLS
  * port: it is answered with a readable 400 in plain text and closed.
+ *
+ * Behind a load balancer that sends a PROXY protocol header, the header
+ * comes before the TLS handshake, in the clear: such a transport starts
+ * raw, reading straight into the connection's buffer, until the
+ * connection has read the header and calls ops->begin with the bytes that
+ * followed it (the first of the handshake).
  */
 #include <string.h>
 
@@ -57,6 +63,7 @@ struct hr__tls_s {
   unsigned failed : 1;
   unsigned first_seen : 1;
   unsigned inner_writing : 1;
+  unsigned raw : 1;       /* before ops->begin: bytes go to the owner as read */
 };
 
 /* Plaintext encrypted per record: TLS's largest record payload. */
@@ -359,11 +366,21 @@ static void pump(hr__tls_t *t) {
   if (!t->closing && send_staged(t) != 0) fail(t, t->werr);
 }
 
+static void answer_plain_http(hr__tls_t *t);
+
 static void pump_once(hr__tls_t *t) {
   if (t->closing || t->failed) return;
   if (t->werr != 0) {
     fail(t, t->werr);
     return;
+  }
+  if (!t->first_seen && t->in_len > 0) {
+    unsigned char c = (unsigned char)t->in[0];
+    t->first_seen = 1;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
+      answer_plain_http(t);
+      return;
+    }
   }
   if (!t->handshaken) {
     int r = SSL_do_handshake(t->ssl), e;
@@ -395,7 +412,10 @@ void hr__tlsloop_run(uv_idle_t *h) {
 
 static void inner_alloc(void *owner, uv_buf_t *buf) {
   hr__tls_t *t = owner;
-  *buf = uv_buf_init(t->lp->in, sizeof(t->lp->in));
+  if (t->raw)
+    t->base.ev->alloc(owner_of(t), buf);
+  else
+    *buf = uv_buf_init(t->lp->in, sizeof(t->lp->in));
 }
 
 static void answer_plain_http(hr__tls_t *t) {
@@ -408,17 +428,9 @@ static void inner_read(void *owner, ssize_t nread) {
   hr__tls_t *t = owner;
   if (t->closing || t->failed) return;
   if (nread == 0) return;
-  if (nread < 0) {
-    t->base.ev->read(owner_of(t), nread); /* EOF or an error */
+  if (nread < 0 || t->raw) {
+    t->base.ev->read(owner_of(t), nread); /* EOF or an error; raw bytes */
     return;
-  }
-  if (!t->first_seen) {
-    unsigned char c = (unsigned char)t->lp->in[0];
-    t->first_seen = 1;
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
-      answer_plain_http(t);
-      return;
-    }
   }
   if (t->keep_len > 0) {
     /* Behind what was left unread. */
@@ -496,6 +508,19 @@ static void tls_read_stop(hr__transport_t *tr) {
   /* Also during the handshake: it waits for read_start, so nothing piles
    * up unread (the header timeout still runs). */
   t->inner->ops->read_stop(t->inner);
+}
+
+static int tls_begin(hr__transport_t *tr, const char *early, size_t n) {
+  hr__tls_t *t = (hr__tls_t *)tr;
+  t->raw = 0;
+  if (n == 0) return 0;
+  /* As if left unread by an earlier event: the pump reads it soon, never
+   * inside this call. */
+  if (append(t, &t->keep, &t->keep_len, early, n) != 0) return HR_ENOMEM;
+  t->in = t->keep;
+  t->in_len = t->keep_len;
+  schedule(t);
+  return 0;
 }
 
 static int tls_shutdown(hr__transport_t *tr) {
@@ -618,10 +643,11 @@ static const hr__transport_ops_t tls_ops = {
     .tls_info = tls_info,
     .tls_client = tls_client,
     .try_sendfile = NULL, /* records are encrypted in user space */
+    .begin = tls_begin,
 };
 
 int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
-                 hr__tlsloop_t *lp, const hr__transport_events_t *ev,
+                 hr__tlsloop_t *lp, int raw, const hr__transport_events_t *ev,
                  void *owner) {
   hr__tls_t *t = (hr__tls_t *)tr;
   BIO *bio;
@@ -644,6 +670,7 @@ int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
   t->base.ops = &tls_ops;
   t->base.ev = ev;
   t->base.owner = owner;
+  t->raw = (unsigned)(raw != 0);
   return 0;
 }
 

@@ -38,10 +38,12 @@ void hr__tlsloop_run(uv_idle_t *h);
 /* The TLS transport's size, its TCP transport included. */
 size_t hr__tls_size(void);
 /* Makes a TLS transport at `t` over the connected socket `fd`, with `ssl`
- * (a server-side SSL; both become the transport's on success).  Returns 0
- * or a libuv error (the caller still owns fd and ssl). */
+ * (a server-side SSL; both become the transport's on success).  With
+ * `raw`, what is read goes to the owner as it is until ops->begin (a
+ * PROXY protocol header comes first).  Returns 0 or a libuv error (the
+ * caller still owns fd and ssl). */
 int hr__tls_init(hr__transport_t *t, uv_loop_t *loop, int fd, SSL *ssl,
-                 hr__tlsloop_t *lp, const hr__transport_events_t *ev,
+                 hr__tlsloop_t *lp, int raw, const hr__transport_events_t *ev,
                  void *owner);
 
 #endif /* HR_SERVER_TLS_H */

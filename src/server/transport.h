@@ -99,6 +99,13 @@ typedef struct hr__transport_ops_s {
   int (*tls_client)(const hr__transport_t *t, int der,
                     void *(*alloc)(void *ctx, size_t n), void *ctx,
                     hr_span_t *subject, hr_span_t *cert);
+  /* For a transport made raw (TLS behind a PROXY protocol header): the
+   * owner has read the header, and what it read after it, `early` (n
+   * bytes, copied), is the transport's own (the start of the TLS
+   * handshake); from now on it reads as itself.  Returns 0 or HR_ENOMEM.
+   * NULL for a transport whose bytes are the owner's from the first (TCP,
+   * the sink). */
+  int (*begin)(hr__transport_t *t, const char *early, size_t n);
 } hr__transport_ops_t;
 
 /* The common head of every transport. */

@@ -334,11 +334,14 @@ void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms) 
   if (w->stopping || w->draining || !w->base_handles) return;
   w->draining = 1;
   w->drain_deadline_ms = deadline_ms;
-  /* Upgraded connections are not HTTP any more: their owners hear of the
-   * end when the worker stops. */
+  /* Idle keep-alive connections close.  One that has not had its first
+   * request yet is no idle one: its client connected to send one (maybe
+   * while we accept during the grace period), so it is served, with
+   * "Connection: close".  Upgraded connections are not HTTP any more:
+   * their owners hear of the end when the worker stops. */
   for (c = w->conns; c != NULL; c = next) {
     next = c->next;
-    if (!c->upgraded) hr__conn_shutdown(c);
+    if (!c->upgraded && c->requests_served > 0) hr__conn_shutdown(c);
   }
   uv_timer_start(&w->shutdown_timer, on_grace_end, grace_ms, 0);
 }

@@ -21,6 +21,41 @@
 const tf_cert_t *tf_client_cert;
 SSL_SESSION *tf_resume;
 int tf_no_ticket;
+const char *tf_preface;
+size_t tf_preface_len;
+int tf_preface_apart;
+
+/* Sends tf_preface in the clear, then the ClientHello: with the preface in
+ * one write unless tf_preface_apart (the ClientHello is made into a
+ * memory BIO first, then the socket takes over the handshake).  0 or -1. */
+static int send_preface(tf_conn_t *c) {
+  BIO *rb, *wb, *sb;
+  char *hello, *both;
+  long n;
+  int ok;
+  if (tf_preface_apart) {
+    return send(c->fd, tf_preface, tf_preface_len, MSG_NOSIGNAL) == (ssize_t)tf_preface_len ? 0
+                                                                                          : -1;
+  }
+  rb = BIO_new(BIO_s_mem());
+  wb = BIO_new(BIO_s_mem());
+  if (rb == NULL || wb == NULL) {
+    BIO_free(rb);
+    BIO_free(wb);
+    return -1;
+  }
+  SSL_set_bio(c->ssl, rb, wb);
+  if (SSL_connect(c->ssl) == 1 || (n = BIO_get_mem_data(wb, &hello)) <= 0) return -1;
+  if ((both = malloc(tf_preface_len + (size_t)n)) == NULL) return -1;
+  memcpy(both, tf_preface, tf_preface_len);
+  memcpy(both + tf_preface_len, hello, (size_t)n);
+  ok = send(c->fd, both, tf_preface_len + (size_t)n, MSG_NOSIGNAL) ==
+       (ssize_t)(tf_preface_len + (size_t)n);
+  free(both);
+  if (!ok || (sb = BIO_new_socket(c->fd, BIO_NOCLOSE)) == NULL) return -1;
+  SSL_set_bio(c->ssl, sb, sb); /* frees the memory BIOs */
+  return 0;
+}
 
 static char *bio_text(BIO *b, size_t *len) {
   char *p;
@@ -160,6 +195,7 @@ int tf_connect(tf_conn_t *c, int port, const tf_cert_t *trust,
   if (tf_no_ticket) SSL_set_options(c->ssl, SSL_OP_NO_TICKET);
   if (tf_resume != NULL) SSL_set_session(c->ssl, tf_resume);
   SSL_set_fd(c->ssl, c->fd);
+  if (tf_preface != NULL && send_preface(c) != 0) goto fail;
   if (SSL_connect(c->ssl) != 1) goto fail;
   c->reused = SSL_session_reused(c->ssl) == 1;
   return 0;

@@ -27,6 +27,12 @@ extern const tf_cert_t *tf_client_cert;
 extern SSL_SESSION *tf_resume;
 /* When set, the client asks for no tickets (session-ID resumption). */
 extern int tf_no_ticket;
+/* When set, tf_connect first sends these bytes in the clear (a PROXY
+ * protocol header): in one write with the ClientHello, or, with
+ * tf_preface_apart, in a write of their own before it. */
+extern const char *tf_preface;
+extern size_t tf_preface_len;
+extern int tf_preface_apart;
 void tf_cert_free(tf_cert_t *c);
 
 /* A client connection.  `max_version` 0 or TLS1_2_VERSION...; `alpn` NULL
