@@ -37,7 +37,7 @@ HR_EXTERN int hr_form_next(hr_span_t *rest, hr_form_pair_t *pair);
  * Decodes one raw key or value: '+' becomes a space, "%XX" (hex digits in
  * either case) the byte it encodes; other bytes are copied.  `out` needs
  * in.len bytes (the result is never longer); *outlen gets the length.
- * Returns 0, or HR_EPARSE for a '%' not followed by two hex digits (out is
+ * Returns 0, or HR_EPARSE for a '\%' not followed by two hex digits (out is
  * then undefined).  "%00" decodes to a NUL byte, which callers that use C
  * strings should refuse.  Any thread.
  */

@@ -55,7 +55,7 @@ HR_EXTERN hr_span_t hr_request_query(const hr_request_t *req);
  * into the target.  Spans are valid while the request is.  Loop thread of
  * the request only (the first call caches).  Each returns 0, or
  *   HR_ENOTFOUND  no such pair (index past the end, key not present);
- *   HR_EPARSE     a '%' not followed by two hex digits anywhere in it;
+ *   HR_EPARSE     a '\%' not followed by two hex digits anywhere in it;
  *   HR_ETOOLARGE  more than hr_server_options_t.max_form_pairs pairs;
  *   HR_ENOMEM, or HR_EINVAL for a NULL request.
  * A handler answers HR_EPARSE and HR_ETOOLARGE with 400 as it sees fit;

@@ -10,7 +10,7 @@
  * Patterns: a path starting with '/', made of segments separated by '/'.
  *   - literal text: matched byte for byte (ASCII case-insensitively with the
  *     router option); "::" stands for a literal ':'; "%XX" for the byte it
- *     encodes ("%25" for a literal '%'; %2F %3F %23 %25 stay escapes, and
+ *     encodes ("%25" for a literal '\%'; %2F %3F %23 %25 stay escapes, and
  *     match the same escapes in a request); bytes from 0x80 (UTF-8) as
  *     they are;
  *   - ":name" or "{name}" as a whole segment: one non-empty path segment;
@@ -28,7 +28,7 @@
  *   1. The path is the request target up to '?' (absolute-form targets route
  *      by their path).  A target with a byte a request target cannot hold
  *      (RFC 9112 §3.2: controls, space, DEL, a '#' fragment; in the path
- *      anything but RFC 3986 §3.3 pchar, '/', '%' and bytes from 0x80) gives
+ *      anything but RFC 3986 §3.3 pchar, '/', '\%' and bytes from 0x80) gives
  *      400, as it does from the server.  Percent-encoded octets are decoded
  *      before matching, except %2F, %3F, %23 and %25, which stay opaque
  *      inside their segment (with their hex digits in upper case).  Raw
@@ -407,7 +407,7 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
  * Returns 0, or
  *   HR_EPATTERN   malformed pattern: no leading '/', an empty or invalid
  *                 parameter name, a parameter that is not a whole segment
- *                 (two in one segment), a catch-all that is not last, a '%'
+ *                 (two in one segment), a catch-all that is not last, a '\%'
  *                 that is not an escape or %00, a control byte, too many
  *                 parameters or segments;
  *   HR_EEXIST     the same method and pattern (up to parameter names) is
@@ -551,7 +551,7 @@ typedef struct hr_match_s {
  *           ("http://h/a/b?q") or "*";
  *   buf, buflen  scratch space for decoded values, the redirect Location
  *           and an Allow value made of several routes' methods: only used
- *           when the target contains '%' or needs cleaning, or several
+ *           when the target contains '\%' or needs cleaning, or several
  *           routes match a path for other methods; may be NULL/0 otherwise.
  *           out->need bytes suffice (4 * target.len + 16 plus the longest
  *           Allow of the table).
