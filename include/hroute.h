@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * hroute: an embeddable HTTP/1.1 routing library on libuv and llhttp.
  * The umbrella header; the API lives in the headers under include/hroute/:
  *   common.h  spans, allocator hook, version

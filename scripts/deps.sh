@@ -15,7 +15,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl
-          libwslay-dev python3-websockets node-ws python3-prometheus-client)
+          libwslay-dev python3-websockets node-ws python3-prometheus-client doxygen)
 
 for arg in "$@"; do
   case $arg in

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * Error codes.  Every fallible call returns 0 (or a non-negative count) on
  * success and a negative code on failure.  hroute's own codes come from the
  * table below and sit in the range -20999..-20001; libuv error codes
@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* XX(name, value, message).  ECONFLICT and EMETHOD are no longer returned
+/** XX(name, value, message).  ECONFLICT and EMETHOD are no longer returned
  * by any call (routes may name one position differently; a method that a
  * path lacks is a match status, 405, not an error); they keep their values
  * so that code naming them still compiles. */
@@ -38,18 +38,24 @@ extern "C" {
   XX(ENODELEGATE, -20016, "no header delegate for this value type")          \
   XX(ETLS, -20017, "TLS material or settings refused (certificate, key)")
 
+/** hroute's error codes: one enumerator per HR_ERRNO_MAP entry, its name
+ * prefixed with HR_ (HR_ENOMEM = -20001, ...).  Calls return them as a
+ * plain negative int. */
 typedef enum hr_errno_e {
+/** Makes one enumerator of an HR_ERRNO_MAP entry (undefined again below). */
 #define HR__ERR_ENUM(name, val, msg) HR_##name = (val),
   HR_ERRNO_MAP(HR__ERR_ENUM)
 #undef HR__ERR_ENUM
+  /** Not a code (no call returns it): it follows the last entry's comma, just
+   * above hroute's range. */
   HR__ERRNO_END_ = -20000
 } hr_errno_t;
 
-/* Returns a one-line English description of `err` (an hroute or libuv code;
+/** Returns a one-line English description of `err` (an hroute or libuv code;
  * "success" for 0), or "unknown error" (static storage).  Any thread. */
 HR_EXTERN const char *hr_strerror(int err);
 
-/* Returns the symbolic name of `err` ("HR_ENOMEM", "EADDRINUSE", ...; "OK"
+/** Returns the symbolic name of `err` ("HR_ENOMEM", "EADDRINUSE", ...; "OK"
  * for 0) or "UNKNOWN" (static storage).  Any thread. */
 HR_EXTERN const char *hr_err_name(int err);
 

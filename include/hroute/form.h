@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * application/x-www-form-urlencoded: the encoding of HTML forms and of
  * query strings (WHATWG URL Standard §5, "application/x-www-form-urlencoded
  * parsing").  Pairs are separated by '&'; a pair is "key=value", or "key"
@@ -17,14 +17,14 @@
 extern "C" {
 #endif
 
-/* One pair, as spans: raw (from hr_form_next) or decoded (from the request
+/** One pair, as spans: raw (from hr_form_next) or decoded (from the request
  * accessors). */
 typedef struct hr_form_pair_s {
-  hr_span_t key;
-  hr_span_t value;
+  hr_span_t key;   /**< the part before the first '=' */
+  hr_span_t value; /**< the part after it; empty when there is no '=' */
 } hr_form_pair_t;
 
-/*
+/**
  * Splits the next pair off the front of *rest, raw (not decoded): the key
  * up to the first '=' of the pair, the value after it (empty when there is
  * none).  Empty pairs ("a=1&&b=2", a leading or trailing '&') are skipped.
@@ -33,11 +33,11 @@ typedef struct hr_form_pair_s {
  */
 HR_EXTERN int hr_form_next(hr_span_t *rest, hr_form_pair_t *pair);
 
-/*
+/**
  * Decodes one raw key or value: '+' becomes a space, "%XX" (hex digits in
  * either case) the byte it encodes; other bytes are copied.  `out` needs
  * in.len bytes (the result is never longer); *outlen gets the length.
- * Returns 0, or HR_EPARSE for a '%' not followed by two hex digits (out is
+ * Returns 0, or HR_EPARSE for a '\%' not followed by two hex digits (out is
  * then undefined).  "%00" decodes to a NUL byte, which callers that use C
  * strings should refuse.  Any thread.
  */

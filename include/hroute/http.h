@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * The handler's view of one exchange: the request (RFC 9112 §3, request line;
  * §5, field lines; §6, message body) and the response it answers with.
  *
@@ -34,20 +34,20 @@ extern "C" {
 
 /* ---- request ------------------------------------------------------------ */
 
-/* The method token, as sent (case-sensitive, RFC 9110 §9.1). */
+/** The method token, as sent (case-sensitive, RFC 9110 §9.1). */
 HR_EXTERN hr_span_t hr_request_method(const hr_request_t *req);
 
-/* The request target exactly as sent (RFC 9112 §3.2). */
+/** The request target exactly as sent (RFC 9112 §3.2). */
 HR_EXTERN hr_span_t hr_request_target(const hr_request_t *req);
 
-/* The path part of the target: up to the first '?', without the scheme and
+/** The path part of the target: up to the first '?', without the scheme and
  * authority of an absolute-form target.  Not percent-decoded. */
 HR_EXTERN hr_span_t hr_request_path(const hr_request_t *req);
 
-/* The query: the bytes after the first '?' (without it), empty if none. */
+/** The query: the bytes after the first '?' (without it), empty if none. */
 HR_EXTERN hr_span_t hr_request_query(const hr_request_t *req);
 
-/*
+/**
  * The query as decoded pairs (application/x-www-form-urlencoded, form.h:
  * '&' between pairs, '+' a space, "%XX" a byte; repeated keys kept in
  * order, a key without '=' has an empty value).  Parsed on the first call
@@ -55,23 +55,23 @@ HR_EXTERN hr_span_t hr_request_query(const hr_request_t *req);
  * into the target.  Spans are valid while the request is.  Loop thread of
  * the request only (the first call caches).  Each returns 0, or
  *   HR_ENOTFOUND  no such pair (index past the end, key not present);
- *   HR_EPARSE     a '%' not followed by two hex digits anywhere in it;
+ *   HR_EPARSE     a '\%' not followed by two hex digits anywhere in it;
  *   HR_ETOOLARGE  more than hr_server_options_t.max_form_pairs pairs;
  *   HR_ENOMEM, or HR_EINVAL for a NULL request.
  * A handler answers HR_EPARSE and HR_ETOOLARGE with 400 as it sees fit;
  * the raw query stays available through hr_request_query().
  */
 HR_EXTERN int hr_request_query_count(hr_request_t *req, size_t *n);
-/* Pair `index` in order of appearance; key or value may be NULL. */
+/** Pair `index` in order of appearance; key or value may be NULL. */
 HR_EXTERN int hr_request_query_pair(hr_request_t *req, size_t index, hr_span_t *key,
                                     hr_span_t *value);
-/* The value of `key` (compared after decoding, byte for byte).  For
+/** The value of `key` (compared after decoding, byte for byte).  For
  * repeated keys pass a cursor initialised to 0 and call again: each call
  * returns the next one.  `cursor` may be NULL to get the first. */
 HR_EXTERN int hr_request_query_get(hr_request_t *req, hr_span_t key, size_t *cursor,
                                    hr_span_t *value);
 
-/*
+/**
  * The same for a buffered body (HR_BODY_BUFFER routes) whose Content-Type
  * is application/x-www-form-urlencoded (parameters such as charset
  * ignored): what an HTML form posts.  HR_EINVAL when the request has no
@@ -79,24 +79,29 @@ HR_EXTERN int hr_request_query_get(hr_request_t *req, hr_span_t key, size_t *cur
  * as the query calls above.  Call from the handler (the body is complete).
  */
 HR_EXTERN int hr_request_form_count(hr_request_t *req, size_t *n);
+/** Pair `index` of the form body in order of appearance, as
+ * hr_request_query_pair() gives the query's; key or value may be NULL. */
 HR_EXTERN int hr_request_form_pair(hr_request_t *req, size_t index, hr_span_t *key,
                                    hr_span_t *value);
+/** The value of `key` in the form body, as hr_request_query_get() finds it
+ * in the query: a cursor initialised to 0 walks repeated keys, NULL gets
+ * the first. */
 HR_EXTERN int hr_request_form_get(hr_request_t *req, hr_span_t key, size_t *cursor,
                                   hr_span_t *value);
 
-/* The HTTP version as 10 (HTTP/1.0) or 11 (HTTP/1.1). */
+/** The HTTP version as 10 (HTTP/1.0) or 11 (HTTP/1.1). */
 HR_EXTERN int hr_request_version(const hr_request_t *req);
 
-/* Number of field lines in the header section (repeated fields count once
+/** Number of field lines in the header section (repeated fields count once
  * per line). */
 HR_EXTERN size_t hr_request_field_count(const hr_request_t *req);
 
-/* Field line `index` (0-based, in arrival order): name as sent, value with
+/** Field line `index` (0-based, in arrival order): name as sent, value with
  * surrounding whitespace removed.  Returns 0 or HR_EINVAL when out of range. */
 HR_EXTERN int hr_request_field_at(const hr_request_t *req, size_t index,
                                   hr_span_t *name, hr_span_t *value);
 
-/*
+/**
  * Finds a field by name, case-insensitively (RFC 9110 §5.1).  For repeated
  * fields, pass a cursor initialised to 0 and call again: each call returns
  * the next line with that name.  `cursor` may be NULL to get the first.
@@ -105,53 +110,53 @@ HR_EXTERN int hr_request_field_at(const hr_request_t *req, size_t index,
 HR_EXTERN int hr_request_field(const hr_request_t *req, hr_span_t name,
                                size_t *cursor, hr_span_t *value);
 
-/* Number of parameters the matched pattern declares. */
+/** Number of parameters the matched pattern declares. */
 HR_EXTERN size_t hr_request_param_count(const hr_request_t *req);
 
-/* Parameter `index` (in pattern order), percent-decoded: a span into the
+/** Parameter `index` (in pattern order), percent-decoded: a span into the
  * path, or into the request's memory when decoding changed it; valid while
  * the request is.  Bytes from 0x80 are passed as they came, not checked to
  * be UTF-8.  An empty span when out of range. */
 HR_EXTERN hr_span_t hr_request_param(const hr_request_t *req, size_t index);
 
-/* The name of parameter `index`, as the matched route's pattern spells it
+/** The name of parameter `index`, as the matched route's pattern spells it
  * (routes sharing a position may name it differently: each request carries
  * the names of its own route); an empty span when out of range.  Valid
  * while the request is. */
 HR_EXTERN hr_span_t hr_request_param_name(const hr_request_t *req, size_t index);
 
-/* The converted value of typed parameter `index` (see hr_param_type_t).
+/** The converted value of typed parameter `index` (see hr_param_type_t).
  * Returns 0, or HR_EINVAL when the parameter is not typed. */
 HR_EXTERN int hr_request_param_value(const hr_request_t *req, size_t index,
                                      hr_value_t *out);
 
-/* The value of parameter `index` typed with HR_PARAM_OF_TYPE(t): a pointer
+/** The value of parameter `index` typed with HR_PARAM_OF_TYPE(t): a pointer
  * to an object of that type's value_size, valid until the response
  * completes; NULL when the parameter is not typed that way. */
 HR_EXTERN const void *hr_request_param_object(const hr_request_t *req,
                                               size_t index);
 
-/* Parameter by name.  Returns 0 and stores the value, or HR_ENOTFOUND. */
+/** Parameter by name.  Returns 0 and stores the value, or HR_ENOTFOUND. */
 HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
                                        hr_span_t *value);
 
-/* For a 405 answered by a method_not_allowed handler (hr_answers_t): the
+/** For a 405 answered by a method_not_allowed handler (hr_answers_t): the
  * Allow value; empty otherwise.  Valid while the request is. */
 HR_EXTERN hr_span_t hr_request_allow(const hr_request_t *req);
 
-/* What went out for a request, once its exchange ended. */
+/** What went out for a request, once its exchange ended. */
 typedef struct hr_outcome_s {
-  int status;           /* the status line sent; 0 when none was */
-  int completed;        /* 1: the response completed; 0: the exchange was
+  int status;           /**< the status line sent; 0 when none was */
+  int completed;        /**< 1: the response completed; 0: the exchange was
                            lost first (status and bytes say how far it got) */
-  uint64_t bytes;       /* body bytes queued for the client (none for HEAD
+  uint64_t bytes;       /**< body bytes queued for the client (none for HEAD
                            and 304) */
-  uint64_t duration_us; /* the request's first byte to the response's
+  uint64_t duration_us; /**< the request's first byte to the response's
                            completion (its last byte queued for writing),
                            or to the end of the exchange when it was lost */
 } hr_outcome_t;
 
-/*
+/**
  * Fills *out for a request whose response completed: in after-middleware
  * (hr_after_cb), for every answer, the server's own included; the access
  * log reports the same figures.  Returns 0, HR_EINVAL (NULL argument) or
@@ -160,7 +165,7 @@ typedef struct hr_outcome_s {
  */
 HR_EXTERN int hr_request_outcome(const hr_request_t *req, hr_outcome_t *out);
 
-/*
+/**
  * Sets the value of request-local `key` (hr_router_local_key) on `req`,
  * replacing the value set before (whose destructor then runs).  NULL
  * clears it.  The first value set on a request takes HR_MAX_LOCALS
@@ -169,15 +174,15 @@ HR_EXTERN int hr_request_outcome(const hr_request_t *req, hr_outcome_t *out);
  */
 HR_EXTERN int hr_request_set_local(hr_request_t *req, hr_local_key_t key, void *value);
 
-/* The value of request-local `key`, or NULL when none is set.  Loop thread
+/** The value of request-local `key`, or NULL when none is set.  Loop thread
  * of the request. */
 HR_EXTERN void *hr_request_local(const hr_request_t *req, hr_local_key_t key);
 
-/* The buffered message body (routes with HR_BODY_BUFFER); empty when the
+/** The buffered message body (routes with HR_BODY_BUFFER); empty when the
  * request has none, or for streaming routes. */
 HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);
 
-/*
+/**
  * Body callback for streaming routes.  `status` is 0 for a piece of the body
  * in `chunk` (valid only during the call), 1 for the end of the body (chunk
  * empty), or a negative error code when the body cannot complete:
@@ -195,7 +200,7 @@ HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);
 typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
                            void *udata);
 
-/*
+/**
  * Starts delivering the body of a streaming route to `cb`.  Call it from the
  * handler, before it returns; pieces that arrived with the header section
  * are delivered after the handler returns, never inside this call.  A
@@ -207,7 +212,7 @@ typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
 HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
                                    void *udata);
 
-/* Copies the peer's address into *addr (*len in: its size; out: the
+/** Copies the peer's address into *addr (*len in: its size; out: the
  * address length): the client's as a PROXY protocol header gave it, on a
  * listener that takes one (hr_server_listen_ex), else the socket's peer.
  * Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (no
@@ -216,37 +221,45 @@ HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
 HR_EXTERN int hr_request_peer(const hr_request_t *req, struct sockaddr *addr,
                               int *len);
 
-/* What a PROXY protocol header (hr_server_listen_ex) said about the
+/** What a PROXY protocol header (hr_server_listen_ex) said about the
  * connection.  Spans point into memory of the connection's and stay valid
  * as long as `req`. */
 typedef struct hr_proxy_info_s {
-  int version;                      /* 1 or 2 */
-  int proxied;                      /* 0: v2 LOCAL or v1 UNKNOWN; src and dst unset */
-  struct sockaddr_storage src, dst; /* the client, and the address it connected to */
-  struct sockaddr_storage balancer; /* the peer that sent the header */
-  hr_span_t alpn, authority, unique_id; /* v2 TLVs; empty when absent */
-  int has_ssl;                      /* a v2 SSL TLV came: the client used TLS */
-  unsigned ssl_client;              /* its flags: 0x01 SSL, 0x02 a certificate on the
+  int version;                      /**< 1 or 2 */
+  int proxied;                      /**< 0: v2 LOCAL or v1 UNKNOWN; src and dst unset */
+  struct sockaddr_storage src;      /**< the client */
+  struct sockaddr_storage dst;      /**< the address the client connected to */
+  struct sockaddr_storage balancer; /**< the peer that sent the header */
+  /** @{ */
+  hr_span_t alpn, authority, unique_id; /**< v2 TLVs; empty when absent */
+  /** @} */
+  int has_ssl;                      /**< a v2 SSL TLV came: the client used TLS */
+  unsigned ssl_client;              /**< its flags: 0x01 SSL, 0x02 a certificate on the
                                      * connection, 0x04 one in the session */
-  uint32_t ssl_verify;              /* 0: the certificate verified */
+  uint32_t ssl_verify;              /**< 0: the certificate verified */
+  /** The SSL TLV's version, client certificate Common Name and cipher
+   * sub-TLVs; empty when absent @{ */
   hr_span_t ssl_version, ssl_cn, ssl_cipher;
+  /** @} */
 } hr_proxy_info_t;
 
-/* Fills *info.  Returns 0, HR_ENOTFOUND (the connection carried no PROXY
+/** Fills *info.  Returns 0, HR_ENOTFOUND (the connection carried no PROXY
  * header), HR_EINVAL, UV_ENOTCONN (the connection is gone).  Loop thread. */
 HR_EXTERN int hr_request_proxy(const hr_request_t *req, hr_proxy_info_t *info);
 
-/* Networks of proxies trusted to report the client (hr_request_client). */
+/** Networks of proxies trusted to report the client (hr_request_client). */
 typedef struct hr_trusted_s hr_trusted_t;
 
-/* Compiles `networks` ("10.0.0.0/8", "2001:db8::/32", an address alone;
+/** Compiles `networks` ("10.0.0.0/8", "2001:db8::/32", an address alone;
  * NULL-terminated, at least one) into *out, which is immutable and may be
  * shared by any threads until hr_trusted_free.  Returns 0, HR_EINVAL,
  * HR_ENOMEM.  Any thread. */
 HR_EXTERN int hr_trusted_new(hr_trusted_t **out, const char *const *networks);
+/** Frees `t` once no thread uses it any more; hr_trusted_free(NULL) is a
+ * no-op.  Any thread. */
 HR_EXTERN void hr_trusted_free(hr_trusted_t *t);
 
-/*
+/**
  * The client's address behind proxies that speak HTTP (for those that speak
  * the PROXY protocol, see hr_server_listen_ex): when the peer
  * (hr_request_peer) is in `t`, the hops the proxies recorded are walked
@@ -264,20 +277,20 @@ HR_EXTERN void hr_trusted_free(hr_trusted_t *t);
 HR_EXTERN int hr_request_client(hr_request_t *req, const hr_trusted_t *t,
                                 struct sockaddr_storage *out);
 
-/* Allocates `size` bytes from the request's arena (8-byte aligned), released
+/** Allocates `size` bytes from the request's arena (8-byte aligned), released
  * in one step when the response completes.  Returns NULL when out of
  * memory. */
 HR_EXTERN void *hr_request_alloc(hr_request_t *req, size_t size);
 
-/* The matched route (NULL for the server's own 404/405 answers). */
+/** The matched route (NULL for the server's own 404/405 answers). */
 HR_EXTERN const hr_route_t *hr_request_route(const hr_request_t *req);
 
-/* The loop this request is served on. */
+/** The loop this request is served on. */
 HR_EXTERN uv_loop_t *hr_request_loop(const hr_request_t *req);
 
 /* ---- response ----------------------------------------------------------- */
 
-/*
+/**
  * Adds a response field line, copied.  Repeatable (each call adds a line).
  * Must be called before the response starts.  The server adds Date,
  * Content-Length or Transfer-Encoding, and Connection itself: adding those
@@ -288,7 +301,7 @@ HR_EXTERN uv_loop_t *hr_request_loop(const hr_request_t *req);
 HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
                                     hr_span_t value);
 
-/*
+/**
  * Sends a complete response with a copy of `body` (may be NULL when len is
  * 0).  `status` is 200..599 (1xx are sent by the server itself).  Responses
  * to HEAD, and 204 and 304 responses, carry no body (RFC 9110 §9.3.2, §15):
@@ -303,7 +316,7 @@ HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
 HR_EXTERN int hr_response_send(hr_response_t *res, int status,
                                const void *body, size_t len);
 
-/* Called when a borrowed body is no longer needed: after it was written, or
+/** Called when a borrowed body is no longer needed: after it was written, or
  * when the connection was lost.  Runs on the loop thread, never inside the
  * call that handed the body over.  `res` is the response the body was sent
  * with, already complete: it identifies it, and no call may be made on it
@@ -311,7 +324,7 @@ HR_EXTERN int hr_response_send(hr_response_t *res, int status,
 typedef void (*hr_release_cb)(hr_response_t *res, const void *body,
                               void *udata);
 
-/*
+/**
  * Like hr_response_send(), but without copying: `body` must stay valid and
  * unchanged until `release` is called (release may be NULL for static data).
  * `release` is called exactly once, later, when this returns 0 (also when the
@@ -323,14 +336,14 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
                                         const void *body, size_t len,
                                         hr_release_cb release, void *udata);
 
-/* Called when the server is done with a file body: after it was sent, or
+/** Called when the server is done with a file body: after it was sent, or
  * when the connection was lost.  Runs on the loop thread, never inside the
  * call that handed the file over; `res` is complete (as for
  * hr_release_cb).  The callback owns `fd` again (close it, or keep it for
  * the next response). */
 typedef void (*hr_file_release_cb)(hr_response_t *res, int fd, void *udata);
 
-/*
+/**
  * Completes the response with `status` and, as its body, `length` bytes of
  * the open file `fd` from byte `offset` (Content-Length: length; no body
  * goes out for HEAD, as always).  The bytes are not read into memory where
@@ -355,12 +368,12 @@ typedef void (*hr_file_release_cb)(hr_response_t *res, int fd, void *udata);
 HR_EXTERN int hr_response_send_file(hr_response_t *res, int status, int fd, uint64_t offset,
                                     uint64_t length, hr_file_release_cb release, void *udata);
 
-/* Content length value for hr_response_start meaning "unknown": the body is
+/** Content length value for hr_response_start meaning "unknown": the body is
  * sent with the chunked transfer coding (HTTP/1.1, RFC 9112 §7.1) or
  * delimited by closing the connection (HTTP/1.0). */
 #define HR_LENGTH_UNKNOWN (-1)
 
-/*
+/**
  * Starts a streaming response: sends the status line and fields with the
  * next write.  `status` is 200..599; `content_length` is the exact body
  * length in bytes, or HR_LENGTH_UNKNOWN.  Returns 0, HR_EINVAL, HR_ESTATE,
@@ -372,7 +385,7 @@ HR_EXTERN int hr_response_send_file(hr_response_t *res, int status, int fd, uint
 HR_EXTERN int hr_response_start(hr_response_t *res, int status,
                                 int64_t content_length);
 
-/*
+/**
  * Queues a copy of `len` bytes of body.  When the queue of unwritten bytes
  * is already above the server's write_high_water_bytes, nothing is queued
  * and HR_EAGAIN is returned: wait for the drain callback, then write again.
@@ -388,7 +401,7 @@ HR_EXTERN int hr_response_start(hr_response_t *res, int status,
 HR_EXTERN int hr_response_write(hr_response_t *res, const void *data,
                                 size_t len);
 
-/*
+/**
  * Queues `length` bytes of the open file `fd` from `offset` as the next
  * part of a streamed body (hr_response_start), sent as
  * hr_response_send_file sends (sendfile on plain TCP, 16 KiB pieces on
@@ -406,17 +419,17 @@ HR_EXTERN int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset
                                      uint64_t length, hr_file_release_cb release,
                                      void *udata);
 
-/* Drain callback: the queue fell to half the high-water mark or less after a
+/** Drain callback: the queue fell to half the high-water mark or less after a
  * write returned HR_EAGAIN.  Runs on the loop thread.  `status` is 0, or
  * HR_ECLOSED when the connection was lost (end the response then). */
 typedef void (*hr_drain_cb)(hr_response_t *res, int status, void *udata);
 
-/* Sets the drain callback (NULL to clear).  Returns 0, HR_ESTATE,
+/** Sets the drain callback (NULL to clear).  Returns 0, HR_ESTATE,
  * HR_ECLOSED (abandoned), HR_ETHREAD. */
 HR_EXTERN int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb,
                                    void *udata);
 
-/*
+/**
  * Ends a streaming response (for unknown length over HTTP/1.1: writes the
  * last chunk).  When fewer bytes than the declared content length were
  * written the response cannot be framed: the connection is closed and
@@ -426,7 +439,7 @@ HR_EXTERN int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb,
  */
 HR_EXTERN int hr_response_end(hr_response_t *res);
 
-/* Called when the connection is lost before the response completed (peer
+/** Called when the connection is lost before the response completed (peer
  * closed, timeout, the server answered in the handler's place, server
  * shutdown).  The handler must still complete the response (the completing
  * call returns HR_ECLOSED, and may be made inside this callback); until
@@ -434,15 +447,15 @@ HR_EXTERN int hr_response_end(hr_response_t *res);
  * abandoned (see the top of this file).  Runs on the loop thread. */
 typedef void (*hr_abort_cb)(hr_response_t *res, void *udata);
 
-/* Sets the abort callback (NULL to clear).  Returns 0, HR_ESTATE,
+/** Sets the abort callback (NULL to clear).  Returns 0, HR_ESTATE,
  * HR_ECLOSED (abandoned), HR_ETHREAD. */
 HR_EXTERN int hr_response_on_abort(hr_response_t *res, hr_abort_cb cb,
                                    void *udata);
 
-/* Callback run on the response's loop thread by hr_response_post(). */
+/** Callback run on the response's loop thread by hr_response_post(). */
 typedef void (*hr_post_cb)(hr_response_t *res, void *udata);
 
-/*
+/**
  * Runs `cb(res, udata)` on the loop thread that serves `res`, soon, never
  * inside this call: the way to complete a response from another thread.
  * Safe from any thread while the response is not complete; the callback
@@ -457,10 +470,10 @@ typedef void (*hr_post_cb)(hr_response_t *res, void *udata);
 HR_EXTERN int hr_response_post(hr_response_t *res, hr_post_cb cb,
                                void *udata);
 
-/* The request this response answers. */
+/** The request this response answers. */
 HR_EXTERN hr_request_t *hr_response_request(hr_response_t *res);
 
-/* Returns the standard reason phrase for `status` ("OK", "Not Found", ...:
+/** Returns the standard reason phrase for `status` ("OK", "Not Found", ...:
  * RFC 9110 §15 and the rest of the IANA status code registry) or "" for
  * codes without one (static storage). */
 HR_EXTERN const char *hr_status_reason(int status);

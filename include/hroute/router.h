@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * The router: routes (methods + pattern -> handler) compiled into immutable
  * route entries and published as a route table snapshot (a compressed radix
  * tree per host).  Usable without the server: hr_router_match() takes a
@@ -10,7 +10,7 @@
  * Patterns: a path starting with '/', made of segments separated by '/'.
  *   - literal text: matched byte for byte (ASCII case-insensitively with the
  *     router option); "::" stands for a literal ':'; "%XX" for the byte it
- *     encodes ("%25" for a literal '%'; %2F %3F %23 %25 stay escapes, and
+ *     encodes ("%25" for a literal '\%'; %2F %3F %23 %25 stay escapes, and
  *     match the same escapes in a request); bytes from 0x80 (UTF-8) as
  *     they are;
  *   - ":name" or "{name}" as a whole segment: one non-empty path segment;
@@ -28,7 +28,7 @@
  *   1. The path is the request target up to '?' (absolute-form targets route
  *      by their path).  A target with a byte a request target cannot hold
  *      (RFC 9112 §3.2: controls, space, DEL, a '#' fragment; in the path
- *      anything but RFC 3986 §3.3 pchar, '/', '%' and bytes from 0x80) gives
+ *      anything but RFC 3986 §3.3 pchar, '/', '\%' and bytes from 0x80) gives
  *      400, as it does from the server.  Percent-encoded octets are decoded
  *      before matching, except %2F, %3F, %23 and %25, which stay opaque
  *      inside their segment (with their hex digits in upper case).  Raw
@@ -54,7 +54,7 @@
  *      When a branch fails deeper down, or ends at routes none of which
  *      answers the method, the next one is tried (backtracking), so the
  *      result never depends on registration order: with GET /files/:name
- *      and DELETE /files/{*rest}, DELETE /files/a reaches the catch-all.
+ *      and DELETE `/files/{*rest}`, DELETE /files/a reaches the catch-all.
  *   5. Some route matches the path but none answers the method: for
  *      OPTIONS the router answers 200 with an Allow value (RFC 9110
  *      §9.3.7), otherwise 405 with Allow; the Allow value lists the
@@ -83,18 +83,33 @@
 extern "C" {
 #endif
 
+/** A router: the route tables (one per host), middleware, the router's own
+ * answers and the value types of delegate.h; opaque.  Made by
+ * hr_router_new, freed by hr_router_free.  Routes change from any thread
+ * while servers read it. */
 typedef struct hr_router_s hr_router_t;
+/** A registered route (methods, pattern, handler, options), owned by the
+ * router; opaque.  hr_router_match's and hr_request_route's result: valid
+ * while the route table holding it is (see hr_router_read_lock), and for
+ * a request's route as long as the request. */
 typedef struct hr_route_s hr_route_t;
+/** A route group (hr_router_group): a pattern prefix and optionally a host
+ * for the routes and middleware added through it; owned by the router and
+ * freed with it; opaque. */
 typedef struct hr_group_s hr_group_t;
+/** The request of one exchange as a handler sees it (http.h), owned by the
+ * server: valid until its response completes; opaque. */
 typedef struct hr_request_s hr_request_t;
+/** The response a handler completes exactly once (http.h), owned by the
+ * server: valid until it completes; opaque. */
 typedef struct hr_response_s hr_response_t;
 
-/* Most parameters one pattern may declare. */
+/** Most parameters one pattern may declare. */
 #define HR_MAX_PARAMS 16
-/* Most segments one pattern may have. */
+/** Most segments one pattern may have. */
 #define HR_MAX_SEGMENTS 64
 
-/*
+/**
  * A route handler.  Runs on the worker loop thread that read the request.
  * It must eventually complete `res` exactly once (hr_response_send*,
  * or hr_response_start + hr_response_end), either before it returns or later
@@ -105,78 +120,78 @@ typedef struct hr_response_s hr_response_t;
 typedef void (*hr_handler_cb)(hr_request_t *req, hr_response_t *res,
                               void *udata);
 
-/* How a route receives the request message body (RFC 9112 §6). */
+/** How a route receives the request message body (RFC 9112 §6). */
 typedef enum hr_body_mode_e {
-  /* The whole body is read first (up to the route's limit) and the handler
+  /** The whole body is read first (up to the route's limit) and the handler
    * runs once it is complete; hr_request_body() returns it. Default. */
   HR_BODY_BUFFER = 0,
-  /* The handler runs as soon as the header section is complete; it reads the
+  /** The handler runs as soon as the header section is complete; it reads the
    * body in pieces through hr_request_read_body(). */
   HR_BODY_STREAM = 1
 } hr_body_mode_t;
 
-/* One response field line (RFC 9110 §5). */
+/** One response field line (RFC 9110 §5). */
 typedef struct hr_field_s {
-  hr_span_t name;
-  hr_span_t value;
+  hr_span_t name;  /**< the field name: a token (RFC 9110 §5.1) */
+  hr_span_t value; /**< the field value: no CR, LF or NUL */
 } hr_field_t;
 
-/*
+/**
  * Why a registration failed, filled when hr_route_options_t.error is set.
  * `conflict` names the registered route the new one collides with, as
  * "METHODS pattern" (NUL-terminated; when longer than the array it is cut
  * and `conflict_len`, the full length, says so).
  */
 typedef struct hr_route_error_s {
-  int code;            /* the value hr_router_add returned */
-  const char *reason;  /* one English line, static storage */
-  size_t offset;       /* byte offset in the pattern where the problem is */
-  char conflict[256];
-  size_t conflict_len; /* 0 when no other route is involved */
+  int code;            /**< the value hr_router_add returned */
+  const char *reason;  /**< one English line, static storage */
+  size_t offset;       /**< byte offset in the pattern where the problem is */
+  char conflict[256];  /**< "METHODS pattern" of the colliding route, or "" */
+  size_t conflict_len; /**< 0 when no other route is involved */
 } hr_route_error_t;
 
 /* ---- typed parameters ------------------------------------------------------ */
 
-/*
+/**
  * Types a route may declare for its parameters (by position).  The route's
  * invoker converts each typed parameter before the handler runs; a value
  * that does not convert answers 404, as JAX-RS does (the path names no
  * resource).
  */
 typedef enum hr_param_type_e {
-  HR_PARAM_STRING = 0, /* the decoded text (default) */
-  HR_PARAM_INT64,      /* -?digits within int64_t, canonical: no leading
+  HR_PARAM_STRING = 0, /**< the decoded text (default) */
+  HR_PARAM_INT64,      /**< -?digits within int64_t, canonical: no leading
                           zero (but "0"), no '+', no "-0", so that one
                           number has one URL (see lenient_integers) */
-  HR_PARAM_UINT64,     /* digits within uint64_t, canonical as above */
-  HR_PARAM_BOOL,       /* "true" or "false" */
-  HR_PARAM_UUID        /* 8-4-4-4-12 hex digits (RFC 9562 §4), any case */
+  HR_PARAM_UINT64,     /**< digits within uint64_t, canonical as above */
+  HR_PARAM_BOOL,       /**< "true" or "false" */
+  HR_PARAM_UUID        /**< 8-4-4-4-12 hex digits (RFC 9562 §4), any case */
 } hr_param_type_t;
 
-/* A parameter parsed by the header delegate of value type `type_id` (see
+/** A parameter parsed by the header delegate of value type `type_id` (see
  * delegate.h; the type needs a value_size).  The delegate is looked up
  * through the router's cache at each request, so one registered later
  * takes effect for later requests.  Read the value with
  * hr_request_param_object(). */
 #define HR_PARAM_OF_TYPE(type_id) ((hr_param_type_t)(0x10000 + (type_id)))
 
-/* A converted parameter value; which member is set follows the type. */
+/** A converted parameter value; which member is set follows the type. */
 typedef union hr_value_u {
-  int64_t i64;
-  uint64_t u64;
-  int boolean;
-  uint8_t uuid[16];
+  int64_t i64;      /**< HR_PARAM_INT64 */
+  uint64_t u64;     /**< HR_PARAM_UINT64 */
+  int boolean;      /**< HR_PARAM_BOOL: 1 for "true", 0 for "false" */
+  uint8_t uuid[16]; /**< HR_PARAM_UUID: the 16 bytes in the order written */
 } hr_value_t;
 
 /* ---- middleware ------------------------------------------------------------ */
 
-/* What a before-middleware tells the invoker. */
+/** What a before-middleware tells the invoker. */
 typedef enum hr_next_e {
-  HR_NEXT = 0,    /* go on with the next middleware, then the handler */
-  HR_ANSWERED = 1 /* it completed the response (or will): stop here */
+  HR_NEXT = 0,    /**< go on with the next middleware, then the handler */
+  HR_ANSWERED = 1 /**< it completed the response (or will): stop here */
 } hr_next_t;
 
-/*
+/**
  * Runs before the handler, on the loop thread, with the request and the
  * response the handler will get.  It may add response fields and go on, or
  * answer itself (a 401, a cached body...) and return HR_ANSWERED.  `udata`
@@ -191,7 +206,7 @@ typedef enum hr_next_e {
 typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
                                   void *udata);
 
-/*
+/**
  * Runs after the response completed (queued for writing), on the loop
  * thread: `status` is the status sent, or 0 when the exchange was lost
  * before a response completed.  For logging and metrics; the response can
@@ -208,7 +223,7 @@ typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
 
 /* ---- the router's own answers ----------------------------------------------- */
 
-/*
+/**
  * What answers in the router's place when no route does, so that a JSON
  * API answers JSON errors.  Each member may be NULL (the default answer).
  *   not_found           a handler for the server's 404s (no route, or a
@@ -227,20 +242,22 @@ typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
  *                       before or instead of a handler.
  */
 typedef struct hr_answers_s {
-  hr_handler_cb not_found;
-  void *not_found_udata;
-  hr_handler_cb method_not_allowed;
-  void *method_not_allowed_udata;
+  hr_handler_cb not_found;          /**< answers 404s (see above); NULL: default */
+  void *not_found_udata;            /**< the udata not_found gets */
+  hr_handler_cb method_not_allowed; /**< answers 405s (see above); NULL: default */
+  void *method_not_allowed_udata;   /**< the udata method_not_allowed gets */
+  /** Writes the body of the other 4xx and 5xx answers (see above); NULL:
+   * the default text. */
   size_t (*error_body)(void *udata, int status, char *buf, size_t cap,
                        const char **content_type);
-  void *error_body_udata;
+  void *error_body_udata;           /**< the udata error_body gets */
 } hr_answers_t;
 
-/* Fills *answers with the defaults: every member NULL (the server's own
+/** Fills *answers with the defaults: every member NULL (the server's own
  * bodies).  Any thread. */
 HR_EXTERN void hr_answers_init(hr_answers_t *answers);
 
-/*
+/**
  * Sets the router's own answers for the table of `host` (NULL: the default
  * table, and the tables of hosts that have none set); `answers` is copied,
  * NULL clears them.  Published like a route change.  Returns 0, HR_EINVAL
@@ -251,19 +268,19 @@ HR_EXTERN int hr_router_set_answers(hr_router_t *router, const char *host,
 
 /* ---- request locals --------------------------------------------------------- */
 
-/* Most request-local keys one router may register. */
+/** Most request-local keys one router may register. */
 #define HR_MAX_LOCALS 64
 
-/* A request-local key (see hr_router_local_key). */
+/** A request-local key (see hr_router_local_key). */
 typedef unsigned hr_local_key_t;
 
-/* Destroys a request-local value when its exchange ends (or when it is
+/** Destroys a request-local value when its exchange ends (or when it is
  * replaced), on the loop thread; for an exchange abandoned at a shutdown
  * deadline, on the thread that calls hr_server_free.  `udata` is the
  * key's. */
 typedef void (*hr_local_destroy_cb)(void *udata, void *value);
 
-/*
+/**
  * Registers a request-local key: middleware attaches a value to a request
  * under it (hr_request_set_local) and later middleware, the handler and the
  * after-middleware read it (hr_request_local), with no string lookup and
@@ -279,31 +296,33 @@ HR_EXTERN int hr_router_local_key(hr_router_t *router, hr_local_destroy_cb destr
 
 /* ---- handler contexts ------------------------------------------------------ */
 
-/* Which context a handler receives as its `udata` argument. */
+/** Which context a handler receives as its `udata` argument. */
 typedef enum hr_context_scope_e {
-  HR_CONTEXT_ROUTE = 0,  /* the route's udata itself (default) */
-  HR_CONTEXT_LOOP = 1,   /* one per worker loop, made on that loop before it
+  HR_CONTEXT_ROUTE = 0,  /**< the route's udata itself (default) */
+  HR_CONTEXT_LOOP = 1,   /**< one per worker loop, made on that loop before it
                             serves the route (a per-thread database handle) */
-  HR_CONTEXT_REQUEST = 2 /* one per request, made before the handler and
+  HR_CONTEXT_REQUEST = 2 /**< one per request, made before the handler and
                             destroyed when the response completes */
 } hr_context_scope_t;
 
-/* Makes a context on the loop thread that will use it; stores it in *ctx.
+/** Makes a context on the loop thread that will use it; stores it in *ctx.
  * Returns 0, or non-zero when it cannot (the request is answered 503). */
 typedef int (*hr_context_create_cb)(void *udata, uv_loop_t *loop, void **ctx);
 
-/* Destroys a context made by the create callback, on the same loop thread
+/** Destroys a context made by the create callback, on the same loop thread
  * (per-loop contexts: when the loop shuts down, or within about a second
  * after their route was replaced or removed). */
 typedef void (*hr_context_destroy_cb)(void *udata, void *ctx);
 
-/* Per-route settings; initialise with hr_route_options_init(). */
+/** Per-route settings; initialise with hr_route_options_init(). */
 typedef struct hr_route_options_s {
-  /* Body size limit in bytes; 0 means the server's max_body_bytes.  A larger
+  /** Body size limit in bytes; 0 means the server's max_body_bytes.  A larger
    * body is answered with 413 (Content Too Large) and the connection closed. */
   uint64_t max_body_bytes;
+  /** How the handler receives the body: HR_BODY_BUFFER (default) or
+   * HR_BODY_STREAM. */
   hr_body_mode_t body_mode;
-  /* Constant response fields sent with every response of this route, for
+  /** Constant response fields sent with every response of this route, for
    * example Content-Type.  Copied and pre-rendered at registration; names must
    * be tokens, values must not contain CR, LF or NUL, and Date,
    * Content-Length, Transfer-Encoding and Connection are the server's (all
@@ -312,71 +331,73 @@ typedef struct hr_route_options_s {
    * handler's own fields are all sent, repeated ones too (Set-Cookie,
    * Link, Vary...). */
   const hr_field_t *fields;
-  size_t nfields;
-  /* When non-NULL and registration fails, filled with the details. */
+  size_t nfields; /**< entries in fields */
+  /** When non-NULL and registration fails, filled with the details. */
   hr_route_error_t *error;
-  /* Types of the parameters by position (HR_PARAM_STRING past the end);
+  /** Types of the parameters by position (HR_PARAM_STRING past the end);
    * copied.  More types than parameters is HR_EINVAL. */
   const hr_param_type_t *param_types;
-  size_t nparam_types;
-  /* Handler contexts (HR_CONTEXT_LOOP and _REQUEST need `context_create`;
+  size_t nparam_types; /**< entries in param_types */
+  /** Handler contexts (HR_CONTEXT_LOOP and _REQUEST need `context_create`;
    * `context_destroy` may be NULL). */
   hr_context_scope_t context_scope;
-  hr_context_create_cb context_create;
-  hr_context_destroy_cb context_destroy;
-  /* Non-zero: a route with the same methods and pattern on the same host is
+  hr_context_create_cb context_create;   /**< makes a context; gets the route's udata */
+  hr_context_destroy_cb context_destroy; /**< destroys one; may be NULL */
+  /** Non-zero: a route with the same methods and pattern on the same host is
    * replaced instead of answering HR_EEXIST.  "The same pattern" is as for
    * HR_EEXIST: equal up to parameter names (and, on a case-insensitive
    * router, the case of literal text).  Requests in flight finish with the
    * old version; later ones get the new one. */
   int replace;
-  /* Non-zero: typed integer parameters also take leading zeros ("01"),
+  /** Non-zero: typed integer parameters also take leading zeros ("01"),
    * and signed ones "+1" and "-0" (the behaviour before canonical
    * spellings were required; an unsigned one never takes a sign). */
   int lenient_integers;
 } hr_route_options_t;
 
-/* Fills `opts` with the defaults (all zero: server limits, buffered body, no
+/** Fills `opts` with the defaults (all zero: server limits, buffered body, no
  * constant fields, no error details). */
 HR_EXTERN void hr_route_options_init(hr_route_options_t *opts);
 
-/* Trailing-slash policy (step 6 above). */
+/** Trailing-slash policy (step 6 above). */
 typedef enum hr_slash_policy_e {
-  HR_SLASH_STRICT = 0,  /* "/a" and "/a/" are different paths (default) */
-  HR_SLASH_REDIRECT = 1 /* redirect to the variant that exists */
+  HR_SLASH_STRICT = 0,  /**< "/a" and "/a/" are different paths (default) */
+  HR_SLASH_REDIRECT = 1 /**< redirect to the variant that exists */
 } hr_slash_policy_t;
 
-/* Policy for paths with dot segments or "//" (steps 1 and 3 above). */
+/** Policy for paths with dot segments or "//" (steps 1 and 3 above). */
 typedef enum hr_clean_policy_e {
-  HR_CLEAN_REDIRECT = 0, /* 301/308 to the clean path (default) */
-  HR_CLEAN_REJECT = 1    /* 400 */
+  HR_CLEAN_REDIRECT = 0, /**< 301/308 to the clean path (default) */
+  HR_CLEAN_REJECT = 1    /**< 400 */
 } hr_clean_policy_t;
 
+/** Router settings; hr_router_options_init() fills the defaults (all
+ * zero). */
 typedef struct hr_router_options_s {
-  /* Allocator for the router and everything it compiles; NULL means libc. */
+  /** Allocator for the router and everything it compiles; NULL means libc. */
   const hr_allocator_t *allocator;
-  hr_slash_policy_t trailing_slash;
-  hr_clean_policy_t unclean_path;
-  /* Non-zero: literal segments match ignoring ASCII case (parameter values
+  hr_slash_policy_t trailing_slash; /**< HR_SLASH_STRICT (default) or _REDIRECT */
+  hr_clean_policy_t unclean_path;   /**< HR_CLEAN_REDIRECT (default) or _REJECT */
+  /** Non-zero: literal segments match ignoring ASCII case (parameter values
    * keep theirs). */
   int case_insensitive;
 } hr_router_options_t;
 
-/* Fills `opts` with the defaults. */
+/** Fills `opts` with the defaults. */
 HR_EXTERN void hr_router_options_init(hr_router_options_t *opts);
 
-/*
+/**
  * Creates an empty router.  `opts` may be NULL for the defaults.
  * Returns 0 and stores the router in *out, or HR_ENOMEM / HR_EINVAL.
  * The router must outlive every server using it.  Any thread.
  */
 HR_EXTERN int hr_router_new(hr_router_t **out, const hr_router_options_t *opts);
 
-/* Frees the router, its groups and every route table it published.  No
+/** Frees the router, its groups and every route table it published.  No
  * server may still use it.  hr_router_free(NULL) is a no-op. */
 HR_EXTERN void hr_router_free(hr_router_t *router);
 
-/*
+/**
  * Registers a route on the default host.
  *   methods  NUL-terminated: one method ("GET"), several separated by commas
  *            ("GET,POST"), or "*" alone for every method.
@@ -386,7 +407,7 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
  * Returns 0, or
  *   HR_EPATTERN   malformed pattern: no leading '/', an empty or invalid
  *                 parameter name, a parameter that is not a whole segment
- *                 (two in one segment), a catch-all that is not last, a '%'
+ *                 (two in one segment), a catch-all that is not last, a '\%'
  *                 that is not an escape or %00, a control byte, too many
  *                 parameters or segments;
  *   HR_EEXIST     the same method and pattern (up to parameter names) is
@@ -407,7 +428,7 @@ HR_EXTERN int hr_router_add(hr_router_t *router, const char *methods,
                             const char *pattern, hr_handler_cb handler,
                             void *udata, const hr_route_options_t *opts);
 
-/*
+/**
  * Returns a route group: routes added through it are registered under
  * `prefix` (a pattern prefix such as "/api/v1", which may contain
  * parameters; NULL or "" for none) and, when `host` is not NULL, in the
@@ -424,13 +445,13 @@ HR_EXTERN int hr_router_add(hr_router_t *router, const char *methods,
 HR_EXTERN int hr_router_group(hr_router_t *router, const char *host,
                               const char *prefix, hr_group_t **out);
 
-/* Like hr_router_add(), within `group`: the route's pattern is the group's
+/** Like hr_router_add(), within `group`: the route's pattern is the group's
  * prefix followed by `pattern` (which must start with '/'). */
 HR_EXTERN int hr_group_add(hr_group_t *group, const char *methods,
                            const char *pattern, hr_handler_cb handler,
                            void *udata, const hr_route_options_t *opts);
 
-/*
+/**
  * Removes the route registered with exactly these methods (same list, any
  * order) and pattern (up to parameter names, and to case on a
  * case-insensitive router) on the default host.  Requests in flight finish with
@@ -440,11 +461,11 @@ HR_EXTERN int hr_group_add(hr_group_t *group, const char *methods,
 HR_EXTERN int hr_router_remove(hr_router_t *router, const char *methods,
                                const char *pattern);
 
-/* Like hr_router_remove(), within `group` (pattern without the prefix). */
+/** Like hr_router_remove(), within `group` (pattern without the prefix). */
 HR_EXTERN int hr_group_remove(hr_group_t *group, const char *methods,
                               const char *pattern);
 
-/*
+/**
  * Adds middleware for every route whose pattern starts with `prefix` at a
  * segment boundary ("/api" covers "/api" and "/api/...", not "/apix"; NULL
  * or "" covers all routes), on host `host` (NULL: every host).  `before`
@@ -458,11 +479,11 @@ HR_EXTERN int hr_router_use(hr_router_t *router, const char *host,
                             const char *prefix, hr_before_cb before,
                             hr_after_cb after, void *udata);
 
-/* Middleware for the routes registered through `group`. */
+/** Middleware for the routes registered through `group`. */
 HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
                            hr_after_cb after, void *udata);
 
-/*
+/**
  * Head middleware: `head` runs as soon as the header section of a request
  * for a covered route is complete (same coverage as hr_router_use), before
  * "100 Continue" is sent and before a buffered body is read, so that an
@@ -477,47 +498,50 @@ HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
  */
 HR_EXTERN int hr_router_use_head(hr_router_t *router, const char *host, const char *prefix,
                                  hr_before_cb head, void *udata);
+/** Head middleware for the routes registered through `group`, as
+ * hr_router_use_head() adds it for a prefix.  Returns 0, HR_EINVAL,
+ * HR_ENOMEM.  Any thread. */
 HR_EXTERN int hr_group_use_head(hr_group_t *group, hr_before_cb head, void *udata);
 
-/* One matched parameter: its name (from the matched route's pattern, valid
+/** One matched parameter: its name (from the matched route's pattern, valid
  * while that route is) and its decoded value (a span into the target given to
  * hr_router_match, or into its buffer when decoding changed it). */
 typedef struct hr_param_s {
-  hr_span_t name;
-  hr_span_t value;
+  hr_span_t name;  /**< as the matched route's pattern spells it */
+  hr_span_t value; /**< percent-decoded */
 } hr_param_t;
 
-/* The result of a match. */
+/** The result of a match. */
 typedef struct hr_match_s {
-  /* 200: `route` answers (or, with route NULL, the router answers OPTIONS
+  /** 200: `route` answers (or, with route NULL, the router answers OPTIONS
    * with `allow`); 301 or 308: redirect to `location`; 400: a malformed or
    * unsafe target (see the matching rules above); 404: no route; 405: see
    * `allow`; 501: no route registers the method. */
   int status;
-  /* The route (status 200 with a registered route), else NULL.  Valid
+  /** The route (status 200 with a registered route), else NULL.  Valid
    * until the route is replaced or removed (see hr_router_read_lock). */
   const hr_route_t *route;
-  size_t nparams;
-  hr_param_t params[HR_MAX_PARAMS];
-  /* For 405 and the router's OPTIONS answers: the Allow field value (RFC
+  size_t nparams;                   /**< parameters in params */
+  hr_param_t params[HR_MAX_PARAMS]; /**< the route's parameters, in pattern order */
+  /** For 405 and the router's OPTIONS answers: the Allow field value (RFC
    * 9110 §10.2.1); valid while the route table is (see
    * hr_router_read_lock), or in the caller's buffer when several routes
    * make it up.  Empty otherwise. */
   hr_span_t allow;
-  /* For 301 and 308: the Location value (clean path plus query), in the
+  /** For 301 and 308: the Location value (clean path plus query), in the
    * caller's buffer.  Empty otherwise. */
   hr_span_t location;
-  /* The path as matched (decoded, %2F %3F %23 kept encoded) and the query
+  /** The path as matched (decoded, %2F %3F %23 kept encoded) and the query
    * (after '?', not decoded). */
   hr_span_t path;
-  hr_span_t query;
-  /* Bytes of `buf` that suffice for this target with the current route
+  hr_span_t query; /**< the query: after '?', not decoded; empty without one */
+  /** Bytes of `buf` that suffice for this target with the current route
    * table: set whatever the result, so that a caller that got HR_ENOSPC
    * (with a NULL or short buffer) can retry with that much. */
   size_t need;
 } hr_match_t;
 
-/*
+/**
  * Matches a request against the current route table.
  *   method  the method token as received;
  *   host    the Host field value (may be empty: default table); for an
@@ -527,7 +551,7 @@ typedef struct hr_match_s {
  *           ("http://h/a/b?q") or "*";
  *   buf, buflen  scratch space for decoded values, the redirect Location
  *           and an Allow value made of several routes' methods: only used
- *           when the target contains '%' or needs cleaning, or several
+ *           when the target contains '\%' or needs cleaning, or several
  *           routes match a path for other methods; may be NULL/0 otherwise.
  *           out->need bytes suffice (4 * target.len + 16 plus the longest
  *           Allow of the table).
@@ -542,7 +566,7 @@ HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
                               hr_span_t host, hr_span_t target, char *buf,
                               size_t buflen, hr_match_t *out);
 
-/*
+/**
  * Read-side critical section (RCU).  A route table, and the routes it holds,
  * stay valid until every reader that could have loaded it has left its
  * critical section.  When other threads may add, replace or remove routes
@@ -554,32 +578,36 @@ HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
  * wait for them).  Any thread; no registration.
  */
 HR_EXTERN void hr_router_read_lock(void);
+/** Leaves the read-side critical section that the same thread's last
+ * hr_router_read_lock() entered. */
 HR_EXTERN void hr_router_read_unlock(void);
 
-/* The pattern a route was registered with, group prefix included (valid as
+/** The pattern a route was registered with, group prefix included (valid as
  * long as the route). */
 HR_EXTERN hr_span_t hr_route_pattern(const hr_route_t *route);
 
-/* The methods a route was registered with, as given ("GET,POST", "*"). */
+/** The methods a route was registered with, as given ("GET,POST", "*"). */
 HR_EXTERN hr_span_t hr_route_methods(const hr_route_t *route);
 
-/* The user data given at registration. */
+/** The user data given at registration. */
 HR_EXTERN void *hr_route_udata(const hr_route_t *route);
 
-/* Counters of one route version, summed over the loops that served it. */
+/** Buckets of hr_route_stats_t.latency_us: the last one counts latencies
+ * of 2^23 microseconds (about 8.4 s) and longer. */
 #define HR_LATENCY_BUCKETS 24
+/** Counters of one route version, summed over the loops that served it. */
 typedef struct hr_route_stats_s {
-  uint64_t requests;        /* handler invocations (middleware answers too) */
-  uint64_t responses[6];    /* [1]..[5]: completed responses by status class
+  uint64_t requests;        /**< handler invocations (middleware answers too) */
+  uint64_t responses[6];    /**< [1]..[5]: completed responses by status class
                                (1xx..5xx); [0]: exchanges lost before one */
-  /* The request's first byte to the response's completion (as
+  /** The request's first byte to the response's completion (as
    * hr_request_outcome's duration_us): bucket i counts latencies below 2^i
    * microseconds (the last bucket: everything longer). */
   uint64_t latency_us[HR_LATENCY_BUCKETS];
-  uint64_t latency_sum_us; /* the sum of the latencies counted above */
+  uint64_t latency_sum_us; /**< the sum of the latencies counted above, microseconds */
 } hr_route_stats_t;
 
-/*
+/**
  * Reads the counters of the route registered with these methods and
  * pattern (compared as by hr_router_remove) on the default host (`host` NULL) or on `host`.  The counters are
  * kept per worker loop without shared writes and summed here; a replaced
@@ -589,18 +617,18 @@ HR_EXTERN int hr_router_route_stats(hr_router_t *router, const char *host,
                                     const char *methods, const char *pattern,
                                     hr_route_stats_t *out);
 
-/* Sizes of the current route table. */
+/** Sizes of the current route table. */
 typedef struct hr_router_stats_s {
-  size_t routes;      /* registered routes */
-  size_t hosts;       /* host tables besides the default one */
-  size_t nodes;       /* radix tree nodes, all hosts */
-  size_t table_bytes; /* memory of the current snapshot, bytes */
+  size_t routes;      /**< registered routes */
+  size_t hosts;       /**< host tables besides the default one */
+  size_t nodes;       /**< radix tree nodes, all hosts */
+  size_t table_bytes; /**< memory of the current snapshot, bytes */
 } hr_router_stats_t;
 
-/* Fills *out from the current snapshot.  Any thread. */
+/** Fills *out from the current snapshot.  Any thread. */
 HR_EXTERN void hr_router_stats(hr_router_t *router, hr_router_stats_t *out);
 
-/*
+/**
  * Writes the route tree of the current snapshot as text, one node per line,
  * indented by depth (for hroute-routes check).  Calls `write` with pieces of
  * the text.  Returns 0 or HR_ENOMEM.  Any thread.

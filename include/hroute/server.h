@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * The HTTP/1.1 server (RFC 9112): listeners, persistent connections,
  * pipelining, limits and timeouts, graceful shutdown.  It serves a router
  * either from a libuv loop the host owns (hr_server_attach) or from its own
@@ -20,17 +20,23 @@
 extern "C" {
 #endif
 
+/** A server: listeners, worker loops, connections and their limits, for
+ * one router; opaque.  Made by hr_server_new, freed by hr_server_free. */
 typedef struct hr_server_s hr_server_t;
 
-/* Severity for the log sink. */
+/** Severity for the log sink. */
 typedef enum hr_log_level_e {
+  /** A failure the host should act on (hroute logs none at present). */
   HR_LOG_ERROR = 0,
+  /** Service degraded: accepting paused, responses abandoned. */
   HR_LOG_WARN = 1,
+  /** A request answered with an error and closed, with the reason. */
   HR_LOG_INFO = 2,
+  /** Detail for debugging (hroute logs none at present). */
   HR_LOG_DEBUG = 3
 } hr_log_level_t;
 
-/* Log sink: `msg` is one line, NUL-terminated, at most 255 bytes, valid
+/** Log sink: `msg` is one line, NUL-terminated, at most 255 bytes, valid
  * during the call.  May be called from every worker thread concurrently.
  * Logged: requests answered with an error status and closed (HR_LOG_INFO,
  * with the reason), pauses in accepting when the process runs out of file
@@ -39,14 +45,14 @@ typedef enum hr_log_level_e {
  * target and route (HR_LOG_WARN). */
 typedef void (*hr_log_cb)(void *ctx, hr_log_level_t level, const char *msg);
 
-/* What an access-log line says (hr_server_options_t.access_log). */
+/** What an access-log line says (hr_server_options_t.access_log). */
 typedef enum hr_access_format_e {
-  /* Common Log Format: host - - [10/Oct/2000:13:55:36 +0000] "GET /a HTTP/1.1"
+  /** Common Log Format: host - - [10/Oct/2000:13:55:36 +0000] "GET /a HTTP/1.1"
    * 200 2326 */
   HR_ACCESS_COMMON = 0,
-  /* Combined: Common, then "Referer" "User-Agent" */
+  /** Combined: Common, then "Referer" "User-Agent" */
   HR_ACCESS_COMBINED = 1,
-  /* One JSON object per line: {"time":"2000-10-10T13:55:36Z","peer":"::1",
+  /** One JSON object per line: {"time":"2000-10-10T13:55:36Z","peer":"::1",
    * "method":"GET","target":"/a","version":"HTTP/1.1","host":"h",
    * "status":200,"bytes":2326,"duration_us":153,"referer":"",
    * "user_agent":"curl/8"}; a byte that is not part of well-formed UTF-8
@@ -54,80 +60,87 @@ typedef enum hr_access_format_e {
   HR_ACCESS_JSON = 2
 } hr_access_format_t;
 
-/* One response, as the access log reports it.  Spans point into the
+/** One response, as the access log reports it.  Spans point into the
  * request and are valid during the callback only.  `host` is the one the
  * request was routed by: an absolute-form target's authority, else the
  * Host field. */
 typedef struct hr_access_entry_s {
+  /** The request's method, target and host, and its Referer and User-Agent
+   * field values; empty when absent @{ */
   hr_span_t method, target, host, referer, user_agent;
-  int version;          /* 10 or 11; 0 when the request line's version was
+  /** @} */
+  int version;          /**< 10 or 11; 0 when the request line's version was
                            not parsed: the request was cut short, or refused
                            before (method and target may then be partial or
                            empty, and the line says "-") */
-  int status;           /* as sent; 0 when no response went out */
-  uint64_t bytes;       /* body bytes of the response */
-  uint64_t duration_us; /* request's first byte to the response completed */
-  char peer[48];        /* the client's address, text (empty if unknown) */
+  int status;           /**< as sent; 0 when no response went out */
+  uint64_t bytes;       /**< body bytes of the response */
+  uint64_t duration_us; /**< request's first byte to the response completed */
+  char peer[48];        /**< the client's address, text (empty if unknown) */
 } hr_access_entry_t;
 
-/* Receives one access-log line (without the newline; `len` bytes, valid
+/** Receives one access-log line (without the newline; `len` bytes, valid
  * during the call only) and its fields, on the loop thread that served the
  * request, once per request that reached the server (a response, or a
  * request cut off before one: status 0). */
 typedef void (*hr_access_log_cb)(void *ctx, const char *line, size_t len,
                                  const hr_access_entry_t *entry);
 
-/* Server settings; hr_server_options_init() fills the defaults shown. */
+/** Server settings; hr_server_options_init() fills the defaults shown. */
 typedef struct hr_server_options_s {
-  const hr_allocator_t *allocator; /* NULL: libc */
-  /* Request line longer than this (bytes, without CRLF) -> 414.  8192. */
+  const hr_allocator_t *allocator; /**< NULL: libc */
+  /** Request line longer than this (bytes, without CRLF) -> 414.  8192. */
   size_t max_request_line_bytes;
-  /* Header section (request line + field lines + empty line) longer than
+  /** Header section (request line + field lines + empty line) longer than
    * this (bytes) -> 431.  16384. */
   size_t max_header_bytes;
-  /* More field lines than this -> 431.  100. */
+  /** More field lines than this -> 431.  100. */
   size_t max_header_fields;
-  /* Default body limit in bytes (a route may set its own) -> 413.  1 MiB. */
+  /** Default body limit in bytes (a route may set its own) -> 413.  1 MiB. */
   uint64_t max_body_bytes;
-  /* Open connections per server; further ones are accepted and closed at
+  /** Open connections per server; further ones are accepted and closed at
    * once.  10000; 0 means no cap. */
   unsigned max_connections;
-  /* Time to receive a whole header section, from its first byte -> 408 and
+  /** Time to receive a whole header section, from its first byte -> 408 and
    * close (slowloris).  10000 ms. */
   uint64_t header_timeout_ms;
-  /* Idle time allowed between requests on a persistent connection, then
+  /** Idle time allowed between requests on a persistent connection, then
    * close.  5000 ms. */
   uint64_t keepalive_timeout_ms;
-  /* Longest gap between two pieces of a message body -> 408 and close.
+  /** Longest gap between two pieces of a message body -> 408 and close.
    * 10000 ms. */
   uint64_t body_timeout_ms;
-  /* Longest time queued output may make no progress, then close.
+  /** Longest time queued output may make no progress, then close.
    * 10000 ms. */
   uint64_t write_timeout_ms;
-  /* Queued unwritten bytes above which hr_response_write answers HR_EAGAIN
+  /** Queued unwritten bytes above which hr_response_write answers HR_EAGAIN
    * and the server stops reading pipelined requests.  65536. */
   size_t write_high_water_bytes;
-  /* listen(2) backlog.  511. */
+  /** listen(2) backlog.  511. */
   int backlog;
-  /* Access log: NULL (the default) is off, and costs nothing per request;
+  /** Access log: NULL (the default) is off, and costs nothing per request;
    * else called once per request with a line in access_format.  While it is
    * on, each connection keeps its peer's address as text (48 bytes more per
    * connection), read from the socket at its first line. */
   hr_access_log_cb access_log;
+  /** Passed to access_log unchanged. */
   void *access_log_ctx;
+  /** What its lines look like: HR_ACCESS_COMMON (the default),
+   * HR_ACCESS_COMBINED or HR_ACCESS_JSON. */
   hr_access_format_t access_format;
-  /* Most pairs a request's query, or its urlencoded form body, may hold:
+  /** Most pairs a request's query, or its urlencoded form body, may hold:
    * with more, hr_request_query_* / hr_request_form_* answer HR_ETOOLARGE
    * (PHP's max_input_vars is the same idea).  1000; 0 means 1000. */
   size_t max_form_pairs;
-  hr_log_cb log;  /* NULL: no logging */
+  hr_log_cb log;  /**< NULL: no logging */
+  /** Passed to log unchanged. */
   void *log_ctx;
 } hr_server_options_t;
 
-/* Fills `opts` with the defaults above. */
+/** Fills `opts` with the defaults above. */
 HR_EXTERN void hr_server_options_init(hr_server_options_t *opts);
 
-/*
+/**
  * Creates a server for `router` (which must outlive it).  `opts` may be NULL.
  * Returns 0 and stores the server in *out, or HR_EINVAL / HR_ENOMEM.  Any
  * thread.
@@ -135,7 +148,7 @@ HR_EXTERN void hr_server_options_init(hr_server_options_t *opts);
 HR_EXTERN int hr_server_new(hr_server_t **out, hr_router_t *router,
                             const hr_server_options_t *opts);
 
-/*
+/**
  * Adds a TCP listening address: `host` is a numeric IPv4 or IPv6 address
  * ("127.0.0.1", "::1", "0.0.0.0", "::"); IPv6 listeners are IPv6-only, so
  * "0.0.0.0" and "::" can both be added.  `port` 0 picks a free port when the
@@ -145,26 +158,28 @@ HR_EXTERN int hr_server_new(hr_server_t **out, hr_router_t *router,
  */
 HR_EXTERN int hr_server_listen(hr_server_t *server, const char *host, int port);
 
-/* How a listener takes the PROXY protocol header (HAProxy's
+/** How a listener takes the PROXY protocol header (HAProxy's
  * doc/proxy-protocol.txt, versions 1 and 2), which a load balancer sends
  * first on each connection to say whose it is. */
 typedef enum hr_proxy_mode_e {
-  HR_PROXY_OFF = 0,      /* no header expected; one is served as HTTP (and refused there) */
-  HR_PROXY_OPTIONAL = 1, /* trusted peers may send one */
-  HR_PROXY_REQUIRED = 2  /* trusted peers must send one; without it they are refused */
+  HR_PROXY_OFF = 0,      /**< no header expected; one is served as HTTP (and refused there) */
+  HR_PROXY_OPTIONAL = 1, /**< trusted peers may send one */
+  HR_PROXY_REQUIRED = 2  /**< trusted peers must send one; without it they are refused */
 } hr_proxy_mode_t;
 
-/* A listening address's settings; hr_listen_options_init() fills the
+/** A listening address's settings; hr_listen_options_init() fills the
  * defaults (plain TCP, no PROXY header). */
 typedef struct hr_listen_options_s {
+  /** Whether connections start with a PROXY header: HR_PROXY_OFF (the
+   * default), HR_PROXY_OPTIONAL or HR_PROXY_REQUIRED. */
   hr_proxy_mode_t proxy;
-  /* With proxy on: the networks ("10.0.0.0/8", "2001:db8::/32", an
+  /** With proxy on: the networks ("10.0.0.0/8", "2001:db8::/32", an
    * address alone) whose connections may carry the header, NULL-
    * terminated, at least one.  A peer outside them that sends a header is
    * refused (the connection is closed); one that sends none is served as
    * itself.  Read during hr_server_listen_ex only. */
   const char *const *proxy_trusted;
-  /* 0 (the default): one listening socket, which every worker thread
+  /** 0 (the default): one listening socket, which every worker thread
    * polls; each takes one new connection per wake-up, so they share them,
    * and no other socket can bind the port.  1: each worker binds a socket
    * of its own with SO_REUSEPORT and the kernel spreads new connections
@@ -173,16 +188,18 @@ typedef struct hr_listen_options_s {
    * share of the connections (nginx's "reuseport").  Not for
    * hr_server_listen_fd. */
   int reuseport;
-  /* Not NULL: the listener speaks TLS with these settings (see
+  /** Not NULL: the listener speaks TLS with these settings (see
    * include/hroute/tls.h, hr_server_listen_tls), read and checked during
    * the call.  With the PROXY protocol too, its header comes before the
    * TLS handshake, as HAProxy sends it. */
   const struct hr_tls_options_s *tls;
 } hr_listen_options_t;
 
+/** Fills `opts` with the defaults: HR_PROXY_OFF, no trusted networks.  Any
+ * thread. */
 HR_EXTERN void hr_listen_options_init(hr_listen_options_t *opts);
 
-/*
+/**
  * Adds a TCP listening address as hr_server_listen() does, with `opts`
  * (NULL: the defaults).  With the PROXY protocol on, a trusted peer's
  * header is read before anything else, within the server's
@@ -196,7 +213,7 @@ HR_EXTERN void hr_listen_options_init(hr_listen_options_t *opts);
 HR_EXTERN int hr_server_listen_ex(hr_server_t *server, const char *host, int port,
                                   const hr_listen_options_t *opts);
 
-/*
+/**
  * Serves on `fd`, a listening TCP socket the host made or was handed: by
  * systemd's socket activation (LISTEN_FDS, from descriptor 3), or by a
  * process it replaces, so that no connection is refused during the
@@ -230,7 +247,7 @@ HR_EXTERN int hr_server_listen_fd(hr_server_t *server, int fd, const hr_listen_o
 HR_EXTERN int hr_server_listen_activated(hr_server_t *server, const hr_listen_options_t *opts,
                                          size_t *count);
 
-/*
+/**
  * Serves on a loop the host owns and runs.  Binds and listens on every
  * address now (errors are returned here: UV_EADDRINUSE, ...).  Call on the
  * loop's thread, once per server.  Returns 0, HR_ESTATE, HR_EINVAL (no
@@ -238,7 +255,7 @@ HR_EXTERN int hr_server_listen_activated(hr_server_t *server, const hr_listen_op
  */
 HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
 
-/*
+/**
  * Starts `nthreads` (1..256) worker threads, each with its own loop
  * polling every listening address: one socket per address that all of them
  * share, or, for addresses listened on with reuseport, one SO_REUSEPORT
@@ -251,11 +268,11 @@ HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
  */
 HR_EXTERN int hr_server_start(hr_server_t *server, unsigned nthreads);
 
-/* Called when a graceful shutdown has finished: nothing of the server is
+/** Called when a graceful shutdown has finished: nothing of the server is
  * running any more and hr_server_free() may be called. */
 typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
 
-/*
+/**
  * Graceful shutdown of an attached server: stops accepting, closes idle
  * connections, lets requests in flight finish for up to `deadline_ms`
  * milliseconds, then closes what remains.  Handlers still running then see
@@ -277,7 +294,7 @@ typedef void (*hr_shutdown_cb)(hr_server_t *server, void *udata);
 HR_EXTERN int hr_server_close(hr_server_t *server, uint64_t deadline_ms,
                               hr_shutdown_cb cb, void *udata);
 
-/*
+/**
  * Graceful shutdown of a started server, as hr_server_close() does for each
  * worker; blocks until every worker thread has finished and been joined,
  * which takes at most about `deadline_ms` milliseconds whatever handlers
@@ -342,50 +359,58 @@ HR_EXTERN int hr_server_draining(const hr_server_t *server);
 HR_EXTERN int hr_server_route_health(hr_server_t *server, const char *liveness_path,
                                      const char *readiness_path);
 
-/* Frees the server, and with it the responses abandoned at a shutdown
+/** Frees the server, and with it the responses abandoned at a shutdown
  * deadline (their req and res are invalid from here on).  It must be new,
  * or closed / stopped completely.  hr_server_free(NULL) is a no-op. */
 HR_EXTERN void hr_server_free(hr_server_t *server);
 
-/* The port of listening address `index` (in hr_server_listen order) once
+/** The port of listening address `index` (in hr_server_listen order) once
  * bound, else 0.  Any thread after attach / start returned. */
 HR_EXTERN int hr_server_port(const hr_server_t *server, size_t index);
 
-/* Counters summed over all workers; each is read atomically, the set is not
+/** Counters summed over all workers; each is read atomically, the set is not
  * a snapshot. */
 typedef struct hr_server_stats_s {
-  uint64_t requests;            /* responses completed */
-  uint64_t allocations;         /* calls to the allocator's malloc/realloc */
+  uint64_t requests;            /**< responses completed */
+  uint64_t allocations;         /**< calls to the allocator's malloc/realloc */
+  /** Connections taken into service since the start (not those closed at
+   * once over max_connections: connections_rejected counts those). */
   uint64_t connections_accepted;
+  /** Connections open now, upgraded ones included. */
   uint64_t connections_active;
-  uint64_t connections_rejected; /* over max_connections */
-  uint64_t bad_requests;         /* answered 4xx by the server itself */
-  /* Times a worker stopped accepting for 100 ms because the process was
+  uint64_t connections_rejected; /**< over max_connections */
+  uint64_t bad_requests;         /**< answered 4xx by the server itself */
+  /** Times a worker stopped accepting for 100 ms because the process was
    * out of file descriptors (EMFILE/ENFILE); one connection is accepted
    * and closed each time, so its client sees a closed connection.  Each
    * pause is also logged (HR_LOG_WARN). */
   uint64_t accept_pauses;
-  /* Responses a handler still held when a shutdown deadline passed (see
+  /** Responses a handler still held when a shutdown deadline passed (see
    * hr_server_close); each is also logged with its method, target and
    * route. */
   uint64_t responses_abandoned;
-  /* Per-request state in use now, from the workers' pools: exchanges
+  /** Per-request state in use now, from the workers' pools: exchanges
    * (request, response and parse state; abandoned ones included until
    * hr_server_free), read buffers, output queues and their 4 KiB blocks,
    * and request arena blocks.  An idle keep-alive connection holds none. */
   uint64_t exchanges_in_use;
+  /** Read buffers in use (one per connection with unread bytes). */
   uint64_t read_buffers_in_use;
+  /** Output queues in use (one per connection with output pending). */
   uint64_t output_queues_in_use;
+  /** 4 KiB blocks of the output queues in use. */
   uint64_t output_blocks_in_use;
+  /** 4 KiB request arena blocks in use (hr_request_alloc and the like). */
   uint64_t arena_blocks_in_use;
-  /* HTTP bytes read from and written to connections (TLS: the plaintext;
-   * PROXY headers and upgraded streams included; bytes a closing
-   * connection drains are received bytes too). */
+  /** HTTP bytes read from connections (TLS: the plaintext; PROXY headers
+   * and upgraded streams included, and what a closing connection drains). */
   uint64_t bytes_received;
+  /** HTTP bytes written to connections (TLS: the plaintext; upgraded
+   * streams included). */
   uint64_t bytes_sent;
 } hr_server_stats_t;
 
-/* Fills *out.  Any thread. */
+/** Fills *out.  Any thread. */
 HR_EXTERN void hr_server_stats(const hr_server_t *server,
                                hr_server_stats_t *out);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * Static files: a directory served as nginx and Go's http.FileServer serve
  * one, mounted on a router under a path prefix.
  *
@@ -66,40 +66,43 @@
 extern "C" {
 #endif
 
+/** A static file handler: a root directory and its settings, made by
+ * hr_static_new and freed by hr_static_free; opaque. */
 typedef struct hr_static_s hr_static_t;
 
-/* Which symbolic links below the root may be followed. */
+/** Which symbolic links below the root may be followed. */
 typedef enum hr_static_symlinks_e {
-  HR_STATIC_SYMLINKS_INSIDE = 0, /* those that stay within the root (default) */
-  HR_STATIC_SYMLINKS_NONE = 1,   /* none: a link anywhere in the path is 404 */
-  HR_STATIC_SYMLINKS_ANY = 2     /* all, wherever they lead */
+  HR_STATIC_SYMLINKS_INSIDE = 0, /**< those that stay within the root (default) */
+  HR_STATIC_SYMLINKS_NONE = 1,   /**< none: a link anywhere in the path is 404 */
+  HR_STATIC_SYMLINKS_ANY = 2     /**< all, wherever they lead */
 } hr_static_symlinks_t;
 
-/* Settings; hr_static_options_init() fills the defaults shown. */
+/** Settings; hr_static_options_init() fills the defaults shown. */
 typedef struct hr_static_options_s {
-  /* The file a directory is answered with; NULL: none (403).  "index.html". */
+  /** The file a directory is answered with; NULL: none (403).  "index.html". */
   const char *index;
+  /** Which symbolic links may be followed.  HR_STATIC_SYMLINKS_INSIDE. */
   hr_static_symlinks_t symlinks;
-  /* Non-zero: serve names with a component starting with '.' (".git",
+  /** Non-zero: serve names with a component starting with '.' (".git",
    * ".env"); ".well-known" is served either way.  0. */
   int dotfiles;
-  /* Non-zero: look for ".br" and ".gz" siblings (see above).  0. */
+  /** Non-zero: look for ".br" and ".gz" siblings (see above).  0. */
   int precompressed;
-  /* Non-zero: a directory without an index answers an HTML listing of its
+  /** Non-zero: a directory without an index answers an HTML listing of its
    * entries (sorted; directories with a trailing '/'; hidden ones unless
    * dotfiles; names percent-encoded in links and escaped in text), read on
    * the thread pool, as nginx's autoindex.  0: 403. */
   int listing;
-  /* The Cache-Control value of every file response, or NULL for none;
+  /** The Cache-Control value of every file response, or NULL for none;
    * copied (at most 200 bytes, no control characters).  NULL. */
   const char *cache_control;
-  /* A mime.types file read at hr_static_new (NULL: none).
+  /** A mime.types file read at hr_static_new (NULL: none).
    * "/etc/mime.types", which may be missing. */
   const char *mime_types;
-  /* The Content-Type of an extension nobody knows (at most 200 bytes, no
+  /** The Content-Type of an extension nobody knows (at most 200 bytes, no
    * control characters).  "application/octet-stream". */
   const char *default_type;
-  /* Each loop's open-file cache: at most this many names (files, the
+  /** Each loop's open-file cache: at most this many names (files, the
    * directories and misses met on the way), each trusted for
    * cache_valid_ms after its open, then opened again (a file replaced on
    * disk is served within that time), as nginx's open_file_cache and
@@ -109,12 +112,16 @@ typedef struct hr_static_options_s {
    * expired entry is closed at the loop's next request (a deleted file's
    * space comes back then).  1000, 1000 ms. */
   size_t cache_entries;
+  /** How long an entry of the open-file cache is trusted after its open,
+   * in milliseconds (see cache_entries).  1000. */
   uint32_t cache_valid_ms;
 } hr_static_options_t;
 
+/** Fills `opts` with the defaults shown in hr_static_options_t.  Any
+ * thread. */
 HR_EXTERN void hr_static_options_init(hr_static_options_t *opts);
 
-/*
+/**
  * Opens `root` (a directory; its descriptor is kept until hr_static_free)
  * and reads the mime.types file.  `opts` may be NULL (the defaults); it is
  * copied.  Returns 0 and stores the handler in *out, HR_EINVAL (NULL
@@ -125,11 +132,11 @@ HR_EXTERN void hr_static_options_init(hr_static_options_t *opts);
 HR_EXTERN int hr_static_new(hr_static_t **out, const char *root,
                             const hr_static_options_t *opts);
 
-/* Closes the root and frees everything.  NULL is allowed.  See the thread
+/** Closes the root and frees everything.  NULL is allowed.  See the thread
  * rule above. */
 HR_EXTERN void hr_static_free(hr_static_t *st);
 
-/*
+/**
  * Registers the routes that serve `st` under `prefix` ("" or NULL: the
  * whole site; else "/assets", without a trailing slash) on `host` (NULL:
  * the default host table): GET and HEAD of prefix "/" and prefix
@@ -140,7 +147,7 @@ HR_EXTERN void hr_static_free(hr_static_t *st);
 HR_EXTERN int hr_static_mount(hr_router_t *router, const char *host, const char *prefix,
                               hr_static_t *st);
 
-/* The Content-Type `st` gives a file named `name` (by its extension, case
+/** The Content-Type `st` gives a file named `name` (by its extension, case
  * aside).  Valid while st lives.  Any thread. */
 HR_EXTERN const char *hr_static_type(const hr_static_t *st, hr_span_t name);
 

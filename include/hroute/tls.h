@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * HTTPS (HTTP/1.1 over TLS 1.2 and 1.3, RFC 8446, RFC 9110 §4.2.2): TLS
  * listeners, their certificates, and replacing a certificate while the
  * server runs.  TLS is a transport like TCP: everything the server does on
@@ -34,38 +34,38 @@
 extern "C" {
 #endif
 
-/* Certificate and settings of a TLS listener; initialise with
+/** Certificate and settings of a TLS listener; initialise with
  * hr_tls_options_init().  Certificate and key come from PEM files or from
  * PEM text in memory (a file name, when set, wins).  Everything is read and
  * copied by the call it is passed to; nothing is kept. */
 typedef struct hr_tls_options_s {
-  /* The certificate chain: the server's certificate first, then the
+  /** The certificate chain: the server's certificate first, then the
    * intermediates (PEM).  Required. */
   const char *cert_file;
-  const char *cert_pem;
-  size_t cert_pem_len;
-  /* Its private key (PEM, unencrypted).  Required; must match. */
+  const char *cert_pem; /**< or the chain as PEM text in memory (cert_file NULL) */
+  size_t cert_pem_len;  /**< bytes of cert_pem */
+  /** Its private key (PEM, unencrypted).  Required; must match. */
   const char *key_file;
-  const char *key_pem;
-  size_t key_pem_len;
-  /* Called with the new SSL_CTX * (as void *) after hroute's defaults are
+  const char *key_pem; /**< or the key as PEM text in memory (key_file NULL) */
+  size_t key_pem_len;  /**< bytes of key_pem */
+  /** Called with the new SSL_CTX * (as void *) after hroute's defaults are
    * set and before it is published, to change what the host wants
    * (ciphers, curves, session settings).  Returns 0, or non-zero to refuse
    * the context (the call then returns HR_ETLS).  Called on the thread
    * that made the call, once per context built.  May be NULL. */
   int (*ctx_setup)(void *ssl_ctx, void *udata);
-  void *ctx_udata;
-  /* Client certificates (mutual TLS): HR_TLS_CLIENT_NONE (default: none
+  void *ctx_udata; /**< passed to ctx_setup unchanged */
+  /** Client certificates (mutual TLS): HR_TLS_CLIENT_NONE (default: none
    * asked for), HR_TLS_CLIENT_OPTIONAL (asked for; a client may send none,
    * but one it sends must verify), HR_TLS_CLIENT_REQUIRED (the handshake
    * fails without a certificate that verifies). */
   int client_certs;
-  /* The CAs client certificates must chain to (PEM, one or more); required
+  /** The CAs client certificates must chain to (PEM, one or more); required
    * unless client_certs is HR_TLS_CLIENT_NONE. */
   const char *client_ca_file;
-  const char *client_ca_pem;
-  size_t client_ca_pem_len;
-  /* Session resumption.  Tickets (RFC 8446 §4.6.1, RFC 5077) are sealed
+  const char *client_ca_pem; /**< or as PEM text in memory (client_ca_file NULL) */
+  size_t client_ca_pem_len;  /**< bytes of client_ca_pem */
+  /** Session resumption.  Tickets (RFC 8446 §4.6.1, RFC 5077) are sealed
    * with keys the listener keeps across certificate replacements and
    * rotates every ticket_rotate_ms milliseconds (0: 12 hours), keeping the
    * previous key for tickets issued before; set no_tickets to issue none.
@@ -74,18 +74,24 @@ typedef struct hr_tls_options_s {
    * hr_server_listen_tls call reads these; hr_server_tls_update keeps
    * them. */
   int no_tickets;
-  uint64_t ticket_rotate_ms;
-  long session_cache_size;
+  uint64_t ticket_rotate_ms; /**< ms between ticket key rotations; 0: 12 hours */
+  long session_cache_size;   /**< TLS 1.2 session-ID cache entries; 0: 20480; -1: none */
 } hr_tls_options_t;
 
+/** hr_tls_options_t.client_certs: no client certificate is asked for (the
+ * default). */
 #define HR_TLS_CLIENT_NONE 0
+/** hr_tls_options_t.client_certs: a certificate is asked for; a client may
+ * send none, but one it sends must verify against the client CAs. */
 #define HR_TLS_CLIENT_OPTIONAL 1
+/** hr_tls_options_t.client_certs: the handshake fails without a client
+ * certificate that verifies against the client CAs. */
 #define HR_TLS_CLIENT_REQUIRED 2
 
-/* Fills `opts` with no certificate and no setup callback. */
+/** Fills `opts` with no certificate and no setup callback. */
 HR_EXTERN void hr_tls_options_init(hr_tls_options_t *opts);
 
-/*
+/**
  * Adds a TLS listening address, as hr_server_listen() does for TCP
  * (numeric `host`; `port` 0 picks a free one), with the certificate of
  * `opts`, which is loaded and checked now (the key must match the
@@ -99,7 +105,7 @@ HR_EXTERN void hr_tls_options_init(hr_tls_options_t *opts);
 HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
                                    int port, const hr_tls_options_t *opts);
 
-/*
+/**
  * Replaces the certificate of TLS listener `index` while the server runs
  * (or before it starts): the new material is loaded and checked first; on
  * any error the old certificate stays in force and nothing changes.  New
@@ -111,7 +117,7 @@ HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
 HR_EXTERN int hr_server_tls_update(hr_server_t *server, size_t index,
                                    const hr_tls_options_t *opts);
 
-/*
+/**
  * Adds (or replaces) the certificate TLS listener `index` presents to
  * clients that ask for server name `name` (SNI, RFC 6066 §3): a host name
  * ("api.example.com") or a wildcard for one label ("*.example.com"),
@@ -126,7 +132,7 @@ HR_EXTERN int hr_server_tls_add_name(hr_server_t *server, size_t index,
                                      const char *name,
                                      const hr_tls_options_t *opts);
 
-/*
+/**
  * Rotates the session-ticket keys of TLS listener `index` now: new tickets
  * are sealed with a new key; tickets sealed with the key before it are
  * still accepted (and renewed), older ones are not.  The keys are published
@@ -135,27 +141,30 @@ HR_EXTERN int hr_server_tls_add_name(hr_server_t *server, size_t index,
  */
 HR_EXTERN int hr_server_tls_rotate_tickets(hr_server_t *server, size_t index);
 
-/* What a TLS connection negotiated, for handlers (hr_request_tls). */
+/** What a TLS connection negotiated, for handlers (hr_request_tls). */
 typedef struct hr_tls_info_s {
-  const char *version;  /* "TLSv1.3", "TLSv1.2" (static storage) */
-  const char *cipher;   /* the OpenSSL cipher name (static storage) */
-  hr_span_t alpn;       /* "http/1.1", or empty when the client sent none */
-  hr_span_t sni;        /* the server name the client asked for, or empty */
-  int resumed;          /* 1 when the session was resumed */
+  const char *version;  /**< "TLSv1.3", "TLSv1.2" (static storage) */
+  const char *cipher;   /**< the OpenSSL cipher name (static storage) */
+  hr_span_t alpn;       /**< "http/1.1", or empty when the client sent none */
+  hr_span_t sni;        /**< the server name the client asked for, or empty */
+  int resumed;          /**< 1 when the session was resumed */
 } hr_tls_info_t;
 
-/*
+/**
  * Fills *info for a request that came over TLS.  Spans are valid until the
  * response completes.  Returns 0, or HR_ENOTFOUND (not a TLS connection,
  * or the connection is gone).  Loop thread.
  */
 HR_EXTERN int hr_request_tls(const hr_request_t *req, hr_tls_info_t *info);
 
-/* Formats for hr_request_tls_client. */
+/** Formats for hr_request_tls_client.  HR_TLS_PEM: text, base64 between
+ * "-----BEGIN CERTIFICATE-----" and "-----END CERTIFICATE-----" lines. */
 #define HR_TLS_PEM 0
+/** Format for hr_request_tls_client: DER, the certificate's binary
+ * encoding. */
 #define HR_TLS_DER 1
 
-/*
+/**
  * The verified client certificate of a mutual-TLS connection: its subject
  * in RFC 2253 form ("CN=client,O=Example") in *subject and the certificate
  * itself, PEM or DER (`format`), in *cert (either may be NULL).  Both are

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
+/** @file
  * WebSocket (RFC 6455) on an upgraded connection (upgrade.h), with
  * Debian's wslay doing the framing (its frame layer: headers, lengths,
  * masking; the message layer is hroute's).  A handler calls hr_websocket_accept
@@ -49,27 +49,34 @@
 extern "C" {
 #endif
 
+/** A WebSocket connection, made by hr_websocket_accept and owned by the
+ * server: valid until its closed callback has returned, and for callbacks
+ * hr_websocket_post queued before then, until they have run. */
 typedef struct hr_websocket_s hr_websocket_t;
 
-/* Message types (the frame opcodes of RFC 6455 §5.6). */
+/** Message types (the frame opcodes of RFC 6455 §5.6). */
 enum { HR_WS_TEXT = 1, HR_WS_BINARY = 2 };
+/** @var HR_WS_TEXT
+ * A text message: its payload is UTF-8 (opcode 0x1). */
+/** @var HR_WS_BINARY
+ * A binary message: any bytes (opcode 0x2). */
 
-/* Per-endpoint settings; hr_websocket_options_init() fills the defaults
+/** Per-endpoint settings; hr_websocket_options_init() fills the defaults
  * shown.  Times in milliseconds; 0 turns a timer off. */
 typedef struct hr_websocket_options_s {
-  /* Longest message accepted, after reassembly (1 MiB); longer: 1009. */
+  /** Longest message accepted, after reassembly (1 MiB); longer: 1009. */
   uint64_t max_message_bytes;
-  uint32_t ping_interval_ms; /* 30000: peer silent this long, ping it */
-  uint32_t ping_timeout_ms;  /* 10000: no byte this long after a ping, drop */
-  uint32_t idle_timeout_ms;  /* 0: no message this long either way, 1001 */
-  uint32_t close_timeout_ms; /* 5000: wait for the peer's close frame */
-  /* Subprotocols the endpoint speaks, best first, NULL-terminated (NULL:
+  uint32_t ping_interval_ms; /**< 30000: peer silent this long, ping it */
+  uint32_t ping_timeout_ms;  /**< 10000: no byte this long after a ping, drop */
+  uint32_t idle_timeout_ms;  /**< 0: no message this long either way, 1001 */
+  uint32_t close_timeout_ms; /**< 5000: wait for the peer's close frame */
+  /** Subprotocols the endpoint speaks, best first, NULL-terminated (NULL:
    * none).  The first of these that the client offers in
    * Sec-WebSocket-Protocol is chosen, whatever the client's own order (RFC
    * 6455 §4.2.2); when it offers none of them the handshake goes on
    * without one.  Read during hr_websocket_accept only. */
   const char *const *subprotocols;
-  /* Which pages may open the connection (RFC 6455 §10.2: a browser sends
+  /** Which pages may open the connection (RFC 6455 §10.2: a browser sends
    * the page's origin; a server that does not check it lets any site act
    * with its users' cookies, "cross-site WebSocket hijacking").  NULL: a
    * request with an Origin field must come from the host it asks for (the
@@ -81,40 +88,45 @@ typedef struct hr_websocket_options_s {
   const char *const *origins;
 } hr_websocket_options_t;
 
+/** Fills `opts` with the defaults shown in hr_websocket_options_t.  Any
+ * thread. */
 HR_EXTERN void hr_websocket_options_init(hr_websocket_options_t *opts);
 
-/* How the connection ended (the closed callback's view). */
+/** How the connection ended (the closed callback's view). */
 typedef struct hr_websocket_close_s {
-  /* The peer's close code: 1005 when its close frame carried none, 1006
+  /** The peer's close code: 1005 when its close frame carried none, 1006
    * when no close frame came (a reset, a timeout, the server failing the
    * connection first: see sent_code). */
   uint16_t code;
-  /* The code of the server's close frame; 0 when none went out. */
+  /** The code of the server's close frame; 0 when none went out. */
   uint16_t sent_code;
-  /* The peer's close reason (UTF-8, at most 123 bytes), valid during the
+  /** The peer's close reason (UTF-8, at most 123 bytes), valid during the
    * call only. */
   const char *reason;
-  size_t reason_len;
+  size_t reason_len; /**< bytes of reason (not NUL-terminated); 0: none */
 } hr_websocket_close_t;
 
+/** What the server calls on a connection, on its loop thread, each with
+ * the udata given to hr_websocket_accept (which copies this).  message and
+ * closed are required; the others may be NULL. */
 typedef struct hr_websocket_callbacks_s {
-  /* A whole message: `type` HR_WS_TEXT (valid UTF-8) or HR_WS_BINARY,
+  /** A whole message: `type` HR_WS_TEXT (valid UTF-8) or HR_WS_BINARY,
    * `data` valid during the call only (len may be 0). */
   void (*message)(hr_websocket_t *ws, int type, const void *data, size_t len,
                   void *udata);
-  /* The connection is over; runs exactly once, never inside a call of the
+  /** The connection is over; runs exactly once, never inside a call of the
    * owner's.  No call on `ws` after it returns, except the ones in
    * callbacks posted before (they answer HR_ECLOSED). */
   void (*closed)(hr_websocket_t *ws, const hr_websocket_close_t *how, void *udata);
-  /* Optional: after hr_websocket_send answered HR_EAGAIN, the queue fell
+  /** Optional: after hr_websocket_send answered HR_EAGAIN, the queue fell
    * to half the server's write_high_water_bytes or less. */
   void (*drain)(hr_websocket_t *ws, void *udata);
-  /* Optional: the server began a graceful shutdown; say goodbye
+  /** Optional: the server began a graceful shutdown; say goodbye
    * (hr_websocket_close) before its deadline.  NULL: close 1001. */
   void (*shutdown)(hr_websocket_t *ws, void *udata);
 } hr_websocket_callbacks_t;
 
-/*
+/**
  * Answers `res` (the response to `req`) with 101 Switching Protocols and
  * Sec-WebSocket-Accept when `req` is a valid opening handshake (RFC 6455
  * §4.2.1: GET, HTTP/1.1, Upgrade: websocket, Connection: upgrade, a
@@ -137,7 +149,7 @@ HR_EXTERN int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
                                   const hr_websocket_callbacks_t *cb, void *udata,
                                   hr_websocket_t **out);
 
-/*
+/**
  * Queues a copy of a message of `len` bytes (RFC 6455 §6.1), `type`
  * HR_WS_TEXT (must be valid UTF-8) or HR_WS_BINARY, into the connection's
  * output queue.  When more than the server's write_high_water_bytes are
@@ -151,7 +163,7 @@ HR_EXTERN int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
 HR_EXTERN int hr_websocket_send(hr_websocket_t *ws, int type, const void *data,
                                 size_t len);
 
-/*
+/**
  * Starts the close handshake (RFC 6455 §5.5.1, §7.1.2): sends a close frame
  * with `code` (1000-4999 except the reserved 1004-1006, 1015; 0 sends a
  * frame without a code) and `reason` (UTF-8, at most 123 bytes, may be
@@ -164,7 +176,7 @@ HR_EXTERN int hr_websocket_send(hr_websocket_t *ws, int type, const void *data,
 HR_EXTERN int hr_websocket_close(hr_websocket_t *ws, uint16_t code, const char *reason,
                                  size_t reason_len);
 
-/*
+/**
  * Stops (paused != 0) or restarts delivering messages: while paused, no
  * message callback runs, and the peer's bytes wait in the kernel (TCP's
  * window pushes back).  A pause inside a message callback takes effect at
@@ -178,10 +190,10 @@ HR_EXTERN int hr_websocket_close(hr_websocket_t *ws, uint16_t code, const char *
  */
 HR_EXTERN int hr_websocket_pause(hr_websocket_t *ws, int paused);
 
-/* Callback run on the connection's loop thread by hr_websocket_post(). */
+/** Callback run on the connection's loop thread by hr_websocket_post(). */
 typedef void (*hr_websocket_post_cb)(hr_websocket_t *ws, void *udata);
 
-/*
+/**
  * Runs `cb(ws, udata)` on the loop thread that serves `ws`, soon, never
  * inside this call: the way to send from another thread.  Any thread may
  * call it until the closed callback has returned, and the owner makes sure
@@ -198,14 +210,14 @@ typedef void (*hr_websocket_post_cb)(hr_websocket_t *ws, void *udata);
  */
 HR_EXTERN int hr_websocket_post(hr_websocket_t *ws, hr_websocket_post_cb cb, void *udata);
 
-/* The subprotocol chosen by hr_websocket_accept (a copy owned by `ws`), or
+/** The subprotocol chosen by hr_websocket_accept (a copy owned by `ws`), or
  * NULL. */
 HR_EXTERN const char *hr_websocket_subprotocol(const hr_websocket_t *ws);
 
-/* The udata given to hr_websocket_accept. */
+/** The udata given to hr_websocket_accept. */
 HR_EXTERN void *hr_websocket_udata(const hr_websocket_t *ws);
 
-/* The loop that serves `ws` (for timers of the owner's). */
+/** The loop that serves `ws` (for timers of the owner's). */
 HR_EXTERN uv_loop_t *hr_websocket_loop(const hr_websocket_t *ws);
 
 #ifdef __cplusplus
