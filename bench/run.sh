@@ -634,7 +634,8 @@ start_hello() {
   next_port HELLO_PORT hello
   # shellcheck disable=SC2046 # no arguments or four words without spaces
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$HELLO_PORT" \
-    --threads "$SERVER_THREADS" --stats $(hello_tls_args) "$@" 2>"$TMP/hello.log" &
+    --threads "$SERVER_THREADS" --stats $(hello_tls_args) $(hello_reuseport_args) "$@" \
+    2>"$TMP/hello.log" &
   HELLO_PID=$!
   wait_ready hello "$HELLO_PID" "$SCHEME://127.0.0.1:$HELLO_PORT$URL_PATH" "$TMP/hello.log"
   check_response hroute "$SCHEME://127.0.0.1:$HELLO_PORT$URL_PATH"
@@ -658,7 +659,7 @@ start_churn_hello() {
   CHURN_PORT=$(pick_port $((LAST_PORT + 1)))
   # shellcheck disable=SC2046 # no arguments or four words without spaces
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$CHURN_PORT" \
-    --threads "$SERVER_THREADS" --stats --churn "$CHURN" $(hello_tls_args) \
+    --threads "$SERVER_THREADS" --stats --churn "$CHURN" $(hello_tls_args) $(hello_reuseport_args) \
     2>"$TMP/hello-churn.$round.log" &
   CHURN_PID=$!
   wait_ready "hello --churn" "$CHURN_PID" "$SCHEME://127.0.0.1:$CHURN_PORT$URL_PATH" \
@@ -691,13 +692,20 @@ measure_churn() {
   stop_churn_hello "$1"
 }
 
+# With several server threads, one SO_REUSEPORT socket each, as nginx's
+# workers get with "listen ... reuseport" below (hello's default is one
+# socket they share).
+hello_reuseport_args() {
+  if ((SERVER_THREADS > 1)); then echo --reuseport; fi
+}
+
 # Writes $TMP/nginx/nginx.conf from bench/nginx.conf.in.
 write_nginx_conf() {
   local dir=$TMP/nginx master=off listen='' temp='' tls='' m conns
   mkdir -p "$dir"
   if ((SERVER_THREADS > 1)); then
     master=on
-    listen=reuseport # one listening socket per worker, as hello's threads
+    listen=reuseport # one listening socket per worker, as hello --reuseport
   fi
   if ((TLS)); then
     # hello's TLS defaults (src/server/tlsctx.c): TLS 1.2 and 1.3, ECDHE
