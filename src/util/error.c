@@ -9,11 +9,16 @@
 #include "hroute/common.h"
 #include "hroute/error.h"
 
-const char *hr_version_string(void) { return "0.1.0"; }
+#define HR__STR2(x) #x
+#define HR__STR(x) HR__STR2(x)
+
+const char *hr_version_string(void) {
+  return HR__STR(HR_VERSION_MAJOR) "." HR__STR(HR_VERSION_MINOR) "." HR__STR(HR_VERSION_PATCH);
+}
 
 /* hroute's own range, reserved whole so unknown codes in it are not passed
  * to libuv. */
-#define HR__IS_OWN(err) ((err) <= -20000 && (err) >= -20999)
+#define HR__IS_OWN(err) ((err) <= -20001 && (err) >= -20999)
 
 /* Whether libuv knows `err`.  For codes it does not know, uv_err_name() and
  * uv_strerror() allocate an "Unknown system error N" string that is never
