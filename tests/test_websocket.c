@@ -725,12 +725,17 @@ static void test_pausing_echo_never_stalls(void **state) {
 
 /* The peer closes (the server answers and ends the connection) while a
  * 16 MiB flood it does not read is queued: dropped at close_timeout_ms, not
- * at the write timeout (60 s here). */
+ * at the write timeout (60 s here).  The request for the flood and the
+ * close go in one write, so the server has read the close before its
+ * queue passes the high-water mark (from then on it reads nothing until
+ * the queue drains, and a close sent later would wait behind it). */
 static void test_close_timeout_after_peer_close(void **state) {
   fx_t *fx = *state;
   rc_t *c = open_slow_reader(fx);
-  send_text(c, "bigflood");
-  send_frame(c, 1, 8, "\x03\xe8", 2);
+  unsigned char both[64];
+  size_t n = frame(both, 1, 1, "bigflood", 8, 0);
+  n += frame(both + n, 1, 8, "\x03\xe8", 2, 0);
+  assert_int_equal(rc_send(c, both, n), 0);
   assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
   expect_closed_with(1000, 1000, "");
   assert_int_equal(rc_drain_until_closed(c, NULL), 1);
