@@ -634,20 +634,24 @@ static void churn_stop(churn_t *ch) {
 
 /* ---- main -------------------------------------------------------------- */
 
-/* Reports a failed call and returns 1 (the exit status). */
 /* --access-log: the file the lines go to, and the sink that writes them
  * (the server calls it on the loop thread of each request; with
- * --threads > 1 several loops write, and stdio's own lock keeps each line
- * whole). */
+ * --threads > 1 several loops write).  stdio locks the stream for each call,
+ * not across the two that make a line: flockfile holds it for both, or
+ * another thread's line could land between a line and its newline. */
 static FILE *log_file;
 
 static void write_access_line(void *ctx, const char *line, size_t len,
                               const hr_access_entry_t *entry) {
+  FILE *out = ctx;
   (void)entry;
-  fwrite(line, 1, len, ctx);
-  fputc('\n', ctx);
+  flockfile(out);
+  fwrite(line, 1, len, out);
+  putc_unlocked('\n', out);
+  funlockfile(out);
 }
 
+/* Reports a failed call and returns 1 (the exit status). */
 static int fail(const char *what, int err) {
   fprintf(stderr, "hello: %s: %s (%s)\n", what, hr_strerror(err),
           hr_err_name(err));

@@ -6,8 +6,9 @@
 # and prints nothing, so scripts/test.sh can run it every time.
 #
 # Usage: scripts/deps.sh [--bench] [--fuzz]
-#   --bench   also wrk, nginx-light, curl and gnuplot-nox (bench/; gnuplot
-#             draws the charts of bench/run.sh --plot)
+#   --bench   also nginx-light, curl and gnuplot-nox (bench/; gnuplot draws
+#             the charts of bench/run.sh --plot; wrk is always installed:
+#             the haproxy_drain test loads HAProxy with it)
 #   --fuzz    also clang and its runtime libraries (HROUTE_FUZZ=ON)
 #
 # Runs apt-get as root, or through sudo for another user.
@@ -15,11 +16,12 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl
-          libwslay-dev python3-websockets node-ws python3-prometheus-client doxygen)
+          libwslay-dev python3-websockets node-ws python3-prometheus-client doxygen
+          haproxy wrk)
 
 for arg in "$@"; do
   case $arg in
-    --bench) packages+=(wrk nginx-light curl gnuplot-nox) ;;
+    --bench) packages+=(nginx-light curl gnuplot-nox) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     -h|--help) sed -n '4,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "deps.sh: unknown argument: $arg" >&2; exit 2 ;;
@@ -57,10 +59,11 @@ fi
 echo "deps.sh: installing ${missing[*]}"
 
 # Installing nginx would start the distribution's nginx service on port 80
-# (and a failed start fails the install). The benchmarks start their own
-# nginx on a loopback port, so while apt runs, a policy-rc.d that denies
-# every service start is put in place, unless one already is (Debian's
-# container images ship one).
+# (and a failed start fails the install), and installing haproxy its
+# haproxy service. The benchmarks start their own nginx on a loopback port
+# and the haproxy_drain test its own HAProxy, so while apt runs, a
+# policy-rc.d that denies every service start is put in place, unless one
+# already is (Debian's container images ship one).
 policy=/usr/sbin/policy-rc.d
 remove_policy=0
 cleanup() {
@@ -69,7 +72,11 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-if [[ " ${missing[*]} " == *" nginx-light "* && ! -e $policy ]]; then
+starts_service=0
+for pkg in nginx-light haproxy; do
+  if [[ " ${missing[*]} " == *" $pkg "* ]]; then starts_service=1; fi
+done
+if [[ $starts_service -eq 1 && ! -e $policy ]]; then
   printf '#!/bin/sh\n# Temporary, from hroute scripts/deps.sh\nexit 101\n' |
     "${as_root[@]}" tee "$policy" >/dev/null
   "${as_root[@]}" chmod 755 "$policy"
