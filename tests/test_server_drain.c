@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Draining (hr_server_drain) and the probe routes (hr_server_route_health):
- * readiness flips to 503 at once, idle keep-alive connections close,
- * requests under way are answered with "Connection: close", connections
- * accepted during the grace period get one response each, and when the
- * grace period ends every worker stops by itself and the callback runs
- * once; hr_server_stop / hr_server_close cut a grace period short.
+ * readiness flips to 503 at once, every connection (idle keep-alive ones,
+ * fresh ones, requests under way) ends after its next response with
+ * "Connection: close", connections accepted during the grace period get
+ * one response each, what is idle when the grace period ends closes then,
+ * every worker stops by itself and the callback runs once; hr_server_stop
+ * / hr_server_close cut a grace period short.
  *
  * ctest-labels: tsan
  */
@@ -108,14 +109,26 @@ static void test_health_routes(void **state) {
   hr_server_free(s);
 }
 
-/* One worker, a long grace period: what a drain does to each kind of
- * connection, then hr_server_stop ends the grace period. */
+static void do_drain_long(fx_t *fx, void *arg) {
+  (void)arg;
+  st.drain_rc = hr_server_drain(fx->server, 60000, 5000, fx_on_shutdown, fx);
+  st.drain_again_rc = hr_server_drain(fx->server, 0, 0, NULL, NULL);
+}
+
+static void do_close_now(fx_t *fx, void *arg) {
+  (void)arg;
+  st.close_rc = hr_server_close(fx->server, 1000, fx_on_shutdown, fx);
+}
+
+/* Attached (the drain has begun when the call returns), a long grace
+ * period: what a drain does to each kind of connection, then
+ * hr_server_close ends the grace period. */
 static void test_drain_connections(void **state) {
   fx_t *fx = *state;
   rc_t *idle, *busy, *half, *late, *fresh;
   st_init();
   add_routes(fx);
-  fx_start(fx, 1);
+  fx_attach(fx);
   assert_int_equal(hr_server_route_health(fx->server, "/healthz", "/readyz"), 0);
   idle = fx_connect(fx);
   assert_int_equal(rc_send_str(idle, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
@@ -125,17 +138,20 @@ static void test_drain_connections(void **state) {
   assert_true(ev_wait(&st.held, 1, RC_TIMEOUT_MS));
   half = fx_connect(fx);
   assert_int_equal(rc_send_str(half, "GET / HTTP/1.1\r\nHost:"), 0);
-  expect_stat(fx, FX_EXCHANGES, 2); /* the half header section is being read */
   fresh = fx_connect(fx); /* connected, nothing sent yet */
+  expect_stat(fx, FX_EXCHANGES, 2); /* the half header section is being read */
   expect_stat(fx, FX_ACCEPTED, 4);
 
-  assert_int_equal(hr_server_drain(fx->server, 60000, 5000, on_drained, NULL), 0);
+  fx_run_on_loop(fx, do_drain_long, NULL);
+  assert_int_equal(st.drain_rc, 0);
+  assert_int_equal(st.drain_again_rc, HR_ESTATE);
   assert_int_equal(hr_server_draining(fx->server), 1);
-  assert_int_equal(hr_server_drain(fx->server, 0, 0, NULL, NULL), HR_ESTATE);
-  /* The idle keep-alive connection closes: the worker has begun. */
-  assert_int_equal(rc_expect_closed(idle), 1);
-  /* A connection without its first request yet is no idle one: its
-   * request is served. */
+  /* The idle keep-alive connection is left open for the grace period (a
+   * request may be on its way): its next response closes it. */
+  assert_int_equal(rc_send_str(idle, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(idle, "HTTP/1.1 200 OK", "root", 1);
+  assert_int_equal(rc_drain_until_closed(idle, NULL), 1);
+  /* So is one that has not had its first request yet. */
   assert_int_equal(rc_send_str(fresh, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
   expect_answer(fresh, "HTTP/1.1 200 OK", "root", 1);
   assert_int_equal(rc_drain_until_closed(fresh, NULL), 1);
@@ -144,7 +160,7 @@ static void test_drain_connections(void **state) {
   expect_answer(half, "HTTP/1.1 200 OK", "root", 1);
   assert_int_equal(rc_drain_until_closed(half, NULL), 1);
   /* New connections are still accepted: readiness says 503, liveness 200,
-   * one response each. */
+   * one response each (the pipelined second request is not answered). */
   late = fx_connect(fx);
   assert_int_equal(rc_send_str(late, "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"
                                      "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"),
@@ -160,13 +176,37 @@ static void test_drain_connections(void **state) {
   expect_answer(busy, "HTTP/1.1 200 OK", "finished", 1);
   assert_int_equal(rc_drain_until_closed(busy, NULL), 1);
   assert_int_equal(st.send_rc, 0);
-  assert_int_equal(ev_count(&st.drained), 0); /* still in the grace period */
-  /* hr_server_stop cuts the grace period short; the callback has run
-   * once the threads are joined. */
+  /* An idle connection at the end of the grace period is closed then. */
+  late = fx_connect(fx);
+  expect_stat(fx, FX_ACCEPTED, 7);
+  fx_run_on_loop(fx, do_close_now, NULL);
+  assert_int_equal(st.close_rc, 0);
+  assert_int_equal(rc_expect_closed(late), 1);
+  fx_join_attached(fx); /* one callback: hr_server_close's */
+  st_destroy();
+}
+
+/* Worker threads, a long grace period: an idle connection is still open
+ * and served; hr_server_stop cuts the grace period short, and the drain's
+ * callback has run once the threads are joined. */
+static void test_drain_threads_stop(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  st_init();
+  add_routes(fx);
+  fx_start(fx, 2);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "root", 0);
+  assert_int_equal(hr_server_drain(fx->server, 60000, 5000, on_drained, NULL), 0);
+  assert_int_equal(hr_server_draining(fx->server), 1);
+  assert_int_equal(hr_server_drain(fx->server, 0, 0, NULL, NULL), HR_ESTATE);
+  assert_int_equal(ev_count(&st.drained), 0);
   assert_int_equal(hr_server_stop(fx->server, 1000), 0);
   fx->started = 0;
   assert_int_equal(ev_count(&st.drained), 1);
   assert_int_equal(st.draining_seen, 1);
+  assert_int_equal(rc_expect_closed(c), 1);
   hr_server_free(fx->server);
   fx->server = NULL;
   st_destroy();
@@ -264,6 +304,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_health_routes),
       T(test_drain_connections),
+      T(test_drain_threads_stop),
       T(test_drain_threads_end),
       T(test_drain_attached),
       T(test_drain_attached_close),

@@ -310,15 +310,17 @@ HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
  * balancer must be taken out: from this call on, hr_server_draining() is 1
  * (the readiness route of hr_server_route_health answers 503), every
  * response says "Connection: close" and its connection ends after it (FIN,
- * then a lingering close, RFC 9112 §9.6), and idle keep-alive connections
- * close at once (one that has not sent its first request yet is not idle:
- * it is served); requests already under way are answered as usual.  The
- * listeners keep accepting for `grace_ms` milliseconds, so that the
- * balancer's health check has time to see the 503 and send new
- * connections elsewhere (each one accepted meanwhile is served one
- * request, with "Connection: close").  Then the server shuts down as
- * hr_server_close() / hr_server_stop() do with `deadline_ms`: listeners
- * close, and what is still running gets up to `deadline_ms` more.
+ * then a lingering close, RFC 9112 §9.6); requests already under way are
+ * answered as usual.  The listeners keep accepting for `grace_ms`
+ * milliseconds, so that the balancer's health check has time to see the
+ * 503 and send new connections elsewhere (each one accepted meanwhile is
+ * served one request, with "Connection: close").  Idle keep-alive
+ * connections stay open meanwhile: the balancer may still send a request
+ * on one, and closing it at once would race with that request (its peer
+ * would get a reset); the next response on it closes it.  Then the server
+ * shuts down as hr_server_close() / hr_server_stop() do with
+ * `deadline_ms`: listeners close, connections still idle close, and what
+ * is still running gets up to `deadline_ms` more.
  * Upgraded connections (WebSocket, hr_response_upgrade) are told at that
  * shutdown, not at the drain's start.
  *

@@ -575,10 +575,10 @@ int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t 
  * worker's cleanup). */
 int hr__worker_call_thread_err(hr__worker_t *w);
 void hr__worker_handle_closed(hr__worker_t *w);
-/* Begins draining (loop thread): idle HTTP connections close, busy ones
- * end after their response; after `grace_ms` the worker shuts down with
- * `deadline_ms` (hr__worker_shutdown).  A no-op when already draining or
- * stopping. */
+/* Begins draining (loop thread): every connection ends after its next
+ * response; after `grace_ms` the worker shuts down with `deadline_ms`
+ * (hr__worker_shutdown, which closes what is idle then).  A no-op when
+ * already draining or stopping. */
 void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms);
 void hr__stat_inc(_Atomic uint64_t *c);
 void hr__stat_add(_Atomic uint64_t *c, uint64_t n);

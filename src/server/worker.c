@@ -330,19 +330,15 @@ static void on_grace_end(uv_timer_t *t) {
 }
 
 void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms) {
-  hr__conn_t *c, *next;
   if (w->stopping || w->draining || !w->base_handles) return;
+  /* From now on every response says "Connection: close" and its
+   * connection ends after it (h1.c, response.c).  Idle keep-alive
+   * connections are left open for the grace period: the balancer still
+   * sends on them until its health check sees the 503, and closing one now
+   * would race with a request already on its way (the peer gets a reset).
+   * Those still idle when the grace period ends close then. */
   w->draining = 1;
   w->drain_deadline_ms = deadline_ms;
-  /* Idle keep-alive connections close.  One that has not had its first
-   * request yet is no idle one: its client connected to send one (maybe
-   * while we accept during the grace period), so it is served, with
-   * "Connection: close".  Upgraded connections are not HTTP any more:
-   * their owners hear of the end when the worker stops. */
-  for (c = w->conns; c != NULL; c = next) {
-    next = c->next;
-    if (!c->upgraded && c->requests_served > 0) hr__conn_shutdown(c);
-  }
   uv_timer_start(&w->shutdown_timer, on_grace_end, grace_ms, 0);
 }
 

@@ -598,8 +598,8 @@ def main():
                         help="hello's --drain-grace; longer than HAProxy's fall time")
     parser.add_argument("--connections", type=int, default=16, help="wrk's -c")
     parser.add_argument("--retry-on", default="conn-failure empty-response response-timeout",
-                        help="HAProxy's retry-on list; its default, 'conn-failure', lets "
-                             "the drain's idle-connection race through to wrk")
+                        help="HAProxy's retry-on list (ctest passes HAProxy's own default, "
+                             "'conn-failure': no request that reached a server is resent)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (its path is printed)")
     args = parser.parse_args()
