@@ -13,6 +13,7 @@
  *   multipart.h  multipart/form-data as a streaming parser (uploads)
  *   static.h  a directory served as files (ranges, validators, precompressed)
  *   upgrade.h  101 Switching Protocols: the connection as a byte stream
+ *   websocket.h  WebSocket (RFC 6455) over an upgraded connection
  */
 #ifndef HROUTE_H
 #define HROUTE_H

@@ -216,8 +216,9 @@ HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
  * address length): the client's as a PROXY protocol header gave it, on a
  * listener that takes one (hr_server_listen_ex), else the socket's peer.
  * Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (no
- * socket: the connection is gone, or an in-process test connection), or a
- * negated errno from getpeername(2). */
+ * socket: the connection is gone, or an in-process test connection),
+ * UV_ENOBUFS (*len too small for the address a PROXY header gave; use a
+ * struct sockaddr_storage), or a negated errno from getpeername(2). */
 HR_EXTERN int hr_request_peer(const hr_request_t *req, struct sockaddr *addr,
                               int *len);
 

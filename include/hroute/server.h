@@ -177,7 +177,8 @@ typedef struct hr_listen_options_s {
    * address alone) whose connections may carry the header, NULL-
    * terminated, at least one.  A peer outside them that sends a header is
    * refused (the connection is closed); one that sends none is served as
-   * itself.  Read during hr_server_listen_ex only. */
+   * itself.  Copied during the listen call (hr_server_listen_ex,
+   * hr_server_listen_fd, hr_server_listen_activated) only. */
   const char *const *proxy_trusted;
   /** 0 (the default): one listening socket, which every worker thread
    * polls; each takes one new connection per wake-up, so they share them,
@@ -381,7 +382,10 @@ typedef struct hr_server_stats_s {
   /** Connections open now, upgraded ones included. */
   uint64_t connections_active;
   uint64_t connections_rejected; /**< over max_connections */
-  uint64_t bad_requests;         /**< answered 4xx by the server itself */
+  /** Requests answered 4xx by the server itself, and connections closed
+   * at a PROXY header (malformed, from an untrusted peer, or missing when
+   * required), which get no answer and no log line. */
+  uint64_t bad_requests;
   /** Times a worker stopped accepting for 100 ms because the process was
    * out of file descriptors (EMFILE/ENFILE); one connection is accepted
    * and closed each time, so its client sees a closed connection.  Each
