@@ -666,6 +666,7 @@ int main(int argc, char **argv) {
   hr_server_t *server = NULL;
   hr_static_t *files = NULL;
   uv_loop_t *loop = uv_default_loop();
+  size_t activated = 0; /* listening sockets passed by socket activation */
   int status = 1;
   int err;
 
@@ -739,7 +740,6 @@ int main(int argc, char **argv) {
   {
     const char *const trusted[] = {opts.proxy_from, NULL};
     hr_listen_options_t lo;
-    size_t passed = 0;
     hr_listen_options_init(&lo);
     if (opts.tls_cert != NULL) lo.tls = &app.tls;
     if (opts.proxy_from != NULL) {
@@ -749,11 +749,11 @@ int main(int argc, char **argv) {
     }
     /* Sockets passed by systemd (or by the supervisor restarting us) come
      * first; without them, bind --host and --port. */
-    err = hr_server_listen_activated(server, &lo, &passed);
-    if (err == 0 && passed > 0)
-      fprintf(stderr, "hello: serving %zu socket(s) passed in LISTEN_FDS\n", passed);
+    err = hr_server_listen_activated(server, &lo, &activated);
+    if (err == 0 && activated > 0)
+      fprintf(stderr, "hello: serving %zu socket(s) passed in LISTEN_FDS\n", activated);
     lo.reuseport = opts.reuseport;
-    if (err == 0 && passed == 0)
+    if (err == 0 && activated == 0)
       err = hr_server_listen_ex(server, opts.host, opts.port, &lo);
   }
   if (err != 0) {
@@ -791,8 +791,12 @@ int main(int argc, char **argv) {
     }
   }
 
-  fprintf(stderr, "hello: listening on %s:%d with %u thread(s)\n", opts.host,
-          hr_server_port(server, 0), opts.threads);
+  if (activated > 0)
+    fprintf(stderr, "hello: listening on the passed socket(s), port %d first, with %u thread(s)\n",
+            hr_server_port(server, 0), opts.threads);
+  else
+    fprintf(stderr, "hello: listening on %s:%d with %u thread(s)\n", opts.host,
+            hr_server_port(server, 0), opts.threads);
 
   /* Returns once the server and the signal watchers are all closed. */
   uv_run(loop, UV_RUN_DEFAULT);

@@ -13,6 +13,7 @@
  * (Forwarded, X-Forwarded-For, trusted or not).
  */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -96,6 +97,26 @@ static void expect_refused(fx_t *fx, const void *head, size_t n) {
   fx_drop(fx, c);
 }
 
+/* What the server logged (from its loop thread; read after the
+ * connection is seen closed, which follows the log call). */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char logged[8][256];
+static int nlogged;
+
+static void on_server_log(void *ctx, hr_log_level_t level, const char *msg) {
+  (void)ctx;
+  pthread_mutex_lock(&log_mu);
+  if (nlogged < 8 && level == HR_LOG_INFO) snprintf(logged[nlogged++], sizeof logged[0], "%s", msg);
+  pthread_mutex_unlock(&log_mu);
+}
+
+static void expect_logged(int i, const char *msg) {
+  pthread_mutex_lock(&log_mu);
+  assert_true(i < nlogged);
+  assert_string_equal(logged[i], msg);
+  pthread_mutex_unlock(&log_mu);
+}
+
 static const char V1[] = "PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\n";
 
 static void test_trusted_v1(void **state) {
@@ -104,6 +125,8 @@ static void test_trusted_v1(void **state) {
   rc_response_t r;
   char both[256];
   size_t k, n;
+  nlogged = 0;
+  fx->opts.log = on_server_log;
   start(fx, HR_PROXY_REQUIRED, loopback);
   expect_who(fx, V1, strlen(V1),
              "peer=192.0.2.1:56324 proxy=1 proxied=1 alpn= authority= ssl=0/0/0// "
@@ -137,6 +160,10 @@ static void test_trusted_v1(void **state) {
   expect_refused(fx, "PROXY TCP4 192.0.2.1 198.51.100.2 56324\r\n", 40);
   expect_refused(fx, "PROXY TCP4 192.0.2.1  198.51.100.2 1 2\r\n", 40);
   expect_stat(fx, FX_BAD_REQUESTS, 3);
+  expect_logged(0, "closed the connection from 127.0.0.1: no PROXY protocol header from a "
+                   "trusted peer, and the listener requires one");
+  expect_logged(1, "closed the connection from 127.0.0.1: a malformed PROXY protocol header");
+  expect_logged(2, "closed the connection from 127.0.0.1: a malformed PROXY protocol header");
 }
 
 /* v2 with TLVs, and LOCAL (the balancer's own health check). */
@@ -178,8 +205,14 @@ static void test_untrusted(void **state) {
   fx_t *fx = *state;
   rc_t *c;
   rc_response_t r;
+  nlogged = 0;
+  fx->opts.log = on_server_log;
   start(fx, HR_PROXY_REQUIRED, elsewhere);
   expect_refused(fx, V1, strlen(V1));
+  /* The refusal is logged with the peer: a balancer left out of the
+   * trusted networks shows here. */
+  expect_logged(0, "closed the connection from 127.0.0.1: a PROXY protocol header from a peer "
+                   "outside the trusted networks");
   expect_refused(fx, "\r\n\r\n\0\r\nQUIT\n\x20\x00\x00\x00", 16);
   c = fx_connect(fx);
   assert_int_equal(rc_send_str(c, GET), 0);

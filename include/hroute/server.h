@@ -39,7 +39,9 @@ typedef enum hr_log_level_e {
 /** Log sink: `msg` is one line, NUL-terminated, at most 255 bytes, valid
  * during the call.  May be called from every worker thread concurrently.
  * Logged: requests answered with an error status and closed (HR_LOG_INFO,
- * with the reason), pauses in accepting when the process runs out of file
+ * with the reason), connections closed at their PROXY protocol header
+ * (HR_LOG_INFO, with the peer and the reason: untrusted, missing,
+ * malformed, truncated), pauses in accepting when the process runs out of file
  * descriptors (HR_LOG_WARN), and, when a shutdown deadline passes, how many
  * responses handlers still hold and each one abandoned, with its method,
  * target and route (HR_LOG_WARN). */

@@ -103,9 +103,22 @@ static int keep_header(hr__conn_t *c, const hr__proxy_t *px) {
 }
 
 /* Closes the connection: a header where none may be, none where one must
- * be, a malformed one. */
-static int refuse(hr__conn_t *c) {
+ * be, a malformed one.  Counted as a bad request and logged with the
+ * peer (HR_LOG_INFO): a balancer outside the trusted networks shows here
+ * first. */
+static int refuse(hr__conn_t *c, const char *why) {
+  struct sockaddr_storage ss;
+  int len = (int)sizeof ss;
+  char peer[64] = "?";
   hr__stat_inc(&c->w->st_bad);
+  if (c->w->server->opts.log != NULL &&
+      c->t->ops->peer(c->t, (struct sockaddr *)&ss, &len) == 0) {
+    if (ss.ss_family == AF_INET)
+      uv_ip4_name((const struct sockaddr_in *)&ss, peer, sizeof peer);
+    else if (ss.ss_family == AF_INET6)
+      uv_ip6_name((const struct sockaddr_in6 *)&ss, peer, sizeof peer);
+  }
+  hr__log(c->w, HR_LOG_INFO, "closed the connection from %s: %s", peer, why);
   hr__conn_close(c);
   return 0;
 }
@@ -140,18 +153,22 @@ int hr__proxy_step(hr__conn_t *c) {
   if (r < 0 && !c->peer_eof) return 0; /* too few bytes to tell */
   if (r < 0) r = 1;                    /* and no more will come: a cut header */
   if (r == 0) {
-    if (c->proxy_trusted && c->proxy_required) return refuse(c);
+    if (c->proxy_trusted && c->proxy_required)
+      return refuse(c, "no PROXY protocol header from a trusted peer, and the listener requires one");
     return begin_transport(c, c->msg_start); /* no header: from the first byte */
   }
-  if (!c->proxy_trusted) return refuse(c);
+  if (!c->proxy_trusted)
+    return refuse(c, "a PROXY protocol header from a peer outside the trusted networks");
   r = hr__proxy_parse((const uint8_t *)p, n, &px);
   if (r == 0) {
     /* More to come, unless the read buffer is full already or the peer
      * has ended its side: truncated. */
-    if (c->rlen >= c->w->server->rbuf_size || c->peer_eof) return refuse(c);
+    if (c->rlen >= c->w->server->rbuf_size || c->peer_eof)
+      return refuse(c, "a truncated PROXY protocol header");
     return 0;
   }
-  if (r < 0 || keep_header(c, &px) != 0) return refuse(c);
+  if (r < 0) return refuse(c, "a malformed PROXY protocol header");
+  if (keep_header(c, &px) != 0) return refuse(c, "out of memory for the PROXY protocol header");
   hr__access_peer(c); /* the log names the client now */
   return begin_transport(c, c->msg_start + (uint32_t)r);
 }
