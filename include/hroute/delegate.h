@@ -16,9 +16,10 @@
  * per-type cache without locks and without allocating.  The cache is bounded
  * by construction (one entry per registered type) and stays correct when
  * delegates are registered later, on the type or anywhere it can reach: a
- * registry generation, bumped after each registration is published, tags
- * each entry, and a stale entry is walked again.  No reader reverts to an
- * older answer once it has seen a newer one.
+ * registry generation, bumped before and after each registration is
+ * published, tags each entry, and a stale entry is walked again (during a
+ * registration, lookups walk).  No reader reverts to an older answer once
+ * it has seen a newer one (tests/model/cache.pml checks this with spin).
  *
  * The registry belongs to a router: two routers never see each other's
  * types, and freeing a router frees everything it cached.

@@ -6,19 +6,29 @@
  * published first, with a release store of the chunk pointer), then
  * `ntypes` is stored with release; a reader that loads `ntypes` with
  * acquire and finds the id below it sees the whole entry.  A delegate is
- * copied into its own allocation, stored into its type's `delegate` with
- * release, and only then is `generation` incremented with release.
+ * copied into its own allocation; `generation` is made odd (release: a
+ * registration is under way), the copy is stored into its type's
+ * `delegate` with release, and `generation` is made even again (release).
  *
  * The cache: each type holds one atomic word {generation, found-on id}.  A
- * reader loads `generation` (acquire), then the word: a word tagged with the
- * current generation is the answer (hit, or cached miss).  Otherwise the
- * reader walks the type graph (acquire loads of `delegate`) and stores the
- * word tagged with the generation it loaded *before* walking.  If a
- * registration landed during the walk, that tag is already stale and the
- * next lookup walks again: a reader can store an old answer, but no reader
- * can use one after it has seen the newer generation, so nobody reverts.
- * Entries are per registered type only (bounded); unknown ids are refused
- * before the cache is touched.
+ * reader loads `generation` (acquire).  Even: the word (acquire) tagged
+ * with it is the answer (hit, or cached miss); otherwise the reader walks
+ * the type graph (acquire loads of `delegate`) and stores the word (release)
+ * tagged with the generation it loaded *before* walking.  If a registration
+ * landed during the walk, that tag is already stale and the next lookup
+ * walks again.  Odd: a registration is under way and what a walk finds may
+ * still change, so the reader walks and caches nothing.
+ *
+ * Why each piece (tests/model/cache.pml checks them, with a mutation for
+ * each): a single bump after publication let a reader walk, find the new
+ * delegate before the bump, and then hit a miss another reader had cached
+ * under the old generation (a revert); the odd bump before publication
+ * makes a reader that sees the delegate also see a newer generation than
+ * any such word.  Caching under the odd generation would let the same
+ * revert through.  A relaxed word let a hit name a delegate whose pointer
+ * this thread could still read as NULL; release/acquire on the word carry
+ * the walker's view along.  Entries are per registered type only
+ * (bounded); unknown ids are refused before the cache is touched.
  */
 #include <string.h>
 
@@ -112,10 +122,14 @@ static int add_delegate(hr__registry_t *reg, hr_type_id_t type,
   copy = hr__mem_alloc(reg->mem, sizeof(*copy));
   if (copy == NULL) return HR_ENOMEM;
   *copy = *d;
+  /* Odd: under way.  Before the delegate: a reader that sees the delegate
+   * (acquire) sees this too, so it never trusts a word tagged before.
+   * Registrations are serialised (reg->lock), so parity tells. */
+  atomic_fetch_add_explicit(&reg->generation, 1, memory_order_release);
   /* Pairs with the acquire loads in walk(). */
   atomic_store_explicit(&t->delegate, copy, memory_order_release);
-  /* After the delegate: a reader that sees the new generation finds it.
-   * Pairs with the acquire load of generation in hr__registry_lookup(). */
+  /* Even: in force.  A reader that sees it finds the delegate.  Pairs with
+   * the acquire load of generation in hr__registry_lookup(). */
   atomic_fetch_add_explicit(&reg->generation, 1, memory_order_release);
   return 0;
 }
@@ -175,18 +189,19 @@ int hr__registry_lookup(hr__registry_t *reg, hr_type_id_t type, hr_lookup_t *out
   out->from = 0;
   out->to_text = NULL;
   if (t == NULL) return HR_EINVAL; /* unknown ids are never cached */
-  /* Pairs with the release increment in add_delegate(). */
+  /* Pairs with the release increments in add_delegate(). */
   gen = atomic_load_explicit(&reg->generation, memory_order_acquire);
-  word = atomic_load_explicit(&t->cache, memory_order_relaxed);
+  /* Pairs with the release store below, by whichever reader walked: what
+   * it saw of the delegate is visible here too. */
+  word = (gen & 1) ? 0 : atomic_load_explicit(&t->cache, memory_order_acquire);
   if (word >> 32 == gen && (word & 0x80000000u)) {
     from = (hr_type_id_t)(word & 0x7fffffffu);
     count(from ? &shard(reg)->hits : &shard(reg)->misses);
   } else {
     from = walk(reg, type);
-    /* Relaxed: the word is a hint checked against the generation; the
-     * delegate it names is read with acquire below. */
-    atomic_store_explicit(&t->cache, ((uint64_t)gen << 32) | 0x80000000u | from,
-                          memory_order_relaxed);
+    if (!(gen & 1))
+      atomic_store_explicit(&t->cache, ((uint64_t)gen << 32) | 0x80000000u | from,
+                            memory_order_release);
     count(&shard(reg)->walks);
   }
   if (from == 0) {
@@ -225,7 +240,7 @@ int hr__registry_init(hr__registry_t *reg, hr__mem_t *mem) {
   memset(reg, 0, sizeof(*reg));
   reg->mem = mem;
   atomic_init(&reg->ntypes, 1); /* id 0 is "none" */
-  atomic_init(&reg->generation, 1);
+  atomic_init(&reg->generation, 2); /* even: no registration under way */
   if (pthread_mutex_init(&reg->lock, NULL) != 0) return HR_ENOMEM;
   for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
     hr_type_id_t id;

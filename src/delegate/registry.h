@@ -24,8 +24,9 @@ typedef struct hr__dtype_s {
   /* The delegate registered on this type: stored once (release), never
    * changed afterwards. */
   _Atomic(const hr_delegate_t *) delegate;
-  /* The cached lookup answer: (generation << 32) | found-on type id (0: no
-   * delegate).  Written by any reader after a walk. */
+  /* The cached lookup answer: (generation << 32) | 0x80000000 | found-on
+   * type id (0: no delegate).  Stored (release) by any reader after a walk
+   * under an even generation, loaded with acquire. */
   _Atomic uint64_t cache;
 } hr__dtype_t;
 
@@ -42,7 +43,9 @@ typedef struct hr__registry_s {
   pthread_mutex_t lock; /* serialises registrations */
   _Atomic(hr__dtype_t *) chunks[HR_MAX_TYPES / HR__TYPE_CHUNK];
   _Atomic uint32_t ntypes;     /* ids 1..ntypes-1 are complete */
-  _Atomic uint32_t generation; /* bumped after each delegate is published */
+  /* Odd while a delegate is being published (bumped before and after it);
+   * even otherwise.  Tags the cache words. */
+  _Atomic uint32_t generation;
   hr__dshard_t shards[HR__DSHARDS];
 } hr__registry_t;
 

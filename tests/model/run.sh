@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Model checks of hroute's concurrency protocols (tests/model/*.pml, see
+# docs/concurrency.md): spin generates a verifier for each model, as it is
+# and with each of its mutations (spin -DNAME), cc builds it, and it
+# searches the whole state space (safety: assertions and invalid end
+# states, that is deadlocks).  The model itself must show no error; every
+# mutation, a bug the model must catch, must show one.  Prints one line per
+# run, and fails when a model has an error, a mutation has none, or a search
+# was cut short (depth limit).
+#
+# Usage: tests/model/run.sh [--keep]   (needs spin and cc)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+keep=0
+[[ ${1:-} == --keep ]] && keep=1
+command -v spin >/dev/null || { echo "run.sh: spin not found (scripts/deps.sh installs it)" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/hroute-model.XXXXXX")
+((keep)) || trap 'rm -rf "$work"' EXIT
+
+# model: the mutations it must catch, each as NAME=the assertion it must
+# violate (the property of the model's header comment).
+declare -A mutations=(
+  [publish]="QUARKUS=v==1 NO_GRACE=ifreed RELAXED_LOAD=v==1 RELAXED_STORE=v==1 NO_REF=ifreed"
+  [cache]="NO_GENERATION=done GEN_FIRST=done SINGLE_BUMP=seen ODD_CACHED=seen RELAXED_GEN=done
+           RELAXED_PTR=v==1 RELAXED_WORD=p!=0"
+)
+
+failed=0
+# Runs one search; prints its line.  $1 model, $2 mutation or "" (the model
+# as it is), $3 the text of the assertion the mutation must violate.
+check() {
+  local model=$1 mut=$2 want=${3:-} dir out errors states verdict violated
+  dir="$work/$model${mut:+-$mut}"
+  mkdir -p "$dir"
+  cp "$here"/*.pml "$dir/"
+  (cd "$dir" && spin ${mut:+-D$mut} -a "$model.pml" >spin.log 2>&1) ||
+    { echo "FAIL $model ${mut:-(model)}: spin: $(tail -n 3 "$dir/spin.log")"; failed=1; return; }
+  (cd "$dir" && cc -O2 -DSAFETY -w -o pan pan.c) ||
+    { echo "FAIL $model ${mut:-(model)}: cc pan.c"; failed=1; return; }
+  out=$(cd "$dir" && ./pan -m1000000 2>&1 || true)
+  errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | tail -n 1)
+  states=$(sed -n 's/^ *\([0-9]*\) states, stored.*/\1/p' <<<"$out" | tail -n 1)
+  if grep -q "max search depth too small" <<<"$out"; then
+    echo "FAIL $model ${mut:-(model)}: search cut short at the depth limit"
+    failed=1
+    return
+  fi
+  if [[ -z $mut ]]; then
+    if [[ $errors == 0 ]]; then verdict=ok; else verdict=FAIL; failed=1; fi
+    echo "$verdict $model: errors $errors, $states states (full search)"
+  else
+    violated=$(grep -m1 -oE 'assertion violated.*' <<<"$out" || true)
+    if [[ ${errors:-0} -ge 1 && $violated == *"$want"* ]]; then verdict=ok; else verdict=FAIL; failed=1; fi
+    echo "$verdict $model -D$mut: ${violated:-no assertion violated} (want $want), $states states"
+  fi
+  [[ $verdict == ok ]] || sed -n '1,40p' <<<"$out"
+}
+
+for model in publish cache; do
+  check "$model" ""
+  for m in ${mutations[$model]}; do
+    check "$model" "${m%%=*}" "${m#*=}"
+  done
+done
+((keep)) && echo "work directory: $work"
+exit "$failed"
