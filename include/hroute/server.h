@@ -333,7 +333,8 @@ HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
  * Attached: call on the loop thread.  Worker threads: any thread (each
  * worker begins at its next loop iteration).  Returns 0, HR_EINVAL (server
  * NULL), HR_ESTATE (not attached or started, already draining or closing),
- * HR_ETHREAD (attached, called from another thread), HR_ENOMEM.
+ * HR_ETHREAD (attached, called from another thread).  Nothing is
+ * allocated: a drain that returns 0 reaches every worker.
  */
 HR_EXTERN int hr_server_drain(hr_server_t *server, uint64_t grace_ms, uint64_t deadline_ms,
                               hr_shutdown_cb cb, void *udata);
