@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "util/utf8.h"
 
 typedef struct text_s {
   char *p;
@@ -180,12 +181,34 @@ static void test_labels_and_bytes(void **state) {
   free(t.p);
 }
 
+/* A pattern may hold raw bytes from 0x80 that are not UTF-8 (router.h:
+ * "bytes from 0x80 as they are"), but the exposition must be UTF-8
+ * (Prometheus refuses a label value that is not, and with it the whole
+ * scrape): such a byte is written as the escape that means the same byte
+ * in a pattern, %XX; well-formed UTF-8 stays as it is. */
+static void test_label_not_utf8(void **state) {
+  fx_t *fx = *state;
+  text_t t = {NULL, 0, 0};
+  assert_int_equal(hr_router_add(fx->router, "GET", "/caf\xe9", ta_text, "latin1", NULL), 0);
+  assert_int_equal(hr_router_add(fx->router, "GET", "/ok/\xc3\xa9", ta_text, "utf8", NULL), 0);
+  fx_start(fx, 1);
+  assert_int_equal(hr_server_metrics(fx->server, collect, &t), 0);
+  assert_true(hr__utf8_valid(t.p, t.len));
+  expect_sample(t.p, "hroute_route_requests_total{host=\"\",route=\"/caf%E9\",method=\"GET\"}",
+                "0");
+  expect_sample(t.p,
+                "hroute_route_requests_total{host=\"\",route=\"/ok/\xc3\xa9\",method=\"GET\"}",
+                "0");
+  free(t.p);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_route_samples),
       T(test_labels_and_bytes),
+      T(test_label_not_utf8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
