@@ -436,7 +436,9 @@ HR_EXTERN void hr_server_stats(const hr_server_t *server,
  *   seconds with microsecond resolution; _count).
  * Labels: `host` is the route's host table (lower case; "" for the
  * default table), `route` its pattern as registered (group prefix
- * included), `method` its methods as registered ("GET", "GET,POST", "*").
+ * included; a byte that is not part of well-formed UTF-8 is written \%XX,
+ * which means the same byte in a pattern, so that the text is UTF-8),
+ * `method` its methods as registered ("GET", "GET,POST", "*").
  * A replaced route starts from zero (as hr_router_route_stats).  The
  * counters are kept per worker and per loop, written by their loop only,
  * and read with relaxed loads: nothing a serving thread waits for is

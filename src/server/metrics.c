@@ -13,6 +13,7 @@
 
 #include "router/route.h"
 #include "server/internal.h"
+#include "util/utf8.h"
 
 /* The text being rendered, in memory straight from the allocator (the
  * server's counting hr__mem_t has a single writer; this runs on any
@@ -58,16 +59,45 @@ static void mb_printf(mbuf_t *b, const char *fmt, ...) {
   if (n > 0 && (size_t)n < sizeof(tmp)) mb_put(b, tmp, (size_t)n);
 }
 
-/* A label value: backslash, double quote and line feed escaped. */
+/* Length of the well-formed UTF-8 sequence at `p` (avail bytes, the first
+ * from 0x80), or 0. */
+static size_t utf8_at(const char *p, size_t avail) {
+  size_t k;
+  for (k = 2; k <= 4 && k <= avail; k++)
+    if (hr__utf8_valid(p, k)) return k;
+  return 0;
+}
+
+/* A label value: backslash, double quote and line feed escaped, and a
+ * byte that is not part of well-formed UTF-8 (a pattern may hold one)
+ * written %XX, which stands for the same byte in a pattern: the
+ * exposition must be UTF-8, or Prometheus refuses the whole scrape. */
 static void mb_label(mbuf_t *b, const char *name, hr_span_t v) {
-  size_t i, from = 0;
+  static const char hex[] = "0123456789ABCDEF";
+  size_t i = 0, from = 0;
   mb_printf(b, "%s=\"", name);
-  for (i = 0; i < v.len; i++) {
-    const char *esc = v.ptr[i] == '\\' ? "\\\\" : v.ptr[i] == '"' ? "\\\"" : v.ptr[i] == '\n' ? "\\n" : NULL;
-    if (esc == NULL) continue;
+  while (i < v.len) {
+    unsigned char c = (unsigned char)v.ptr[i];
+    char esc[3];
+    size_t n = 2, u;
+    if (c == '\\' || c == '"') {
+      esc[0] = '\\';
+      esc[1] = (char)c;
+    } else if (c == '\n') {
+      esc[0] = '\\';
+      esc[1] = 'n';
+    } else if (c >= 0x80 && (u = utf8_at(v.ptr + i, v.len - i)) == 0) {
+      esc[0] = '%';
+      esc[1] = hex[c >> 4];
+      esc[2] = hex[c & 15];
+      n = 3;
+    } else {
+      i += c >= 0x80 ? u : 1;
+      continue;
+    }
     mb_put(b, v.ptr + from, i - from);
-    mb_put(b, esc, 2);
-    from = i + 1;
+    mb_put(b, esc, n);
+    from = ++i;
   }
   mb_put(b, v.ptr + from, v.len - from);
   mb_put(b, "\"", 1);
