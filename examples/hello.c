@@ -75,7 +75,7 @@ static void usage(FILE *out) {
           "  --port N       TCP port, 0 picks a free one (default 8080)\n"
           "  --threads N    1 serves on this thread's loop; more starts N "
           "worker\n"
-          "                 threads with SO_REUSEPORT listeners (default 1, "
+          "                 threads polling one shared socket (default 1, "
           "max 256)\n"
           "  --stats        also serve GET /metrics: the server's and every route's\n"
           "                 counters and latency histograms, Prometheus text format\n"
