@@ -151,11 +151,6 @@ static void render_server(mbuf_t *b, const hr_server_t *s) {
 
 typedef enum { PASS_REQUESTS, PASS_RESPONSES, PASS_DURATION } pass_t;
 
-typedef struct walk_s {
-  mbuf_t *b;
-  pass_t pass;
-} walk_t;
-
 /* name{host="..",route="..",method=".." and `extra` (", le=..") } */
 static void series(mbuf_t *b, const char *name, const hr__core_t *c, const char *extra) {
   mb_printf(b, "%s{", name);
@@ -167,16 +162,37 @@ static void series(mbuf_t *b, const char *name, const hr__core_t *c, const char 
   mb_printf(b, "%s} ", extra);
 }
 
-static void on_core(void *ctx, const hr__core_t *c) {
+/* The family a pass renders. */
+static void pass_family(mbuf_t *b, pass_t pass) {
+  switch (pass) {
+  case PASS_REQUESTS:
+    family(b, "hroute_route_requests_total", "counter",
+           "Handler invocations of a route (middleware answers included).");
+    break;
+  case PASS_RESPONSES:
+    family(b, "hroute_route_responses_total", "counter",
+           "Responses of a route completed, by status class (none: lost before one).");
+    break;
+  case PASS_DURATION:
+    family(b, "hroute_route_duration_seconds", "histogram",
+           "The request's first byte to its response's completion.");
+    break;
+  }
+}
+
+static void on_core(void *ctx, unsigned pass, const hr__core_t *c) {
   static const char *const classes[6] = {"none", "1xx", "2xx", "3xx", "4xx", "5xx"};
-  walk_t *wk = ctx;
-  mbuf_t *b = wk->b;
+  mbuf_t *b = ctx;
   hr_route_stats_t st;
   uint64_t cum = 0;
   char extra[48];
   size_t i;
+  if (c == NULL) {
+    pass_family(b, (pass_t)pass);
+    return;
+  }
   hr__core_stats(c, &st);
-  switch (wk->pass) {
+  switch ((pass_t)pass) {
   case PASS_REQUESTS:
     series(b, "hroute_route_requests_total", c, "");
     mb_printf(b, "%" PRIu64 "\n", st.requests);
@@ -212,24 +228,8 @@ static void on_core(void *ctx, const hr__core_t *c) {
 }
 
 static void render_routes(mbuf_t *b, hr_router_t *r) {
-  walk_t wk;
-  wk.b = b;
-  /* One read-side critical section for the three passes: every family
-   * lists the same routes. */
-  hr_router_read_lock();
-  family(b, "hroute_route_requests_total", "counter",
-         "Handler invocations of a route (middleware answers included).");
-  wk.pass = PASS_REQUESTS;
-  hr__router_each_core(r, on_core, &wk);
-  family(b, "hroute_route_responses_total", "counter",
-         "Responses of a route completed, by status class (none: lost before one).");
-  wk.pass = PASS_RESPONSES;
-  hr__router_each_core(r, on_core, &wk);
-  family(b, "hroute_route_duration_seconds", "histogram",
-         "The request's first byte to its response's completion.");
-  wk.pass = PASS_DURATION;
-  hr__router_each_core(r, on_core, &wk);
-  hr_router_read_unlock();
+  /* The three passes walk one table: every family lists the same routes. */
+  hr__router_each_core(r, PASS_DURATION + 1, on_core, b);
 }
 
 int hr_server_metrics(hr_server_t *s, void (*write)(void *ctx, const char *p, size_t n),
