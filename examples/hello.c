@@ -75,7 +75,7 @@ static void usage(FILE *out) {
           "  --port N       TCP port, 0 picks a free one (default 8080)\n"
           "  --threads N    1 serves on this thread's loop; more starts N "
           "worker\n"
-          "                 threads with SO_REUSEPORT listeners (default 1, "
+          "                 threads polling one shared socket (default 1, "
           "max 256)\n"
           "  --stats        also serve GET /metrics: the server's and every route's\n"
           "                 counters and latency histograms, Prometheus text format\n"
@@ -345,12 +345,25 @@ typedef struct app_s {
   int shutting_down;
 } app_t;
 
-static void close_signals(app_t *app) {
-  /* Closing the watchers hands SIGINT/SIGTERM back to their default action,
-   * so a second Ctrl-C during a slow shutdown ends the process at once. */
+/* The first SIGINT or SIGTERM: closing their watchers hands them back to
+ * their default action, so a second Ctrl-C during a slow shutdown ends the
+ * process at once.  SIGHUP stays watched until the server has stopped:
+ * its default action would end the process, and a certificate renewal
+ * may well come while it drains. */
+static void stop_watching(app_t *app) {
   uv_close((uv_handle_t *)&app->sigint, NULL);
   uv_close((uv_handle_t *)&app->sigterm, NULL);
-  uv_close((uv_handle_t *)&app->sighup, NULL);
+}
+
+/* The server has stopped (or will not run): the last watcher goes, and
+ * uv_run() in main can return. */
+static void close_sighup(app_t *app) {
+  if (!uv_is_closing((uv_handle_t *)&app->sighup)) uv_close((uv_handle_t *)&app->sighup, NULL);
+}
+
+static void close_signals(app_t *app) {
+  stop_watching(app);
+  close_sighup(app);
 }
 
 /* SIGHUP: load the certificate files again (a certbot renewal) and publish
@@ -371,8 +384,8 @@ static void on_sighup(uv_signal_t *handle, int signum) {
  * with the signal watchers closed too, uv_run() in main returns. */
 static void on_server_closed(hr_server_t *server, void *udata) {
   (void)server;
-  (void)udata;
   fprintf(stderr, "hello: stopped\n");
+  close_sighup(udata);
 }
 
 /* Threaded drain: runs on the last worker thread to finish.  Only wakes
@@ -391,6 +404,7 @@ static void on_drained(uv_async_t *handle) {
   else
     fprintf(stderr, "hello: drained and stopped\n");
   uv_close((uv_handle_t *)&app->drained, NULL);
+  close_sighup(app);
 }
 
 /* SIGINT: stop accepting, let requests in flight finish (up to the
@@ -401,8 +415,11 @@ static void shut_down(app_t *app) {
   int err;
   fprintf(stderr, "hello: SIGINT, shutting down\n");
   if (!app->threaded) {
-    err = hr_server_close(app->server, SHUTDOWN_DEADLINE_MS, on_server_closed, NULL);
-    if (err != 0) fprintf(stderr, "hello: hr_server_close: %s\n", hr_strerror(err));
+    err = hr_server_close(app->server, SHUTDOWN_DEADLINE_MS, on_server_closed, app);
+    if (err != 0) {
+      fprintf(stderr, "hello: hr_server_close: %s\n", hr_strerror(err));
+      close_sighup(app);
+    }
     return;
   }
   err = hr_server_stop(app->server, SHUTDOWN_DEADLINE_MS);
@@ -411,6 +428,7 @@ static void shut_down(app_t *app) {
   else
     fprintf(stderr, "hello: stopped\n");
   uv_close((uv_handle_t *)&app->drained, NULL);
+  close_sighup(app);
 }
 
 /* SIGTERM, as a service manager or an orchestrator sends it: drain.
@@ -423,7 +441,7 @@ static void drain(app_t *app) {
   err = app->threaded ? hr_server_drain(app->server, app->drain_grace_ms, SHUTDOWN_DEADLINE_MS,
                                         on_drained_thread, app)
                       : hr_server_drain(app->server, app->drain_grace_ms, SHUTDOWN_DEADLINE_MS,
-                                        on_server_closed, NULL);
+                                        on_server_closed, app);
   if (err != 0) {
     fprintf(stderr, "hello: hr_server_drain: %s\n", hr_strerror(err));
     shut_down(app);
@@ -439,7 +457,7 @@ static void on_signal(uv_signal_t *handle, int signum) {
     drain(app);
   else
     shut_down(app);
-  close_signals(app);
+  stop_watching(app);
 }
 
 /* Installs the signal watchers on `loop` (and, threaded, the handle the

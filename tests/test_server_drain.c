@@ -241,6 +241,48 @@ static void test_drain_threads_end(void **state) {
   st_destroy();
 }
 
+/* Beginning a drain takes no memory of its own: when the allocator fails
+ * while hr_server_drain tells the workers, no worker may be left serving
+ * keep-alive connections as if nothing happened while the server says it
+ * is draining (and a second call is refused).  Every worker drains, and
+ * the callback runs once the grace period ends. */
+static ca_t ca; /* static: the fixture's teardown still uses it after a failure */
+
+static void test_drain_out_of_memory(void **state) {
+  fx_t *fx = *state;
+  int rc, i;
+  st_init();
+  ca_init(&ca);
+  fx->opts.allocator = &ca.hook;
+  add_routes(fx);
+  fx_start(fx, 2);
+  /* The allocation after the next fails: with a post per worker, the
+   * second worker's. */
+  ca_fail_at(&ca, ca_calls(&ca) + 2, 0);
+  rc = hr_server_drain(fx->server, 0, 1000, on_drained, NULL);
+  ca_fail_at(&ca, 0, 0);
+  if (rc != 0) {
+    /* A failure must leave the server as it was: not draining, and a
+     * drain can be asked again. */
+    assert_int_equal(rc, HR_ENOMEM);
+    assert_int_equal(hr_server_draining(fx->server), 0);
+    assert_int_equal(hr_server_drain(fx->server, 0, 1000, on_drained, NULL), 0);
+  }
+  /* Either way every worker ends by itself. */
+  assert_true(ev_wait(&st.drained, 1, RC_TIMEOUT_MS));
+  for (i = 0; i < 2; i++) {
+    rc_t *c = rc_connect(fx->port);
+    if (c != NULL) rc_close(c);
+    assert_null(c);
+  }
+  assert_int_equal(hr_server_stop(fx->server, 1000), 0);
+  fx->started = 0;
+  assert_int_equal(ev_count(&st.drained), 1);
+  hr_server_free(fx->server);
+  fx->server = NULL;
+  st_destroy();
+}
+
 /* ---- attached ------------------------------------------------------------ */
 
 static void do_drain(fx_t *fx, void *arg) {
@@ -306,6 +348,7 @@ int main(void) {
       T(test_drain_connections),
       T(test_drain_threads_stop),
       T(test_drain_threads_end),
+      T(test_drain_out_of_memory),
       T(test_drain_attached),
       T(test_drain_attached_close),
   };

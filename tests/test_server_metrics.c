@@ -8,12 +8,14 @@
  *
  * ctest-labels: tsan
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fixture.h"
+#include "util/utf8.h"
 
 typedef struct text_s {
   char *p;
@@ -180,12 +182,105 @@ static void test_labels_and_bytes(void **state) {
   free(t.p);
 }
 
+/* A pattern may hold raw bytes from 0x80 that are not UTF-8 (router.h:
+ * "bytes from 0x80 as they are"), but the exposition must be UTF-8
+ * (Prometheus refuses a label value that is not, and with it the whole
+ * scrape): such a byte is written as the escape that means the same byte
+ * in a pattern, %XX; well-formed UTF-8 stays as it is. */
+static void test_label_not_utf8(void **state) {
+  fx_t *fx = *state;
+  text_t t = {NULL, 0, 0};
+  assert_int_equal(hr_router_add(fx->router, "GET", "/caf\xe9", ta_text, "latin1", NULL), 0);
+  assert_int_equal(hr_router_add(fx->router, "GET", "/ok/\xc3\xa9", ta_text, "utf8", NULL), 0);
+  fx_start(fx, 1);
+  assert_int_equal(hr_server_metrics(fx->server, collect, &t), 0);
+  assert_true(hr__utf8_valid(t.p, t.len));
+  expect_sample(t.p, "hroute_route_requests_total{host=\"\",route=\"/caf%E9\",method=\"GET\"}",
+                "0");
+  expect_sample(t.p,
+                "hroute_route_requests_total{host=\"\",route=\"/ok/\xc3\xa9\",method=\"GET\"}",
+                "0");
+  free(t.p);
+}
+
+/* An allocator that, once armed, adds a route to `router` from inside the
+ * first reallocation on the arming thread that grows a block past 4 KiB:
+ * a route published while hr_server_metrics renders. */
+static struct {
+  hr_allocator_t hook;
+  hr_router_t *router;
+  pthread_t thread;
+  int armed, added;
+} late;
+
+static void *late_malloc(void *ctx, size_t n) {
+  (void)ctx;
+  return malloc(n);
+}
+
+static void *late_realloc(void *ctx, void *p, size_t n) {
+  (void)ctx;
+  if (late.armed && n > 4096 && pthread_equal(pthread_self(), late.thread)) {
+    late.armed = 0;
+    late.added = hr_router_add(late.router, "GET", "/zz/late", ta_text, "late", NULL) == 0;
+  }
+  return realloc(p, n);
+}
+
+static void late_free(void *ctx, void *p) {
+  (void)ctx;
+  free(p);
+}
+
+/* Occurrences of `needle` in `text`. */
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  while ((text = strstr(text, needle)) != NULL) {
+    n++;
+    text += strlen(needle);
+  }
+  return n;
+}
+
+/* A route published while the text is rendered is in every family or in
+ * none: the three families are read from one route table, so that each
+ * lists the same routes. */
+static void test_one_table(void **state) {
+  fx_t *fx = *state;
+  text_t t = {NULL, 0, 0};
+  char pat[32];
+  int i, n;
+  late.hook.malloc = late_malloc;
+  late.hook.realloc = late_realloc;
+  late.hook.free = late_free;
+  late.hook.ctx = NULL;
+  late.router = fx->router;
+  late.thread = pthread_self();
+  fx->opts.allocator = &late.hook;
+  /* Enough routes that the requests family alone crosses 4 KiB. */
+  for (i = 0; i < 80; i++) {
+    snprintf(pat, sizeof pat, "/m/%d", i);
+    fx_route(fx, "GET", pat, ta_text, "m");
+  }
+  fx_start(fx, 1);
+  late.armed = 1;
+  assert_int_equal(hr_server_metrics(fx->server, collect, &t), 0);
+  late.armed = 0;
+  assert_true(late.added);
+  /* requests 1, responses 6, duration 23 + 1 buckets, _sum, _count */
+  n = count_of(t.p, "route=\"/zz/late\"");
+  if (n != 0 && n != 1 + 6 + 24 + 2) fail_msg("/zz/late in %d samples", n);
+  free(t.p);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_route_samples),
       T(test_labels_and_bytes),
+      T(test_label_not_utf8),
+      T(test_one_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

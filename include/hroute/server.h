@@ -338,7 +338,8 @@ HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
  * Attached: call on the loop thread.  Worker threads: any thread (each
  * worker begins at its next loop iteration).  Returns 0, HR_EINVAL (server
  * NULL), HR_ESTATE (not attached or started, already draining or closing),
- * HR_ETHREAD (attached, called from another thread), HR_ENOMEM.
+ * HR_ETHREAD (attached, called from another thread).  Nothing is
+ * allocated: a drain that returns 0 reaches every worker.
  */
 HR_EXTERN int hr_server_drain(hr_server_t *server, uint64_t grace_ms, uint64_t deadline_ms,
                               hr_shutdown_cb cb, void *udata);
@@ -443,7 +444,9 @@ HR_EXTERN void hr_server_stats(const hr_server_t *server,
  *   seconds with microsecond resolution; _count).
  * Labels: `host` is the route's host table (lower case; "" for the
  * default table), `route` its pattern as registered (group prefix
- * included), `method` its methods as registered ("GET", "GET,POST", "*").
+ * included; a byte that is not part of well-formed UTF-8 is written \%XX,
+ * which means the same byte in a pattern, so that the text is UTF-8),
+ * `method` its methods as registered ("GET", "GET,POST", "*").
  * A replaced route starts from zero (as hr_router_route_stats).  The
  * counters are kept per worker and per loop, written by their loop only,
  * and read with relaxed loads: nothing a serving thread waits for is

@@ -177,9 +177,12 @@ int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,
 hr__slot_t *hr__core_slot(hr__core_t *core, unsigned loop);
 void hr__slot_count_response(hr__slot_t *s, int status, uint64_t us);
 void hr__core_stats(const hr__core_t *core, hr_route_stats_t *out);
-/* Calls fn(ctx, core) for every route of the current table, all hosts,
- * inside one read-side critical section (router.c).  Any thread. */
-void hr__router_each_core(hr_router_t *r, void (*fn)(void *ctx, const hr__core_t *core),
+/* For pass = 0 .. passes - 1: fn(ctx, pass, NULL), then fn(ctx, pass,
+ * core) for every route of the current table, all hosts; every pass walks
+ * the same table, loaded once, inside one read-side critical section
+ * (router.c).  Any thread. */
+void hr__router_each_core(hr_router_t *r, unsigned passes,
+                          void (*fn)(void *ctx, unsigned pass, const hr__core_t *core),
                           void *ctx);
 void hr__core_ref(hr__core_t *core);
 

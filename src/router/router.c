@@ -717,14 +717,19 @@ int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
   return rc;
 }
 
-void hr__router_each_core(hr_router_t *r, void (*fn)(void *ctx, const hr__core_t *core),
+void hr__router_each_core(hr_router_t *r, unsigned passes,
+                          void (*fn)(void *ctx, unsigned pass, const hr__core_t *core),
                           void *ctx) {
   const hr__table_t *t;
+  unsigned pass;
   size_t i;
   hr__rcu_read_lock();
   /* Pairs with the release store in publish(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
-  for (i = 0; i < t->ninvokers; i++) fn(ctx, t->invokers[i]->core);
+  for (pass = 0; pass < passes; pass++) {
+    fn(ctx, pass, NULL);
+    for (i = 0; i < t->ninvokers; i++) fn(ctx, pass, t->invokers[i]->core);
+  }
   hr__rcu_read_unlock();
 }
 

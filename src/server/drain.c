@@ -2,28 +2,20 @@
 /*
  * Draining a server before it stops (hr_server_drain), as an instance
  * behind a load balancer must: from the call on, readiness answers 503,
- * every response says "Connection: close" and idle connections close, while
+ * every response says "Connection: close" and ends its connection, while
  * the listeners keep accepting for a grace period (the balancer's health
- * check needs that long to take the instance out); then each worker shuts
- * down as hr_server_close does.  Also the liveness and readiness routes.
+ * check needs that long to take the instance out) and idle connections stay
+ * open (the balancer may still send on them); then each worker shuts down
+ * as hr_server_close does, which closes what is idle.  Also the liveness
+ * and readiness routes.
  */
 #include <string.h>
 
 #include "server/worker.h"
 
-/* A worker thread's post: begin draining with the server's figures. */
-static void run_drain(void *target, hr__fn_t fn, void *udata) {
-  hr__worker_t *w = target;
-  hr_server_t *s = w->server;
-  (void)fn;
-  (void)udata;
-  hr__worker_drain(w, s->drain_grace_ms, s->drain_deadline_ms);
-}
-
 int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_shutdown_cb cb,
                     void *udata) {
   size_t k;
-  int err;
   if (s == NULL) return HR_EINVAL;
   if (s->state != HR__SRV_ATTACHED && s->state != HR__SRV_THREADS) return HR_ESTATE;
   if (s->state == HR__SRV_ATTACHED) {
@@ -43,12 +35,12 @@ int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_
   }
   s->drain_cb = cb;
   s->drain_udata = udata;
-  /* Each worker finds the figures above when its post runs: the post
-   * queue's lock orders these stores before the worker's loads. */
-  for (k = 0; k < s->nworkers; k++)
-    if ((err = hr__worker_post(&s->workers[k], run_drain, &s->workers[k], NULL, NULL)) != 0 &&
-        err != HR_ECLOSED)
-      return err;
+  /* Each worker begins when its async handle wakes it and it sees the
+   * flag (on_async, worker.c): as hr_server_stop does, nothing is
+   * allocated, so that no worker can be left out.  Release: the figures
+   * above are visible to the worker that sees the flag. */
+  atomic_store_explicit(&s->drain_go, 1, memory_order_release);
+  for (k = 0; k < s->nworkers; k++) hr__worker_wake(&s->workers[k]);
   return 0;
 }
 

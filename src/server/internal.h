@@ -532,10 +532,13 @@ struct hr_server_s {
   _Atomic uint64_t st_abandoned;     /* fetch_add, relaxed */
   /* hr_server_drain: set once (exchange); readiness reads it. */
   _Atomic int draining;
-  uint64_t drain_grace_ms, drain_deadline_ms; /* written before the posts */
+  uint64_t drain_grace_ms, drain_deadline_ms; /* written before drain_go */
   hr_shutdown_cb drain_cb;           /* worker threads: the last one calls it */
   void *drain_udata;
   _Atomic unsigned drain_left;       /* worker threads still running */
+  /* Worker threads: set (release) once the figures above are written;
+   * each worker's async handle is then woken, and it begins draining. */
+  _Atomic int drain_go;
 };
 
 /* No further request on this worker's connections: it is stopping or
@@ -575,6 +578,9 @@ int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t 
  * worker's cleanup). */
 int hr__worker_call_thread_err(hr__worker_t *w);
 void hr__worker_handle_closed(hr__worker_t *w);
+/* Wakes the worker's async handle (on_async) unless it has finished; any
+ * thread. */
+void hr__worker_wake(hr__worker_t *w);
 /* Begins draining (loop thread): every connection ends after its next
  * response; after `grace_ms` the worker shuts down with `deadline_ms`
  * (hr__worker_shutdown, which closes what is idle then).  A no-op when

@@ -13,6 +13,7 @@
 
 #include "router/route.h"
 #include "server/internal.h"
+#include "util/utf8.h"
 
 /* The text being rendered, in memory straight from the allocator (the
  * server's counting hr__mem_t has a single writer; this runs on any
@@ -58,16 +59,45 @@ static void mb_printf(mbuf_t *b, const char *fmt, ...) {
   if (n > 0 && (size_t)n < sizeof(tmp)) mb_put(b, tmp, (size_t)n);
 }
 
-/* A label value: backslash, double quote and line feed escaped. */
+/* Length of the well-formed UTF-8 sequence at `p` (avail bytes, the first
+ * from 0x80), or 0. */
+static size_t utf8_at(const char *p, size_t avail) {
+  size_t k;
+  for (k = 2; k <= 4 && k <= avail; k++)
+    if (hr__utf8_valid(p, k)) return k;
+  return 0;
+}
+
+/* A label value: backslash, double quote and line feed escaped, and a
+ * byte that is not part of well-formed UTF-8 (a pattern may hold one)
+ * written %XX, which stands for the same byte in a pattern: the
+ * exposition must be UTF-8, or Prometheus refuses the whole scrape. */
 static void mb_label(mbuf_t *b, const char *name, hr_span_t v) {
-  size_t i, from = 0;
+  static const char hex[] = "0123456789ABCDEF";
+  size_t i = 0, from = 0;
   mb_printf(b, "%s=\"", name);
-  for (i = 0; i < v.len; i++) {
-    const char *esc = v.ptr[i] == '\\' ? "\\\\" : v.ptr[i] == '"' ? "\\\"" : v.ptr[i] == '\n' ? "\\n" : NULL;
-    if (esc == NULL) continue;
+  while (i < v.len) {
+    unsigned char c = (unsigned char)v.ptr[i];
+    char esc[3];
+    size_t n = 2, u;
+    if (c == '\\' || c == '"') {
+      esc[0] = '\\';
+      esc[1] = (char)c;
+    } else if (c == '\n') {
+      esc[0] = '\\';
+      esc[1] = 'n';
+    } else if (c >= 0x80 && (u = utf8_at(v.ptr + i, v.len - i)) == 0) {
+      esc[0] = '%';
+      esc[1] = hex[c >> 4];
+      esc[2] = hex[c & 15];
+      n = 3;
+    } else {
+      i += c >= 0x80 ? u : 1;
+      continue;
+    }
     mb_put(b, v.ptr + from, i - from);
-    mb_put(b, esc, 2);
-    from = i + 1;
+    mb_put(b, esc, n);
+    from = ++i;
   }
   mb_put(b, v.ptr + from, v.len - from);
   mb_put(b, "\"", 1);
@@ -121,11 +151,6 @@ static void render_server(mbuf_t *b, const hr_server_t *s) {
 
 typedef enum { PASS_REQUESTS, PASS_RESPONSES, PASS_DURATION } pass_t;
 
-typedef struct walk_s {
-  mbuf_t *b;
-  pass_t pass;
-} walk_t;
-
 /* name{host="..",route="..",method=".." and `extra` (", le=..") } */
 static void series(mbuf_t *b, const char *name, const hr__core_t *c, const char *extra) {
   mb_printf(b, "%s{", name);
@@ -137,16 +162,37 @@ static void series(mbuf_t *b, const char *name, const hr__core_t *c, const char 
   mb_printf(b, "%s} ", extra);
 }
 
-static void on_core(void *ctx, const hr__core_t *c) {
+/* The family a pass renders. */
+static void pass_family(mbuf_t *b, pass_t pass) {
+  switch (pass) {
+  case PASS_REQUESTS:
+    family(b, "hroute_route_requests_total", "counter",
+           "Handler invocations of a route (middleware answers included).");
+    break;
+  case PASS_RESPONSES:
+    family(b, "hroute_route_responses_total", "counter",
+           "Responses of a route completed, by status class (none: lost before one).");
+    break;
+  case PASS_DURATION:
+    family(b, "hroute_route_duration_seconds", "histogram",
+           "The request's first byte to its response's completion.");
+    break;
+  }
+}
+
+static void on_core(void *ctx, unsigned pass, const hr__core_t *c) {
   static const char *const classes[6] = {"none", "1xx", "2xx", "3xx", "4xx", "5xx"};
-  walk_t *wk = ctx;
-  mbuf_t *b = wk->b;
+  mbuf_t *b = ctx;
   hr_route_stats_t st;
   uint64_t cum = 0;
   char extra[48];
   size_t i;
+  if (c == NULL) {
+    pass_family(b, (pass_t)pass);
+    return;
+  }
   hr__core_stats(c, &st);
-  switch (wk->pass) {
+  switch ((pass_t)pass) {
   case PASS_REQUESTS:
     series(b, "hroute_route_requests_total", c, "");
     mb_printf(b, "%" PRIu64 "\n", st.requests);
@@ -182,24 +228,8 @@ static void on_core(void *ctx, const hr__core_t *c) {
 }
 
 static void render_routes(mbuf_t *b, hr_router_t *r) {
-  walk_t wk;
-  wk.b = b;
-  /* One read-side critical section for the three passes: every family
-   * lists the same routes. */
-  hr_router_read_lock();
-  family(b, "hroute_route_requests_total", "counter",
-         "Handler invocations of a route (middleware answers included).");
-  wk.pass = PASS_REQUESTS;
-  hr__router_each_core(r, on_core, &wk);
-  family(b, "hroute_route_responses_total", "counter",
-         "Responses of a route completed, by status class (none: lost before one).");
-  wk.pass = PASS_RESPONSES;
-  hr__router_each_core(r, on_core, &wk);
-  family(b, "hroute_route_duration_seconds", "histogram",
-         "The request's first byte to its response's completion.");
-  wk.pass = PASS_DURATION;
-  hr__router_each_core(r, on_core, &wk);
-  hr_router_read_unlock();
+  /* The three passes walk one table: every family lists the same routes. */
+  hr__router_each_core(r, PASS_DURATION + 1, on_core, b);
 }
 
 int hr_server_metrics(hr_server_t *s, void (*write)(void *ctx, const char *p, size_t n),

@@ -67,6 +67,7 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   atomic_init(&s->st_abandoned, 0);
   atomic_init(&s->draining, 0);
   atomic_init(&s->drain_left, 0);
+  atomic_init(&s->drain_go, 0);
   if (uv_mutex_init(&s->abandon_lock) != 0) {
     hr__mem_free(&mem, s);
     return HR_ENOMEM;
@@ -482,11 +483,7 @@ static void stop_and_join(hr_server_t *s, size_t started, uint64_t deadline_ms) 
     /* Pairs with the acquire load in on_async(): the deadline is visible
      * before the flag. */
     atomic_store_explicit(&w->stop_requested, 1, memory_order_release);
-    /* A worker that has finished by itself (a drain) has closed its async
-     * handle: as in hr__worker_post, only signal one still open. */
-    uv_mutex_lock(&w->post_lock);
-    if (!w->posts_closed) uv_async_send(&w->async);
-    uv_mutex_unlock(&w->post_lock);
+    hr__worker_wake(w);
   }
   for (k = 0; k < started; k++) {
     uv_thread_join(&s->workers[k].thread);

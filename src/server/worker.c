@@ -130,9 +130,23 @@ int hr__worker_call_thread_err(hr__worker_t *w) {
   return atomic_load_explicit(&w->loop_ended, memory_order_acquire) ? HR_ECLOSED : HR_ETHREAD;
 }
 
+void hr__worker_wake(hr__worker_t *w) {
+  /* A worker that has finished (a drain) has closed its async handle:
+   * as in hr__worker_post, only signal one still open. */
+  uv_mutex_lock(&w->post_lock);
+  if (!w->posts_closed) uv_async_send(&w->async);
+  uv_mutex_unlock(&w->post_lock);
+}
+
 static void on_async(uv_async_t *a) {
   hr__worker_t *w = a->data;
+  hr_server_t *s = w->server;
   run_posts(w);
+  /* Pairs with the release store in hr_server_drain(): its figures are
+   * visible once the flag is. */
+  if (atomic_load_explicit(&s->drain_go, memory_order_acquire) && !w->draining &&
+      !w->stopping)
+    hr__worker_drain(w, s->drain_grace_ms, s->drain_deadline_ms);
   /* Pairs with the release store in hr_server_stop(): the deadline written
    * before the flag is visible here. */
   if (atomic_load_explicit(&w->stop_requested, memory_order_acquire) &&
