@@ -6,7 +6,7 @@
  * "GET /hello/x" with "Connection: close", behind a PROXY v1 header with
  * --header (as HAProxy's send-proxy does), reads the response to the
  * server's close, checks it is a 200, and counts.  Prints
- * "conns_per_s N"; exit status 1 on any error.
+ * "conns_per_s N" and "conns N" (how many); exit status 1 on any error.
  *
  *   proxy_conns PORT SECONDS [--header]
  */
@@ -69,6 +69,6 @@ int main(int argc, char **argv) {
     close(fd);
     n++;
   }
-  printf("conns_per_s %.0f\n", (double)n / (now_s() - start));
+  printf("conns_per_s %.0f\nconns %lu\n", (double)n / (now_s() - start), (unsigned long)n);
   return 0;
 }
