@@ -11,6 +11,7 @@
  * ctest-labels: tsan
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -283,6 +284,55 @@ static void test_drain_out_of_memory(void **state) {
   st_destroy();
 }
 
+/* hr_server_drain on one thread while hr_server_stop runs on another:
+ * whatever the interleaving, a drain that answered 0 has had its callback
+ * run exactly once by the time both calls returned (also when every worker
+ * had ended before the drain armed itself). */
+typedef struct racer_s {
+  hr_server_t *server;
+  ev_t go;
+  int rc;
+} racer_t;
+
+static void *drain_racer(void *arg) {
+  racer_t *r = arg;
+  ev_wait(&r->go, 1, RC_TIMEOUT_MS);
+  r->rc = hr_server_drain(r->server, 0, 1000, on_drained, NULL);
+  return NULL;
+}
+
+static void test_drain_races_stop(void **state) {
+  fx_t *fx = *state;
+  int round, drained = 0;
+  add_routes(fx);
+  for (round = 0; round < 40; round++) {
+    racer_t r;
+    pthread_t t;
+    st_init();
+    fx_start(fx, 2);
+    r.server = fx->server;
+    r.rc = -1;
+    ev_init(&r.go);
+    assert_int_equal(pthread_create(&t, NULL, drain_racer, &r), 0);
+    ev_signal(&r.go);
+    assert_int_equal(hr_server_stop(fx->server, 1000), 0);
+    pthread_join(t, NULL);
+    fx->started = 0;
+    if (r.rc == 0) {
+      drained++;
+      assert_int_equal(ev_count(&st.drained), 1);
+    } else {
+      assert_int_equal(r.rc, HR_ESTATE);
+      assert_int_equal(ev_count(&st.drained), 0);
+    }
+    hr_server_free(fx->server);
+    fx->server = NULL;
+    ev_destroy(&r.go);
+    st_destroy();
+  }
+  print_message("drain won the race %d of 40 times\n", drained);
+}
+
 /* ---- attached ------------------------------------------------------------ */
 
 static void do_drain(fx_t *fx, void *arg) {
@@ -348,6 +398,7 @@ int main(void) {
       T(test_drain_connections),
       T(test_drain_threads_stop),
       T(test_drain_threads_end),
+      T(test_drain_races_stop),
       T(test_drain_out_of_memory),
       T(test_drain_attached),
       T(test_drain_attached_close),

@@ -329,9 +329,11 @@ HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
  *
  * `cb` (may be NULL) runs once everything has stopped: for an attached
  * server on the loop thread, after which hr_server_free() may be called;
- * for worker threads on the last worker thread to finish, after which the
- * host calls hr_server_stop() (it returns at once) or hr_server_free()
- * from another thread, never from `cb` itself.  hr_server_close() or
+ * for worker threads on the last worker thread to finish (or inside this
+ * call, when every worker had finished already: a concurrent
+ * hr_server_stop() ended them), after which the host calls
+ * hr_server_stop() (it returns at once) or hr_server_free() from another
+ * thread, never from `cb` itself.  It runs exactly once.  hr_server_close() or
  * hr_server_stop() during the grace period cut it short with their own
  * deadline (hr_server_close's callback then replaces `cb`).
  *

@@ -13,19 +13,31 @@
 
 #include "server/worker.h"
 
+/* The drain's callback, once, on whichever thread finds it due. */
+static void drain_done(hr_server_t *s) {
+  if (atomic_exchange_explicit(&s->drain_called, 1, memory_order_acq_rel)) return;
+  if (s->drain_cb != NULL) s->drain_cb(s, s->drain_udata);
+}
+
 int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_shutdown_cb cb,
                     void *udata) {
   size_t k;
   if (s == NULL) return HR_EINVAL;
-  if (s->state != HR__SRV_ATTACHED && s->state != HR__SRV_THREADS) return HR_ESTATE;
-  if (s->state == HR__SRV_ATTACHED) {
+  /* Not started (start and attach happen before any call that may
+   * drain).  s->state is not read for worker threads: hr_server_stop may
+   * be writing it on another thread; their end is counted in drain_left. */
+  if (s->workers == NULL) return HR_ESTATE;
+  if (!s->threaded) {
     uv_thread_t self = uv_thread_self();
     if (!uv_thread_equal(&self, &s->workers[0].loop_thread)) return HR_ETHREAD;
+    if (s->state != HR__SRV_ATTACHED) return HR_ESTATE;
+  } else if (atomic_load_explicit(&s->drain_left, memory_order_seq_cst) == 0) {
+    return HR_ESTATE; /* stopped */
   }
   if (atomic_exchange_explicit(&s->draining, 1, memory_order_acq_rel)) return HR_ESTATE;
   s->drain_grace_ms = grace_ms;
   s->drain_deadline_ms = deadline_ms;
-  if (s->state == HR__SRV_ATTACHED) {
+  if (!s->threaded) {
     /* The shutdown that follows the grace period is hr_server_close's. */
     s->state = HR__SRV_CLOSING;
     s->shutdown_cb = cb;
@@ -37,10 +49,17 @@ int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_
   s->drain_udata = udata;
   /* Each worker begins when its async handle wakes it and it sees the
    * flag (on_async, worker.c): as hr_server_stop does, nothing is
-   * allocated, so that no worker can be left out.  Release: the figures
-   * above are visible to the worker that sees the flag. */
-  atomic_store_explicit(&s->drain_go, 1, memory_order_release);
+   * allocated, so that no worker can be left out.  The store publishes
+   * the figures above (seq_cst: see below). */
+  atomic_store_explicit(&s->drain_go, 1, memory_order_seq_cst);
   for (k = 0; k < s->nworkers; k++) hr__worker_wake(&s->workers[k]);
+  /* Every worker may have ended already (a concurrent hr_server_stop):
+   * then no worker saw the flag at its end, and the callback is due here.
+   * seq_cst on drain_go and drain_left, here and in
+   * hr__server_worker_ended: of this load and the last worker's load of
+   * drain_go, at least one sees the other side's store; drain_called
+   * keeps it to one call. */
+  if (atomic_load_explicit(&s->drain_left, memory_order_seq_cst) == 0) drain_done(s);
   return 0;
 }
 
@@ -49,11 +68,12 @@ int hr_server_draining(const hr_server_t *s) {
 }
 
 void hr__server_worker_ended(hr_server_t *s) {
-  /* The last worker thread of a drain to end reports it.  acq_rel: every
-   * worker's work happens before the callback. */
-  if (atomic_fetch_sub_explicit(&s->drain_left, 1, memory_order_acq_rel) == 1 &&
-      atomic_load_explicit(&s->draining, memory_order_acquire) && s->drain_cb != NULL)
-    s->drain_cb(s, s->drain_udata);
+  /* The last worker thread of a drain to end reports it.  seq_cst (also
+   * acq_rel: every worker's work happens before the callback); see
+   * hr_server_drain. */
+  if (atomic_fetch_sub_explicit(&s->drain_left, 1, memory_order_seq_cst) == 1 &&
+      atomic_load_explicit(&s->drain_go, memory_order_seq_cst))
+    drain_done(s);
 }
 
 /* ---- liveness and readiness ---------------------------------------------- */

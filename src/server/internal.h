@@ -523,6 +523,10 @@ struct hr_server_s {
   _Atomic unsigned active_conns;     /* for max_connections */
   _Atomic uint64_t st_rejected;      /* any worker: fetch_add, relaxed */
   unsigned attached_done; /* the attached worker finished (loop thread) */
+  /* Set by hr_server_start before the threads exist, never changed: the
+   * server runs on worker threads (read by any thread; `state` is not, as
+   * hr_server_stop writes it). */
+  int threaded;
   hr_shutdown_cb shutdown_cb;
   void *shutdown_udata;
   size_t rbuf_size;
@@ -539,6 +543,7 @@ struct hr_server_s {
   /* Worker threads: set (release) once the figures above are written;
    * each worker's async handle is then woken, and it begins draining. */
   _Atomic int drain_go;
+  _Atomic int drain_called;          /* the drain's callback has been called */
 };
 
 /* No further request on this worker's connections: it is stopping or

@@ -68,6 +68,7 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   atomic_init(&s->draining, 0);
   atomic_init(&s->drain_left, 0);
   atomic_init(&s->drain_go, 0);
+  atomic_init(&s->drain_called, 0);
   if (uv_mutex_init(&s->abandon_lock) != 0) {
     hr__mem_free(&mem, s);
     return HR_ENOMEM;
@@ -504,6 +505,7 @@ int hr_server_start(hr_server_t *s, unsigned nthreads) {
     return err;
   }
   atomic_init(&s->drain_left, nthreads);
+  s->threaded = 1;
   if ((err = uv_sem_init(&ready, 0)) != 0) {
     free_workers(s);
     return err;
