@@ -1,13 +1,21 @@
 # SPDX-License-Identifier: MIT
 #
 # bench/lib.sh: what the side-by-side benchmark scripts (static.sh, ws.sh,
-# proxy.sh) share.  Source it; it defines:
+# proxy.sh, accept.sh) share.  Source it; it defines:
+#   bench_build TARGET...  unless BUILD is 0, builds these targets of the
+#                        Release tree $BUILD_DIR ($ROOT/build/release)
 #   bench_workdir NAME   a temporary directory in $TMP, removed at exit, and
 #                        the PIDS array of servers killed then
 #   wait_port PORT       returns once 127.0.0.1:PORT accepts (5 s at most)
 #   median               the median of the numbers on standard input (one
 #                        per line or space-separated)
 #   rss_kb PID           a process's VmRSS in KiB
+
+bench_build() {
+  ((${BUILD:-1})) || return 0
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target "$@" >/dev/null
+}
 
 bench_workdir() {
   TMP=$(mktemp -d "/tmp/hroute-$1.XXXXXX")

@@ -33,12 +33,9 @@ while (($#)); do
   esac
 done
 "$ROOT/scripts/deps.sh" --bench
-if ((BUILD)); then
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD_DIR" -j2 --target hello bench_proxy_conns >/dev/null
-fi
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_build hello bench_proxy_conns
 bench_workdir proxy-bench
 
 # Instructions of one hello under callgrind: $1 port, $2 seconds of

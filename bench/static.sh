@@ -77,14 +77,11 @@ done
 
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_build hello
 # shellcheck source=bench/csv.sh
 . "$ROOT/bench/csv.sh"
 bench_workdir static-bench
 
-if ((BUILD)); then
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD_DIR" -j2 --target hello >/dev/null
-fi
 
 DIR=$TMP/www
 mkdir -p "$DIR" "$TMP/nginx"

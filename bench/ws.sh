@@ -77,14 +77,11 @@ ulimit -n "$(ulimit -Hn)"
 
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_build chat bench_ws_load
 # shellcheck source=bench/csv.sh
 . "$ROOT/bench/csv.sh"
 bench_workdir ws-bench
 
-if ((BUILD)); then
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD_DIR" -j2 --target chat bench_ws_load >/dev/null
-fi
 LOAD="$BUILD_DIR/bench_ws_load"
 
 

@@ -10,12 +10,14 @@ status 0.  Everything on loopback; every wait is bounded.
 
 Usage: signals.py PATH_TO_HELLO
 """
-import http.client
-import re
+import os
 import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import hellopy  # noqa: E402  (tests/support/hellopy.py)
 
 GRACE_MS = 1500
 DEADLINE_S = 20
@@ -26,29 +28,14 @@ def fail(msg):
     sys.exit(1)
 
 
-def start(hello, threads):
-    p = subprocess.Popen([hello, "--host", "127.0.0.1", "--port", "0", "--threads",
-                          str(threads), "--drain-grace", str(GRACE_MS)],
-                         stderr=subprocess.PIPE, text=True)
-    line = p.stderr.readline()
-    m = re.search(r"listening on [^:]+:(\d+)", line)
-    if not m:
-        p.kill()
-        fail("hello did not start: " + line)
-    return p, int(m.group(1))
 
 
 def status(port, path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    c.request("GET", path)
-    r = c.getresponse()
-    r.read()
-    c.close()
-    return r.status
+    return hellopy.get(port, path)[0]
 
 
 def sighup_while_draining(hello, threads):
-    p, port = start(hello, threads)
+    p, port = hellopy.start(hello, "--threads", str(threads), "--drain-grace", str(GRACE_MS))
     try:
         p.send_signal(signal.SIGTERM)
         end = time.monotonic() + DEADLINE_S

@@ -11,14 +11,15 @@ and /readyz answers 503.  Everything on loopback; every wait is bounded.
 
 Usage: run.py PATH_TO_HELLO
 """
-import http.client
-import re
+import os
 import signal
-import subprocess
 import sys
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import hellopy  # noqa: E402  (tests/support/hellopy.py)
 
 DEADLINE_S = 20
 
@@ -28,29 +29,12 @@ def fail(msg):
     sys.exit(1)
 
 
-def start(hello):
-    p = subprocess.Popen([hello, "--host", "127.0.0.1", "--port", "0", "--threads", "2",
-                          "--stats", "--drain-grace", "10000"],
-                         stderr=subprocess.PIPE, text=True)
-    line = p.stderr.readline()
-    m = re.search(r"listening on [^:]+:(\d+)", line)
-    if not m:
-        p.kill()
-        fail("hello did not start: " + line)
-    return p, int(m.group(1))
 
 
-def get(port, path, method="GET"):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    c.request(method, path)
-    r = c.getresponse()
-    body = r.read()
-    c.close()
-    return r.status, r.getheader("Content-Type"), body.decode()
 
 
 def scrape(port):
-    status, ctype, text = get(port, "/metrics")
+    status, ctype, text = hellopy.get(port, "/metrics")
     if status != 200 or ctype != "text/plain; version=0.0.4; charset=utf-8":
         fail("GET /metrics: %d %s" % (status, ctype))
     families = {}
@@ -79,16 +63,16 @@ def one(families, name, **labels):
 
 def main():
     hello = sys.argv[1]
-    p, port = start(hello)
+    p, port = hellopy.start(hello, "--threads", "2", "--stats", "--drain-grace", "10000")
     try:
         for _ in range(7):
-            if get(port, "/hello/x")[0] != 200:
+            if hellopy.get(port, "/hello/x")[0] != 200:
                 fail("GET /hello/x")
         for _ in range(3):
-            if get(port, "/nowhere")[0] != 404:
+            if hellopy.get(port, "/nowhere")[0] != 404:
                 fail("GET /nowhere")
         for _ in range(2):
-            if get(port, "/healthz")[:1] != (200,):
+            if hellopy.get(port, "/healthz")[:1] != (200,):
                 fail("GET /healthz")
         route = {"host": "", "route": "/hello/:name", "method": "GET"}
         # The counters of a response are updated as it completes, which
@@ -138,11 +122,11 @@ def main():
         if one(fams, "hroute_requests_total") != 12 + metrics_served - 1:
             fail("hroute_requests_total %r, /metrics served %r" %
                  (one(fams, "hroute_requests_total"), metrics_served))
-        if one(fams, "hroute_draining") != 0 or get(port, "/readyz")[0] != 200:
+        if one(fams, "hroute_draining") != 0 or hellopy.get(port, "/readyz")[0] != 200:
             fail("ready before the drain")
         p.send_signal(signal.SIGTERM)
         end = time.monotonic() + DEADLINE_S
-        while get(port, "/readyz")[0] != 503:
+        while hellopy.get(port, "/readyz")[0] != 503:
             if time.monotonic() > end:
                 fail("/readyz never answered 503 while draining")
             time.sleep(0.02)
