@@ -26,6 +26,7 @@ declare -A mutations=(
   [publish]="QUARKUS=v==1 NO_GRACE=ifreed RELAXED_LOAD=v==1 RELAXED_STORE=v==1 NO_REF=ifreed"
   [cache]="NO_GENERATION=done GEN_FIRST=done SINGLE_BUMP=seen ODD_CACHED=seen RELAXED_GEN=done
            RELAXED_PTR=v==1 RELAXED_WORD=p!=0"
+  [drain]="NO_LATE_CHECK=answer NO_CLAIM=answer ACQ_REL=answer"
 )
 
 failed=0
@@ -59,7 +60,7 @@ check() {
   [[ $verdict == ok ]] || sed -n '1,40p' <<<"$out"
 }
 
-for model in publish cache; do
+for model in publish cache drain; do
   check "$model" ""
   for m in ${mutations[$model]}; do
     check "$model" "${m%%=*}" "${m#*=}"
