@@ -102,12 +102,14 @@ static int has_token(hr_span_t list, hr_span_t token) {
 
 
 /* Whether every coding in a Transfer-Encoding value is "chunked" (the only
- * one hroute decodes; RFC 9112 §6.1 answers others with 501).  llhttp
- * itself rejects lists where chunked is not last. */
+ * one hroute decodes; RFC 9112 §6.1 answers others with 501).  Empty list
+ * elements are no coding (RFC 9110 §5.6.1: a recipient ignores them), as
+ * llhttp reads them too.  llhttp itself rejects lists where chunked is not
+ * last. */
 static int only_chunked(hr_span_t v) {
   hr_span_t item;
   while (hr__list_next(&v, &item))
-    if (!hr_span_eq_nocase(item, HR_SPAN_LIT("chunked"))) return 0;
+    if (item.len != 0 && !hr_span_eq_nocase(item, HR_SPAN_LIT("chunked"))) return 0;
   return 1;
 }
 
