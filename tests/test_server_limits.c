@@ -411,6 +411,66 @@ static void test_keepalive_restarts_per_request(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
+/* Chunked framing out of proportion to its data (more than the header
+ * limit besides one byte per byte of data before it) is refused with 413
+ * at the byte that makes the excess: the same answer whole and split at
+ * any byte (fuzz_differential found the split mattered: the rule was
+ * tested after each read, when data or a fault later in the same read had
+ * already been parsed). */
+static void test_chunk_framing_ratio(void **state) {
+  fx_t *fx = *state;
+  char req[8192];
+  size_t n, at, ext, k;
+  fx->opts.max_header_bytes = 2048;
+  fx_route(fx, "POST", "/e", ta_echo, NULL);
+  fx_start(fx, 1);
+  for (ext = 2044; ext <= 2045; ext++) {
+    /* "8;" + ext + CRLF of framing before the first data byte: 2048 is
+     * allowed, 2049 is not. */
+    n = (size_t)snprintf(req, sizeof req,
+                         "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n8;");
+    memset(req + n, 'x', ext);
+    n += ext;
+    n += (size_t)snprintf(req + n, sizeof req - n, "\r\n12345678\r\n0\r\n\r\n");
+    const size_t splits[] = {0, 70, 500, 1500, n - 30, n - 10};
+    for (k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+      rc_t *c = fx_connect(fx);
+      at = splits[k];
+      if (at == 0)
+        assert_int_equal(rc_send(c, req, n), 0);
+      else
+        assert_int_equal(rc_send_split(c, req, n, at, 20000), 0);
+      if (ext == 2044) {
+        expect_response(c, "HTTP/1.1 200 OK", "12345678", NULL);
+      } else {
+        expect_response(c, "HTTP/1.1 413 Content Too Large", NULL, NULL);
+        assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+      }
+      fx_drop(fx, c);
+    }
+  }
+  /* Trailer fields past the same limit, then a byte that is no framing:
+   * the excess comes first in the stream, so 413, also when the whole
+   * message arrives in one read (llhttp stops at the byte that makes the
+   * excess, before it sees the bad one). */
+  n = (size_t)snprintf(req, sizeof req,
+                       "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "1\r\nx\r\n0\r\nT: ");
+  memset(req + n, 'v', 2100);
+  n += 2100;
+  n += (size_t)snprintf(req + n, sizeof req - n, "\r\n\rHEAD\n");
+  for (k = 0; k < 2; k++) {
+    rc_t *c = fx_connect(fx);
+    if (k == 0)
+      assert_int_equal(rc_send(c, req, n), 0);
+    else
+      assert_int_equal(rc_send_split(c, req, n, 1000, 20000), 0);
+    expect_response(c, "HTTP/1.1 413 Content Too Large", NULL, NULL);
+    assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+    fx_drop(fx, c);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_request_line_limit),
@@ -424,6 +484,7 @@ int main(void) {
       T(test_write_stall),
       T(test_slow_reader_is_not_stalled),
       T(test_keepalive_restarts_per_request),
+      T(test_chunk_framing_ratio),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

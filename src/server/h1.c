@@ -415,15 +415,26 @@ static int step_head(hr__conn_t *c, hr__exchange_t *ex) {
   return 1;
 }
 
-/* Feeds body bytes.  Returns 1 when the message completed, 0 when more
- * bytes are needed, -1 to stop. */
-static int step_body(hr__conn_t *c, hr__exchange_t *ex) {
+/* How many of `n` body bytes llhttp may take in one go.  Chunked framing
+ * may grow up to the header limit besides one byte per byte of data
+ * (hr__framing_excess); a piece ends one byte past what is left of that,
+ * so that an excess is found at the byte that makes it, before anything
+ * after it is parsed: the answer (413, or what a fault before that byte
+ * gets) is the same wherever reads end. */
+static size_t body_piece(const hr__conn_t *c, const hr__exchange_t *ex, size_t n) {
+  uint64_t framing = ex->body_bytes - ex->body_data,
+           limit = c->w->server->opts.max_header_bytes + ex->body_data;
+  uint64_t room = limit > framing ? limit - framing : 0;
+  if (!ex->req.chunked || n <= room) return n;
+  return (size_t)room + 1;
+}
+
+/* Feeds one piece of body bytes from ex->rpos.  Returns 1 when the message
+ * completed, 0 when the piece was taken, -1 to stop. */
+static int body_step_piece(hr__conn_t *c, hr__exchange_t *ex, size_t n) {
   const char *start = c->rbuf + ex->rpos, *stop;
-  size_t n = c->rlen - ex->rpos;
   llhttp_errno_t e;
-  if (n == 0) return 0;
   ex->gap_start = start;
-  ex->last_activity = uv_now(c->w->loop);
   e = llhttp_execute(&ex->parser, start, n);
   if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
   if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
@@ -446,13 +457,23 @@ static int step_body(hr__conn_t *c, hr__exchange_t *ex) {
     return -1;
   }
   ex->body_bytes += (uint64_t)(stop - start);
-  if (ex->body_bytes - ex->body_data >
-      c->w->server->opts.max_header_bytes + ex->body_data) {
+  if (hr__framing_excess(ex, ex->body_bytes - ex->body_data)) {
     hr__h1_fail(c, 413, "chunked framing out of proportion to its data");
     return -1;
   }
   ex->rpos = (size_t)(stop - c->rbuf);
   return ex->msg_complete ? 1 : 0;
+}
+
+/* Feeds body bytes.  Returns 1 when the message completed, 0 when more
+ * bytes are needed, -1 to stop. */
+static int step_body(hr__conn_t *c, hr__exchange_t *ex) {
+  int r = 0;
+  if (ex->rpos == c->rlen) return 0;
+  ex->last_activity = uv_now(c->w->loop);
+  while (r == 0 && ex->rpos < c->rlen)
+    r = body_step_piece(c, ex, body_piece(c, ex, c->rlen - ex->rpos));
+  return r;
 }
 
 /* The message is complete: run the handler (buffered routes) or end the

@@ -546,6 +546,13 @@ struct hr_server_s {
   _Atomic int drain_called;          /* the drain's callback has been called */
 };
 
+/* Whether `framing` bytes of chunked framing are out of proportion to the
+ * body data before them (ex->body_data): more than the header limit
+ * besides one byte per byte of data -> 413. */
+static inline int hr__framing_excess(const hr__exchange_t *ex, uint64_t framing) {
+  return framing > ex->w->server->opts.max_header_bytes + ex->body_data;
+}
+
 /* No further request on this worker's connections: it is stopping or
  * draining.  Loop thread. */
 static inline int hr__worker_ending(const hr__worker_t *w) {
