@@ -75,7 +75,7 @@ static void usage(FILE *out) {
           "  --port N       TCP port, 0 picks a free one (default 8081)\n"
           "  --threads N    1 serves on this thread's loop; more starts N "
           "worker\n"
-          "                 threads with SO_REUSEPORT listeners (default 1, "
+          "                 threads sharing the listening socket (default 1, "
           "max 256)\n"
           "  --token T      PUT and POST need \"Authorization: Bearer T\";\n"
           "                 refused before their body is read (default: none)\n"
