@@ -517,6 +517,26 @@ static void test_tls_trusted(void **state) {
   tf_cert_free(&cert);
 }
 
+/* Bytes received count the header and the plaintext, not the TLS records
+ * read with the header (they are the handshake's). */
+static void test_tls_bytes(void **state) {
+  fx_t *fx = *state;
+  hr_server_stats_t st;
+  uint64_t want = strlen(V1) + strlen(GET);
+  int i;
+  start_tls(fx, HR_PROXY_REQUIRED, loopback);
+  preface(V1, 0); /* the header and the ClientHello in one segment */
+  expect_tls_who(fx, "peer=192.0.2.1:56324 ", "balancer=127.0.0.1");
+  preface(NULL, 0);
+  for (i = 0; i < RC_TIMEOUT_MS; i++) {
+    fx_stats(fx, &st);
+    if (st.bytes_received == want) break;
+    usleep(1000);
+  }
+  assert_int_equal(st.bytes_received, want);
+  tf_cert_free(&cert);
+}
+
 static void test_tls_untrusted(void **state) {
   fx_t *fx = *state;
   tf_conn_t c;
@@ -559,6 +579,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_behind_http_proxies, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls_trusted, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls_untrusted, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_tls_bytes, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_tls_plain_after_header, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

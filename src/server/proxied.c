@@ -130,6 +130,9 @@ static int begin_transport(hr__conn_t *c, uint32_t at) {
   c->proxy_wait = 0;
   c->msg_start = at;
   if (c->t->ops->begin == NULL) return 1;
+  /* Those bytes are the transport's (TLS records), not HTTP: they count
+   * again as the plaintext they carry. */
+  hr__stat_add(&c->w->st_bytes_received, -(uint64_t)(c->rlen - at));
   if (c->t->ops->begin(c->t, c->rbuf + at, c->rlen - at) != 0) {
     hr__conn_close(c);
     return 0;
