@@ -167,6 +167,69 @@ static void test_socket_activation(void **state) {
   }
 }
 
+/* A binary upgrade: the running server hands its listening socket to a
+ * successor (hr_server_listener_fd -> hr_server_listen_fd), then stops;
+ * connections made before, during and after are all served, by one or
+ * the other, and none is refused. */
+static void h_old(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_send(res, 200, "old", 3);
+}
+
+static void h_new(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_send(res, 200, "new", 3);
+}
+
+static void test_hand_over(void **state) {
+  fx_t *fx = *state;
+  hr_router_t *r2 = NULL;
+  hr_server_t *s2 = NULL;
+  rc_t *c;
+  rc_response_t r;
+  int fd, port, i;
+  fx_route(fx, "GET", "/", h_old, NULL);
+  assert_int_equal(hr_server_new(&s2, fx->router, NULL), 0);
+  assert_int_equal(hr_server_listen(s2, "127.0.0.1", 0), 0);
+  assert_int_equal(hr_server_listener_fd(s2, 0), HR_ESTATE); /* not bound yet */
+  hr_server_free(s2);
+  s2 = NULL;
+  fx_start(fx, 2);
+  port = fx->port;
+  assert_int_equal(hr_server_listener_fd(fx->server, 1), HR_EINVAL);
+  assert_int_equal(hr_server_listener_fd(NULL, 0), HR_EINVAL);
+  fd = hr_server_listener_fd(fx->server, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  /* The successor. */
+  assert_int_equal(hr_router_new(&r2, NULL), 0);
+  assert_int_equal(hr_router_add(r2, "GET", "/", h_new, NULL, NULL), 0);
+  assert_int_equal(hr_server_new(&s2, r2, NULL), 0);
+  assert_int_equal(hr_server_listen_fd(s2, fd, NULL), 0);
+  assert_int_equal(hr_server_start(s2, 1), 0);
+  assert_int_equal(hr_server_port(s2, 0), port);
+  /* Both serve now; the old one stops. */
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_true(strcmp(r.body, "old") == 0 || strcmp(r.body, "new") == 0);
+  rc_response_free(&r);
+  assert_int_equal(fx_stop(fx, 1000), 0);
+  /* Only the successor is left, on the same port. */
+  for (i = 0; i < 10; i++) {
+    c = rc_connect(port);
+    assert_non_null(c);
+    assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    expect_response(c, "HTTP/1.1 200 OK", "new", NULL);
+    rc_close(c);
+  }
+  assert_int_equal(hr_server_stop(s2, 1000), 0);
+  hr_server_free(s2);
+  hr_router_free(r2);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -175,6 +238,7 @@ int main(void) {
       T(test_reuseport),
       T(test_listen_option_errors),
       T(test_socket_activation),
+      T(test_hand_over),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -372,6 +372,23 @@ HR_EXTERN int hr_server_route_health(hr_server_t *server, const char *liveness_p
  * or closed / stopped completely.  hr_server_free(NULL) is a no-op. */
 HR_EXTERN void hr_server_free(hr_server_t *server);
 
+/**
+ * A new descriptor (close-on-exec) of the listening socket of address
+ * `index`, for handing it to a process that replaces this one (a binary
+ * upgrade): start the successor with it as LISTEN_FDS (clear
+ * close-on-exec, or dup2 it to descriptor 3 in the child), let it serve
+ * (hr_server_listen_activated / hr_server_listen_fd), then drain this
+ * server.  Both accept from the one socket meanwhile, and it stays open
+ * while either holds it, so no connection is refused.  The caller owns
+ * the descriptor.  Not for addresses with reuseport (each worker has its
+ * own socket there; a successor binds one of its own).  Returns the
+ * descriptor, HR_EINVAL (no such address, reuseport), HR_ESTATE (not
+ * running, or stopped), or a negated errno.  Any thread, while the
+ * server runs, not concurrently with hr_server_drain, hr_server_close or
+ * hr_server_stop.
+ */
+HR_EXTERN int hr_server_listener_fd(const hr_server_t *server, size_t index);
+
 /** The port of listening address `index` (in hr_server_listen order) once
  * bound, else 0.  Any thread after attach / start returned. */
 HR_EXTERN int hr_server_port(const hr_server_t *server, size_t index);

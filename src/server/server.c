@@ -578,6 +578,20 @@ void hr_server_free(hr_server_t *s) {
   hr__mem_free(&mem, s);
 }
 
+int hr_server_listener_fd(const hr_server_t *s, size_t index) {
+  int fd;
+  if (s == NULL || index >= s->naddrs || s->addrs[index].reuseport) return HR_EINVAL;
+  if (s->workers == NULL || (s->state != HR__SRV_ATTACHED && s->state != HR__SRV_THREADS))
+    return HR_ESTATE;
+  /* Worker 0's listener holds the socket (every worker polls a descriptor
+   * of it); it closes only at a shutdown, which the caller does not run
+   * concurrently (see server.h). */
+  fd = s->workers[0].listeners[index].fd;
+  if (fd < 0) return HR_ESTATE;
+  fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  return fd < 0 ? -errno : fd;
+}
+
 int hr_server_port(const hr_server_t *s, size_t index) {
   if (s == NULL || index >= s->naddrs || s->workers == NULL) return 0;
   return s->addrs[index].port;
