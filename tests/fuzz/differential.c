@@ -47,7 +47,11 @@
  *    "keep-alive" is there too), and after answering a request that
  *    expects 100-continue with a body it did not read (RFC 9110 §10.1.1):
  *    that body's bytes, which llhttp may find complete, incomplete or
- *    malformed, are not judged.
+ *    malformed, are not judged; the same after an HTTP/1.0 message with
+ *    Transfer-Encoding answered before its body (/stream).  A Connection
+ *    field among the trailers ends the connection for llhttp but not for
+ *    hroute: trailers do not change how the connection is handled (RFC
+ *    9110 §6.5.1).
  *
  * hroute may never complete a message llhttp does not, accept one llhttp
  * rejects, or see a different method, target or body length (/echo sends
@@ -294,6 +298,7 @@ typedef struct {
   /* Field facts, from the header section only (not trailers). */
   size_t hosts;
   int host_bad, expect_continue, expect_other, te, te_other, close_token;
+  int trailer_connection; /* a Connection field among the trailers */
   /* Body: data bytes, and the framing rules over the bytes between them. */
   uint64_t body_data;
   const char *body_start; /* p + head_end */
@@ -404,7 +409,15 @@ static int l_value_complete(llhttp_t *p) {
   l_msg_t *m = lm(p);
   hr_span_t v = trim(m->value);
   m->in_value = 1;
-  if (m->head_done) return 0; /* a trailer field */
+  if (m->head_done) { /* a trailer field */
+    /* llhttp lets a Connection field in the trailers end the connection;
+     * hroute, as RFC 9110 §6.5.1 asks, does not let trailers change how
+     * the connection is handled. */
+    if (span_is(m->name, "connection")) m->trailer_connection = 1;
+    m->name.len = m->value.len = 0;
+    m->name.ptr = m->value.ptr = NULL;
+    return 0;
+  }
   if (span_is(m->name, "host")) {
     m->hosts++;
     if (v.len && authority_bad(v)) m->host_bad = 1;
@@ -707,6 +720,11 @@ static void compare_llhttp(const char *p, size_t size, const h_run_t *r) {
      * without judging the body. */
     early = m.head_done && m.expect_continue &&
             (m.chunked || (m.has_length && m.content_length > 0));
+    /* HTTP/1.0 with Transfer-Encoding is faulty framing (RFC 9112 §6.1):
+     * hroute serves the message, then closes; /stream answers before its
+     * body, so the connection ends before the body is judged. */
+    early = early || (m.head_done && m.minor == 0 && m.te &&
+                      hr_span_eq(m.target, HR_SPAN_LIT("/stream")));
     if (trace) {
       fprintf(stderr, "message %zu: llhttp %s", k, l_name(&m));
       if (m.outcome == L_REJECT) fprintf(stderr, " (%s)", m.reason ? m.reason : "");
@@ -759,7 +777,8 @@ static void compare_llhttp(const char *p, size_t size, const h_run_t *r) {
         disagree("hroute closed a persistent connection", p, size, k, &m, r);
       return;
     }
-    if (!m.keep_alive) disagree("hroute kept a connection llhttp ends", p, size, k, &m, r);
+    if (!m.keep_alive && !m.trailer_connection)
+      disagree("hroute kept a connection llhttp ends", p, size, k, &m, r);
   }
   if (k < MAX_MSGS && r->nmsgs > k) disagree("hroute answered more messages", p, size, k, &m, r);
 }
