@@ -95,17 +95,21 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
   e->peer[HR__PEER_TEXT - 1] = '\0';
 }
 
+void hr__addr_text(const struct sockaddr_storage *ss, char *out, size_t cap) {
+  out[0] = '\0';
+  if (ss->ss_family == AF_INET)
+    uv_ip4_name((const struct sockaddr_in *)ss, out, cap);
+  else if (ss->ss_family == AF_INET6)
+    uv_ip6_name((const struct sockaddr_in6 *)ss, out, cap);
+}
+
 void hr__access_peer(hr__conn_t *c) {
   struct sockaddr_storage ss;
   int len = (int)sizeof ss;
   char *room = hr__conn_peer_text(c);
   if (room == NULL) return;
   room[0] = '\0';
-  if (hr__conn_peer(c, (struct sockaddr *)&ss, &len) != 0) return;
-  if (ss.ss_family == AF_INET)
-    uv_ip4_name((const struct sockaddr_in *)&ss, room, HR__PEER_TEXT);
-  else if (ss.ss_family == AF_INET6)
-    uv_ip6_name((const struct sockaddr_in6 *)&ss, room, HR__PEER_TEXT);
+  if (hr__conn_peer(c, (struct sockaddr *)&ss, &len) == 0) hr__addr_text(&ss, room, HR__PEER_TEXT);
 }
 
 /* Decimal digits of v at w; returns their count. */

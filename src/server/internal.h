@@ -362,6 +362,9 @@ void hr__access_log(hr__exchange_t *ex);
 /* Renders the peer of a new connection into its room (a no-op without an
  * access log; empty when the transport has no peer address). */
 void hr__access_peer(hr__conn_t *c);
+/* An IPv4 or IPv6 address as text, without the port, into out (cap bytes;
+ * empty for another family). */
+void hr__addr_text(const struct sockaddr_storage *ss, char *out, size_t cap);
 void hr__worker_ctx_prepare(hr__worker_t *w);
 void hr__worker_ctx_sweep(hr__worker_t *w, int all);
 

@@ -112,12 +112,8 @@ static int refuse(hr__conn_t *c, const char *why) {
   char peer[64] = "?";
   hr__stat_inc(&c->w->st_bad);
   if (c->w->server->opts.log != NULL &&
-      c->t->ops->peer(c->t, (struct sockaddr *)&ss, &len) == 0) {
-    if (ss.ss_family == AF_INET)
-      uv_ip4_name((const struct sockaddr_in *)&ss, peer, sizeof peer);
-    else if (ss.ss_family == AF_INET6)
-      uv_ip6_name((const struct sockaddr_in6 *)&ss, peer, sizeof peer);
-  }
+      c->t->ops->peer(c->t, (struct sockaddr *)&ss, &len) == 0)
+    hr__addr_text(&ss, peer, sizeof peer);
   hr__log(c->w, HR_LOG_INFO, "closed the connection from %s: %s", peer, why);
   hr__conn_close(c);
   return 0;
