@@ -88,6 +88,20 @@ static void expect_who(fx_t *fx, const void *head, size_t n, const char *body) {
   fx_drop(fx, c);
 }
 
+/* Sends `head` (n bytes) then GET on one connection; the body must hold
+ * `a` and `b`. */
+static void expect_who_has(fx_t *fx, const void *head, size_t n, const char *a, const char *b) {
+  rc_t *c = fx_connect(fx);
+  rc_response_t r;
+  if (n > 0) assert_int_equal(rc_send(c, head, n), 0);
+  assert_int_equal(rc_send_str(c, GET), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  assert_non_null(strstr(r.body, a));
+  assert_non_null(strstr(r.body, b));
+  rc_response_free(&r);
+  fx_drop(fx, c);
+}
+
 /* Sends `head` then GET; the connection must close without a response. */
 static void expect_refused(fx_t *fx, const void *head, size_t n) {
   rc_t *c = fx_connect(fx);
@@ -176,35 +190,19 @@ static void test_trusted_v2(void **state) {
       "\x02\x00\x0b" "example.com"
       "\x20\x00\x0f\x01\x00\x00\x00\x00\x21\x00\x07TLSv1.3";
   static const unsigned char local[] = "\r\n\r\n\0\r\nQUIT\n\x20\x00\x00\x00";
-  rc_t *c;
-  rc_response_t r;
   start(fx, HR_PROXY_OPTIONAL, loopback);
   expect_who(fx, v2, sizeof v2 - 1,
              "peer=192.0.2.9:12345 proxy=2 proxied=1 alpn=h2 authority=example.com "
              "ssl=1/1/0/TLSv1.3/ balancer=127.0.0.1");
-  c = fx_connect(fx);
-  assert_int_equal(rc_send(c, local, sizeof local - 1), 0);
-  assert_int_equal(rc_send_str(c, GET), 0);
-  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
-  assert_non_null(strstr(r.body, "peer=127.0.0.1:"));
-  assert_non_null(strstr(r.body, "proxy=2 proxied=0"));
-  rc_response_free(&r);
-  fx_drop(fx, c);
+  expect_who_has(fx, local, sizeof local - 1, "peer=127.0.0.1:", "proxy=2 proxied=0");
   /* Optional: a trusted peer without a header is served as itself. */
-  c = fx_connect(fx);
-  assert_int_equal(rc_send_str(c, GET), 0);
-  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
-  assert_non_null(strstr(r.body, "proxy=none"));
-  rc_response_free(&r);
-  fx_drop(fx, c);
+  expect_who_has(fx, NULL, 0, "peer=127.0.0.1:", "proxy=none");
 }
 
 /* The peer (127.0.0.1) is not trusted: its header is refused, its plain
  * HTTP served. */
 static void test_untrusted(void **state) {
   fx_t *fx = *state;
-  rc_t *c;
-  rc_response_t r;
   nlogged = 0;
   fx->opts.log = on_server_log;
   start(fx, HR_PROXY_REQUIRED, elsewhere);
@@ -214,13 +212,7 @@ static void test_untrusted(void **state) {
   expect_logged(0, "closed the connection from 127.0.0.1: a PROXY protocol header from a peer "
                    "outside the trusted networks");
   expect_refused(fx, "\r\n\r\n\0\r\nQUIT\n\x20\x00\x00\x00", 16);
-  c = fx_connect(fx);
-  assert_int_equal(rc_send_str(c, GET), 0);
-  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
-  assert_non_null(strstr(r.body, "peer=127.0.0.1:"));
-  assert_non_null(strstr(r.body, "proxy=none"));
-  rc_response_free(&r);
-  fx_drop(fx, c);
+  expect_who_has(fx, NULL, 0, "peer=127.0.0.1:", "proxy=none");
 }
 
 /* A header that never ends meets the header timeout. */
