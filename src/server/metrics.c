@@ -49,14 +49,19 @@ static void mb_put(mbuf_t *b, const char *p, size_t n) {
 
 static void mb_printf(mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void mb_printf(mbuf_t *b, const char *fmt, ...) {
-  char tmp[256];
   va_list ap;
   int n;
   va_start(ap, fmt);
-  n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+  n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  /* Every format here is a name and numbers: far below 256 bytes. */
-  if (n > 0 && (size_t)n < sizeof(tmp)) mb_put(b, tmp, (size_t)n);
+  if (n < 0 || mb_room(b, (size_t)n + 1) != 0) { /* + 1: vsnprintf's NUL */
+    b->oom = 1;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
 }
 
 /* Length of the well-formed UTF-8 sequence at `p` (avail bytes, the first
