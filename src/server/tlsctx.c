@@ -15,6 +15,7 @@
 #include "hroute/error.h"
 #include "server/tlsctx.h"
 #include "util/rcu.h"
+#include "util/testpoint.h"
 
 /* The "intermediate" profile's TLS 1.2 suites; TLS 1.3 keeps OpenSSL's. */
 static const char tls12_ciphers[] =
@@ -119,6 +120,7 @@ static int on_servername(SSL *ssl, int *alert, void *arg) {
   hr__rcu_read_lock();
   /* Acquire: pairs with the release in hr__tlsconf_set_name. */
   names = atomic_load_explicit(&conf->names, memory_order_acquire);
+  HR__TP(HR__TP_TLS_SNI_NAMES, conf);
   for (i = 0; names != NULL && i < names->n; i++) {
     const char *e = names->e[i].name;
     int hit;
@@ -407,8 +409,13 @@ static void reclaim(struct rcu_head *h) {
   HR__CB_DONE();
 }
 
-/* Frees `r`'s objects once no reader can hold them.  Under conf->lock. */
+/* Frees `r`'s objects once no reader can hold them.  Called WITHOUT
+ * conf->lock: waiting for a grace period while holding it would deadlock
+ * with a reader that takes it, that is, a handler (inside its connection's
+ * read-side section) calling hr_server_tls_update: this thread would wait
+ * for the handler's section to end, the handler for the lock. */
 static void retire(hr__tlsconf_t *conf, retired_t *r) {
+  if (r->ctx == NULL && r->names == NULL) return;
   if (urcu_bp_read_ongoing()) {
     /* Called inside a read-side section (a handler): waiting for a grace
      * period here would wait for ourselves. */
@@ -420,6 +427,7 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
     urcu_bp_call_rcu(&q->rcu, reclaim);
     return;
   }
+  HR__TP(HR__TP_TLS_RETIRE_WAIT, conf);
   urcu_bp_synchronize_rcu();
   HR__GP_ACQUIRE();
   r->mem = conf->mem;
@@ -433,8 +441,8 @@ void hr__tlsconf_replace(hr__tlsconf_t *conf, SSL_CTX *ctx) {
   /* Release: pairs with the acquire load in hr__tlsconf_new_ssl, so a
    * reader sees the context complete. */
   r.ctx = atomic_exchange_explicit(&conf->ctx, ctx, memory_order_acq_rel);
-  retire(conf, &r);
   uv_mutex_unlock(&conf->lock);
+  retire(conf, &r);
 }
 
 int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx) {
@@ -468,12 +476,10 @@ int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx) {
   memcpy(nt->e[at].name, key, sizeof key);
   nt->e[at].ctx = ctx;
   atomic_store_explicit(&conf->names, nt, memory_order_release);
-  if (old != NULL) {
-    memset(&r, 0, sizeof(r));
-    r.names = old;
-    retire(conf, &r);
-  }
   uv_mutex_unlock(&conf->lock);
+  memset(&r, 0, sizeof(r));
+  r.names = old;
+  retire(conf, &r);
   return 0;
 }
 

@@ -3,6 +3,9 @@
 #include "sync.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,4 +71,31 @@ unsigned long long now_ms(void) {
          (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
-void watchdog(unsigned seconds) { alarm(seconds); }
+void watchdog(unsigned seconds) {
+  signal(SIGALRM, SIG_DFL);
+  alarm(seconds);
+}
+
+static const char *watchdog_what;
+
+static void watchdog_fired(int sig) {
+  static const char pre[] = "watchdog: ", post[] = " did not finish (a deadlock?)\n";
+  (void)sig;
+  /* Only async-signal-safe calls here. */
+  if (write(2, pre, sizeof pre - 1) < 0 ||
+      write(2, watchdog_what, strlen(watchdog_what)) < 0 ||
+      write(2, post, sizeof post - 1) < 0) {
+    /* nothing more to say */
+  }
+  _exit(1);
+}
+
+void watchdog_say(unsigned seconds, const char *what) {
+  watchdog_what = what;
+  signal(SIGALRM, watchdog_fired);
+  alarm(seconds);
+}
+
+void spin_until(_Atomic int *flag, int value) {
+  while (atomic_load_explicit(flag, memory_order_relaxed) != value) sched_yield();
+}

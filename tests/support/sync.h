@@ -9,6 +9,7 @@
 #define HR_TEST_SYNC_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 typedef struct ev_s {
   pthread_mutex_t mu;
@@ -35,5 +36,15 @@ unsigned long long now_ms(void);
 /* Arms a SIGALRM watchdog: the test process dies after `seconds` (each call
  * re-arms it), so a hung test fails instead of blocking ctest. */
 void watchdog(unsigned seconds);
+/* The same, saying first on stderr that `what` (a string that outlives the
+ * watchdog) did not finish: for a test whose failure is a hang, such as a
+ * deadlock. */
+void watchdog_say(unsigned seconds, const char *what);
+
+/* Spins (yielding) until *flag holds `value`, with relaxed loads: a wait
+ * that orders two threads in time without adding a happens-before edge
+ * between them, so ThreadSanitizer still judges the code under test.  A
+ * watchdog bounds it. */
+void spin_until(_Atomic int *flag, int value);
 
 #endif
