@@ -35,6 +35,7 @@
 #include "delegate/builtin.h"
 #include "delegate/registry.h"
 #include "router/route.h"
+#include "util/testpoint.h"
 
 /* ---- counters -------------------------------------------------------------- */
 
@@ -126,8 +127,10 @@ static int add_delegate(hr__registry_t *reg, hr_type_id_t type,
    * (acquire) sees this too, so it never trusts a word tagged before.
    * Registrations are serialised (reg->lock), so parity tells. */
   atomic_fetch_add_explicit(&reg->generation, 1, memory_order_release);
+  HR__TP(HR__TP_DELEGATE_ODD, reg);
   /* Pairs with the acquire loads in walk(). */
   atomic_store_explicit(&t->delegate, copy, memory_order_release);
+  HR__TP(HR__TP_DELEGATE_STORED, reg);
   /* Even: in force.  A reader that sees it finds the delegate.  Pairs with
    * the acquire load of generation in hr__registry_lookup(). */
   atomic_fetch_add_explicit(&reg->generation, 1, memory_order_release);
@@ -191,6 +194,7 @@ int hr__registry_lookup(hr__registry_t *reg, hr_type_id_t type, hr_lookup_t *out
   if (t == NULL) return HR_EINVAL; /* unknown ids are never cached */
   /* Pairs with the release increments in add_delegate(). */
   gen = atomic_load_explicit(&reg->generation, memory_order_acquire);
+  HR__TP(HR__TP_LOOKUP_GEN, reg);
   /* Pairs with the release store below, by whichever reader walked: what
    * it saw of the delegate is visible here too. */
   word = (gen & 1) ? 0 : atomic_load_explicit(&t->cache, memory_order_acquire);
@@ -199,6 +203,7 @@ int hr__registry_lookup(hr__registry_t *reg, hr_type_id_t type, hr_lookup_t *out
     count(from ? &shard(reg)->hits : &shard(reg)->misses);
   } else {
     from = walk(reg, type);
+    HR__TP(HR__TP_LOOKUP_WALKED, reg);
     if (!(gen & 1))
       atomic_store_explicit(&t->cache, ((uint64_t)gen << 32) | 0x80000000u | from,
                             memory_order_release);
@@ -209,9 +214,14 @@ int hr__registry_lookup(hr__registry_t *reg, hr_type_id_t type, hr_lookup_t *out
     return HR_ENODELEGATE;
   }
   out->from = from;
-  /* Pairs with the release store in add_delegate(). */
+  /* Relaxed: this thread has either seen the pointer non-NULL itself, with
+   * the walk's acquire load, or hit a word whose acquire load pairs with
+   * the release store of the reader that walked and saw it; either way the
+   * delegate's store happens before this load.  So it is the word's
+   * ordering that makes a hit safe (and ThreadSanitizer checks it: with
+   * an acquire load here, a relaxed word would go unseen). */
   out->delegate = atomic_load_explicit(&hr__registry_type(reg, from)->delegate,
-                                       memory_order_acquire);
+                                       memory_order_relaxed);
   return 0;
 }
 

@@ -5,6 +5,7 @@
  * the reference count that keeps an invoker alive while a table or an
  * unfinished request can reach it.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "router/route.h"
@@ -78,6 +79,11 @@ void hr__invoker_ref(hr_route_t *inv) {
   /* Relaxed: the caller already reaches `inv` through a table it may read
    * (inside a read-side critical section) or through another reference. */
   atomic_fetch_add_explicit(&inv->refs, 1, memory_order_relaxed);
+}
+
+void hr__invoker_ref_reader(hr_route_t *inv) {
+  assert(urcu_bp_read_ongoing());
+  hr__invoker_ref(inv);
 }
 
 void hr__invoker_unref(hr_route_t *inv) {

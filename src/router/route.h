@@ -167,7 +167,16 @@ struct hr_route_s {
 typedef struct hr__mwlist_s hr__mwlist_t;
 int hr__invoker_new(hr__mem_t *m, hr__core_t *core, const hr__mwlist_t *mws,
                     hr_route_t **out);
+/* A reference for a holder that already owns one, or for the writer
+ * building a table (lock held). */
 void hr__invoker_ref(hr_route_t *inv);
+/* A reader's reference on an invoker it reached through a published table:
+ * only inside the read-side critical section in which it loaded the table
+ * (after the section the table may already be freed).  Asserted in builds
+ * with assertions, as the Linux kernel's lockdep-checked RCU dereferences
+ * are, so that a reference taken too late fails every test that takes one
+ * rather than the one run in a thousand that loses the race. */
+void hr__invoker_ref_reader(hr_route_t *inv);
 void hr__invoker_unref(hr_route_t *inv);
 /* Converts typed parameters; returns 0, or -1 when one does not convert. */
 int hr__invoker_convert(const hr_route_t *inv, const hr_param_t *params,

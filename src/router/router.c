@@ -146,7 +146,7 @@ void hr__router_loop_release(hr_router_t *r, int loop) {
 
 static void reclaim(struct rcu_head *head) {
   hr__table_t *t = caa_container_of(head, hr__table_t, rcu);
-  HR__GP_ACQUIRE(); /* the grace period: see util/rcu.h */
+  HR__CB_BEGIN(head); /* the queue and the grace period: see util/rcu.h */
   hr__table_free(t);
   HR__CB_DONE();
 }
@@ -162,7 +162,7 @@ static void reclaim_list(hr__table_t *t) {
      * wait for ourselves: let call_rcu free them later. */
     for (; t != NULL; t = next) {
       next = t->retired_next;
-      urcu_bp_call_rcu(&t->rcu, reclaim);
+      hr__call_rcu(&t->rcu, reclaim);
     }
     return;
   }

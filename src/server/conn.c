@@ -88,7 +88,7 @@ void hr__conn_drop_exchange(hr__conn_t *c, int body_status) {
   c->rbuf = NULL;
   c->rlen = c->msg_start = 0;
   if (ex->req.route != NULL && !ex->route_ref) {
-    hr__invoker_ref((hr_route_t *)ex->req.route);
+    hr__invoker_ref_reader((hr_route_t *)ex->req.route);
     ex->route_ref = 1;
   }
   hr__exchange_detach(ex);
@@ -404,7 +404,7 @@ static void conn_process(hr__conn_t *c) {
     ;
   ex = c->ex;
   if (ex != NULL && ex->req.route != NULL && !ex->route_ref) {
-    hr__invoker_ref((hr_route_t *)ex->req.route);
+    hr__invoker_ref_reader((hr_route_t *)ex->req.route);
     ex->route_ref = 1;
   }
   hr__rcu_read_unlock();

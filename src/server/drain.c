@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/worker.h"
+#include "util/testpoint.h"
 
 /* The drain's callback, once, on whichever thread finds it due. */
 static void drain_done(hr_server_t *s) {
@@ -34,6 +35,7 @@ int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_
   } else if (atomic_load_explicit(&s->drain_left, memory_order_seq_cst) == 0) {
     return HR_ESTATE; /* stopped */
   }
+  HR__TP(HR__TP_DRAIN_CHECKED, s);
   if (atomic_exchange_explicit(&s->draining, 1, memory_order_acq_rel)) return HR_ESTATE;
   s->drain_grace_ms = grace_ms;
   s->drain_deadline_ms = deadline_ms;
@@ -53,6 +55,7 @@ int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_
    * the figures above (seq_cst: see below). */
   atomic_store_explicit(&s->drain_go, 1, memory_order_seq_cst);
   for (k = 0; k < s->nworkers; k++) hr__worker_wake(&s->workers[k]);
+  HR__TP(HR__TP_DRAIN_ARMED, s);
   /* Every worker may have ended already (a concurrent hr_server_stop):
    * then no worker saw the flag at its end, and the callback is due here.
    * seq_cst on drain_go and drain_left, here and in

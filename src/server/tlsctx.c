@@ -206,7 +206,7 @@ static int make_key(hr__tkey_t *k) {
 
 static void free_tickets(struct rcu_head *h) {
   hr__tickets_t *t = (hr__tickets_t *)((char *)h - offsetof(hr__tickets_t, rcu));
-  HR__GP_ACQUIRE();
+  HR__CB_BEGIN(h); /* the queue and the grace period: see util/rcu.h */
   OPENSSL_cleanse(t->key, sizeof t->key);
   hr__mem_free(t->mem, t);
   HR__CB_DONE();
@@ -243,7 +243,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
   uv_mutex_unlock(&conf->lock);
   if (old != NULL) {
     atomic_store_explicit(&conf->used_call_rcu, 1, memory_order_relaxed);
-    urcu_bp_call_rcu(&old->rcu, free_tickets);
+    hr__call_rcu(&old->rcu, free_tickets);
   }
   return 0;
 }
@@ -403,7 +403,7 @@ static void free_retired(retired_t *r) {
 
 static void reclaim(struct rcu_head *h) {
   retired_t *r = (retired_t *)((char *)h - offsetof(retired_t, rcu));
-  HR__GP_ACQUIRE(); /* every reader that could have loaded it is done */
+  HR__CB_BEGIN(h); /* the queue, and every reader that could have loaded it is done */
   free_retired(r);
   hr__mem_free(r->mem, r);
   HR__CB_DONE();
@@ -424,7 +424,7 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
     *q = *r;
     q->mem = conf->mem;
     atomic_store_explicit(&conf->used_call_rcu, 1, memory_order_relaxed);
-    urcu_bp_call_rcu(&q->rcu, reclaim);
+    hr__call_rcu(&q->rcu, reclaim);
     return;
   }
   HR__TP(HR__TP_TLS_RETIRE_WAIT, conf);

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Proof that ThreadSanitizer sees races that involve liburcu's call_rcu
+ * thread (run by tests/tsan/call_rcu_edges.sh, in TSan builds only).
+ *
+ *   call_rcu_edges ok     a reader reads the object inside its read-side
+ *                         section; the writer unpublishes it, writes to it
+ *                         and hands it to call_rcu, whose callback reads and
+ *                         frees it.  Must run clean: the grace period and the
+ *                         queue are the edges util/rcu.h annotates.
+ *   call_rcu_edges early  the same, but the reader reads once more after its
+ *                         section has ended: the callback may free the object
+ *                         first.  A deliberate bug that TSan must report
+ *                         (with `race:liburcu-bp.so.8` in the suppressions it
+ *                         was hidden, since the free's stack is liburcu's).
+ *
+ * The reader's late read and the writer's handing over are ordered in time
+ * with relaxed flags only, so nothing but the annotated edges orders them.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/rcu.h"
+
+typedef struct obj_s {
+  struct rcu_head rcu;
+  int value;
+  int written_before_handover;
+} obj_t;
+
+static _Atomic(obj_t *) published;
+static _Atomic int loaded, handed_over;
+static int early;
+static int seen;
+
+static void spin(_Atomic int *f) {
+  while (!atomic_load_explicit(f, memory_order_relaxed)) sched_yield();
+}
+
+static void free_obj(struct rcu_head *h) {
+  obj_t *o = caa_container_of(h, obj_t, rcu);
+  HR__CB_BEGIN(h);
+  if (o->written_before_handover != 1) abort();
+  free(o);
+  HR__CB_DONE();
+}
+
+static void *reader(void *arg) {
+  obj_t *o;
+  (void)arg;
+  hr__rcu_read_lock();
+  o = atomic_load_explicit(&published, memory_order_acquire);
+  seen = o->value;
+  atomic_store_explicit(&loaded, 1, memory_order_relaxed);
+  hr__rcu_read_unlock();
+  if (early) {
+    spin(&handed_over);
+    seen += o->value; /* the bug: after the section ended */
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  pthread_t t;
+  obj_t *o = calloc(1, sizeof(*o));
+  if (argc != 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "early") != 0)) {
+    fprintf(stderr, "usage: call_rcu_edges ok|early\n");
+    return 2;
+  }
+  early = strcmp(argv[1], "early") == 0;
+  if (o == NULL) return 1;
+  o->value = 7;
+  atomic_store_explicit(&published, o, memory_order_release);
+  if (pthread_create(&t, NULL, reader, NULL) != 0) return 1;
+  spin(&loaded);
+  atomic_store_explicit(&published, NULL, memory_order_release);
+  o->written_before_handover = 1;
+  hr__call_rcu(&o->rcu, free_obj);
+  atomic_store_explicit(&handed_over, 1, memory_order_relaxed);
+  pthread_join(t, NULL);
+  hr__rcu_barrier();
+  printf("seen %d\n", seen);
+  return 0;
+}
