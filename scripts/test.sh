@@ -10,6 +10,8 @@
 #   asan   AddressSanitizer (leaks included) and UBSan; every test
 #   tsan   ThreadSanitizer; only the tests labelled `stress` or `tsan`
 #   fuzz   clang + libFuzzer: every tests/fuzz target for a bounded run
+#   mutate scripts/mutate.sh: every concurrency mutant of tests/mutants must
+#          be caught by its test (each caught mutant counts as a pass)
 # --quick runs the first stage only. Missing Debian packages are installed
 # first (scripts/deps.sh). Exits non-zero when any stage fails, and ends with
 # one summary line counting the tests of all stages.
@@ -130,6 +132,28 @@ stage() {
   echo "$name: $((SECONDS - start)) s"
 }
 
+# The mutation check: each mutant caught counts as a passed test, each one
+# that survives (or does not apply or build) as a failed one.
+mutate_stage() {
+  local log=build/mutate.log rc=0 start=$SECONDS line caught=0 total=0
+  banner "mutate: scripts/mutate.sh"
+  mkdir -p build
+  HROUTE_JOBS=$jobs scripts/mutate.sh 2>&1 | tee "$log" || rc=$?
+  line=$(grep -E '^mutate: [0-9]+ of [0-9]+ caught' "$log" | tail -n 1 || true)
+  if [[ $line =~ ([0-9]+)\ of\ ([0-9]+) ]]; then
+    caught=${BASH_REMATCH[1]}
+    total=${BASH_REMATCH[2]}
+  fi
+  total_passed=$((total_passed + caught))
+  total_failed=$((total_failed + total - caught))
+  summaries+=("mutate: $caught passed, $((total - caught)) failed, 0 skipped")
+  if [[ $rc -ne 0 ]]; then
+    failed_stages+=("mutate")
+    [[ $caught -eq $total ]] && total_failed=$((total_failed + 1))
+  fi
+  echo "mutate: $((SECONDS - start)) s"
+}
+
 finish() {
   banner "summary"
   local s
@@ -166,6 +190,8 @@ run_stages() {
   else
     summaries+=("fuzz: skipped (no clang)")
   fi
+
+  mutate_stage
 }
 
 run_stages

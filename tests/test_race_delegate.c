@@ -9,6 +9,9 @@
  *   (the pointer's release/acquire; ThreadSanitizer checks it).
  * - A second lookup of that generation hits the word the first stored: it
  *   must read the delegate complete too (the word's release/acquire, TSan).
+ * - No revert to the word before: a miss cached before a registration,
+ *   while the registration is under way (stored, not yet in force), after
+ *   this reader found the delegate by walking.
  * - No revert: a reader walks before a registration stores its delegate
  *   and caches what it found after another reader found the delegate; the
  *   second reader's next lookup must still find it (the odd generation:
@@ -44,7 +47,7 @@ static struct {
   _Atomic int w_odd, r2_walked, w_stored, r1_first_done, r2_done, r1_second_done;
 } g;
 
-enum { SCHED_ONE_WALKER = 1, SCHED_WALKER_AND_HITTER, SCHED_REVERT };
+enum { SCHED_ONE_WALKER = 1, SCHED_WALKER_AND_HITTER, SCHED_REVERT, SCHED_OLD_WORD };
 
 static hr_router_t *router;
 static hr_type_id_t type;
@@ -90,6 +93,12 @@ static void hook(hr__tp_t tp, void *arg) {
     if (tp == HR__TP_LOOKUP_WALKED && role == ROLE_R2) {
       atomic_store_explicit(&g.r2_walked, 1, memory_order_relaxed);
       spin_until(&g.r1_first_done, 1);
+    }
+    break;
+  case SCHED_OLD_WORD:
+    if (tp == HR__TP_DELEGATE_STORED && role == ROLE_WRITER) {
+      atomic_store_explicit(&g.w_stored, 1, memory_order_relaxed);
+      spin_until(&g.r1_second_done, 1);
     }
     break;
   default:
@@ -235,6 +244,37 @@ static void test_no_revert_to_a_stale_miss(void **state) {
   assert_int_equal(after.rc, 0);
 }
 
+/* R1 alone: two lookups while the registration is stored but not yet in
+ * force, with a miss cached before it began. */
+static void *r1_alone(void *arg) {
+  r1_t *r = arg;
+  role = ROLE_R1;
+  spin_until(&g.w_stored, 1);
+  look(&r->first);
+  look(&r->second);
+  atomic_store_explicit(&g.r1_second_done, 1, memory_order_relaxed);
+  return NULL;
+}
+
+static void test_no_revert_to_the_word_before(void **state) {
+  pthread_t t1;
+  r1_t r1;
+  look_t before = {ROLE_NONE, -1, ""};
+  (void)state;
+  memset(&r1, 0, sizeof r1);
+  look(&before); /* caches the miss */
+  assert_int_equal(before.rc, HR_ENODELEGATE);
+  g.schedule = SCHED_OLD_WORD;
+  assert_int_equal(pthread_create(&t1, NULL, r1_alone, &r1), 0);
+  register_now();
+  pthread_join(t1, NULL);
+  /* The delegate was stored before R1 looked: a walk finds it.  R1 may
+   * not answer the older miss after that. */
+  assert_int_equal(r1.first.rc, 0);
+  assert_int_equal(r1.second.rc, 0);
+  assert_string_equal(r1.second.text, "from the delegate");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -242,6 +282,7 @@ int main(void) {
       T(test_walk_after_registration_reads_it_complete),
       T(test_hit_on_a_walkers_word_reads_it_complete),
       T(test_no_revert_to_a_stale_miss),
+      T(test_no_revert_to_the_word_before),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,7 @@
 
 #include "hroute/error.h"
 #include "server/tls.h"
+#include "server/tlsctx.h"
 
 struct hr__tls_s {
   hr__transport_t base;   /* what the connection sees */
@@ -480,6 +481,7 @@ static void inner_write_done(void *owner, int status) {
 
 static void inner_closed(void *owner) {
   hr__tls_t *t = owner;
+  HR__TLS_UNREF();
   SSL_free(t->ssl);
   t->ssl = NULL;
   hr__mem_free(t->lp->mem, t->pend);

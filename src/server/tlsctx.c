@@ -132,6 +132,7 @@ static int on_servername(SSL *ssl, int *alert, void *arg) {
     }
     if (hit) {
       SSL_CTX *nctx = names->e[i].ctx;
+      HR__TLS_USED(nctx);
       SSL_set_SSL_CTX(ssl, nctx); /* takes its own reference */
       /* SSL_set_SSL_CTX keeps the verify settings SSL_new copied from the
        * default context: take the named one's (mutual TLS per name). */
@@ -190,8 +191,23 @@ static int load_client_cas(SSL_CTX *ctx, const hr_tls_options_t *o) {
 static int conf_index = -1;
 static uv_once_t conf_index_once = UV_ONCE_INIT;
 
+#ifdef HR__TSAN
+char hr__tls_ref_edge;
+
+/* Runs inside the SSL_CTX_free that drops the last reference, before
+ * OpenSSL frees the context: see HR__TLS_UNREF. */
+static void ctx_freed(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+                      void *argp) {
+  (void)parent, (void)ptr, (void)ad, (void)idx, (void)argl, (void)argp;
+  __tsan_acquire(&hr__tls_ref_edge);
+}
+#define CTX_FREED ctx_freed
+#else
+#define CTX_FREED NULL
+#endif
+
 static void make_conf_index(void) {
-  conf_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+  conf_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, CTX_FREED);
 }
 
 static uint64_t now_ms(void) { return uv_hrtime() / 1000000; }
@@ -363,6 +379,7 @@ int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **o
     SSL_CTX_free(ctx);
     return err;
   }
+  HR__TLS_BUILT(ctx); /* complete: what its publication must order */
   *out = ctx;
   return 0;
 }
@@ -394,6 +411,7 @@ typedef struct retired_s {
 
 static void free_retired(retired_t *r) {
   size_t i;
+  HR__TLS_UNREF();
   SSL_CTX_free(r->ctx);
   if (r->names != NULL) {
     for (i = 0; i < r->names->n; i++) SSL_CTX_free(r->names->e[i].ctx);
@@ -484,11 +502,15 @@ int hr__tlsconf_set_name(hr__tlsconf_t *conf, const char *name, SSL_CTX *ctx) {
 }
 
 SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
+  SSL_CTX *ctx;
   SSL *ssl;
   hr__rcu_read_lock();
   /* Acquire: pairs with the release in hr__tlsconf_replace. */
-  ssl = SSL_new(atomic_load_explicit(&conf->ctx, memory_order_acquire));
+  ctx = atomic_load_explicit(&conf->ctx, memory_order_acquire);
+  HR__TLS_USED(ctx);
+  ssl = SSL_new(ctx);
   hr__rcu_read_unlock();
+  HR__TP(HR__TP_TLS_NEW_SSL, conf);
   return ssl;
 }
 

@@ -22,6 +22,30 @@
 
 #include "hroute/tls.h"
 #include "util/mem.h"
+#include "util/rcu.h"
+
+/* ThreadSanitizer cannot see into OpenSSL (not instrumented), so in TSan
+ * builds hroute tells it what a context's publication must order: the
+ * builder's writes (HR__TLS_BUILT, one annotated write of the context's
+ * first word once it is complete) against every handshake's use
+ * (HR__TLS_USED, an annotated read after the acquire load).  A relaxed
+ * publication then shows as a race.  Since OpenSSL's reference counts are
+ * unseen too, every reference hroute drops releases one address
+ * (HR__TLS_UNREF, before SSL_free and SSL_CTX_free) and the context's
+ * ex_data free callback, which runs when the last one goes, acquires it:
+ * the free happens after every use. */
+#ifdef HR__TSAN
+void __tsan_read8(void *addr);
+void __tsan_write8(void *addr);
+extern char hr__tls_ref_edge;
+#define HR__TLS_BUILT(ctx) __tsan_write8(ctx)
+#define HR__TLS_USED(ctx) __tsan_read8(ctx)
+#define HR__TLS_UNREF() __tsan_release(&hr__tls_ref_edge)
+#else
+#define HR__TLS_BUILT(ctx) ((void)(ctx))
+#define HR__TLS_USED(ctx) ((void)(ctx))
+#define HR__TLS_UNREF() ((void)0)
+#endif
 
 /* The certificates a listener has by server name (SNI, RFC 6066 §3):
  * an immutable snapshot, published like the default context. */
