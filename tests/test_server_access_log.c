@@ -4,6 +4,8 @@
  * (404, 405, 400), in Common, Combined and JSON formats, with the bytes of
  * the body sent; escaping of hostile bytes.  The time and the duration
  * vary, so lines are compared with them cut out.
+ *
+ * ctest-labels: tsan
  */
 #include <pthread.h>
 #include <stdio.h>

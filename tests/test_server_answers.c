@@ -4,6 +4,8 @@
  * 405 from handlers (the 405 one reading Allow), JSON bodies for the
  * server's 400/413/501 through error_body, another host table with its own,
  * and the defaults back once cleared.
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <string.h>

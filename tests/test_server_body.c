@@ -5,6 +5,8 @@
  * (RFC 9110 §10.1.1) with 100 first or the final status without reading the
  * body; route and server body limits, with 413 sent while the client is
  * still uploading.  Responses are in test_server_response.c.
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <stdlib.h>

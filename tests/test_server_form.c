@@ -4,6 +4,8 @@
  * pairs in order, repeated keys, lookups by key with a cursor, the raw
  * query still there, and the errors (a bad escape, too many pairs, a body
  * of another type).
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <string.h>

@@ -4,6 +4,8 @@
  * handler and the after-middleware read it, the key's destructor runs once
  * per value when the exchange ends (and for a replaced value at once), and
  * keys are refused past HR_MAX_LOCALS or when another router gave them.
+ *
+ * ctest-labels: tsan
  */
 #include <stdatomic.h>
 #include <stdio.h>

@@ -4,6 +4,8 @@
  * §6.1, §6.3, §7.1; RFC 9110 §7.2): each gets exactly 400 Bad Request,
  * Connection: close, the connection closed, and no handler runs.  Table
  * driven; the server's bad_requests counter must count each one.
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <string.h>

@@ -6,6 +6,8 @@
  * allocation for every N — around hr_router_new + hr_router_add (HR_ENOMEM,
  * nothing changed, nothing leaked) and around a server serving one request
  * (it answers or closes, never crashes, and frees everything).
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <string.h>

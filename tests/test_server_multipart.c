@@ -4,6 +4,8 @@
  * to the parser as it arrives (hr_request_read_body) and answers with what
  * the parts held -- a field and a 200 KB file, sent in odd pieces -- or
  * 400 for a malformed body and 413 for a part over its limit.
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <string.h>

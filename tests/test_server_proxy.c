@@ -11,6 +11,8 @@
  * write with the ClientHello or apart, missing, untrusted, followed by
  * plain HTTP); and hr_request_client behind proxies that speak HTTP
  * (Forwarded, X-Forwarded-For, trusted or not).
+ *
+ * ctest-labels: tsan
  */
 #include <arpa/inet.h>
 #include <pthread.h>

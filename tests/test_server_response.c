@@ -6,6 +6,8 @@
  * bodies, single writes far above the high-water mark, and a slow reader of
  * an 8 MiB chunked response written through the drain callback, with the
  * server's memory bounded while it waits.
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,6 +8,8 @@
  * answer for the same request.  Raw UTF-8 targets, 501 for unknown
  * methods, the method taking part in the match and per-route parameter
  * names are all in that file.
+ *
+ * ctest-labels: tsan
  */
 #include <stdio.h>
 #include <stdlib.h>

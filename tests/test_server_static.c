@@ -8,6 +8,8 @@
  * (one range, suffixes, open ends, 416, multipart/byteranges, sets that are
  * ignored, If-Range), HEAD, precompressed siblings, Cache-Control, a mount
  * under a prefix, and a file that changes between requests.
+ *
+ * ctest-labels: tsan
  */
 #include <errno.h>
 #include <fcntl.h>
