@@ -208,7 +208,8 @@ static struct {
   int bad;           /* wrong udata, wrong thread, destroyed in use... */
   char why[160];
   atomic_int fail_create;
-  ev_t created, destroyed;
+  atomic_int park_next; /* the next h_lctx waits for `release` */
+  ev_t created, destroyed, parked, release;
 } lc;
 
 static const char *const lc_tag = "route udata";
@@ -218,6 +219,8 @@ static void lc_init(void) {
   pthread_mutex_init(&lc.mu, NULL);
   ev_init(&lc.created);
   ev_init(&lc.destroyed);
+  ev_init(&lc.parked);
+  ev_init(&lc.release);
 }
 
 static void lc_bad(const char *why) {
@@ -229,6 +232,8 @@ static void lc_done(void) {
   for (i = 0; i < lc.nmade; i++) free(lc.made[i]);
   ev_destroy(&lc.created);
   ev_destroy(&lc.destroyed);
+  ev_destroy(&lc.parked);
+  ev_destroy(&lc.release);
   pthread_mutex_destroy(&lc.mu);
 }
 
@@ -279,6 +284,12 @@ static void h_lctx(hr_request_t *req, hr_response_t *res, void *udata) {
     hr_response_send(res, 500, "bad ctx", 7);
     return;
   }
+  if (atomic_exchange(&lc.park_next, 0)) {
+    /* Holds this loop, so that the other one takes the next connection. */
+    unsigned long k = ev_count(&lc.release);
+    ev_signal(&lc.parked);
+    if (!ev_wait(&lc.release, k + 1, 10000)) lc_bad("never released");
+  }
   n = snprintf(b, sizeof b, "ctx %d", x->id);
   hr_response_send(res, 200, b, (size_t)n);
 }
@@ -293,22 +304,30 @@ static void loop_route(fx_t *fx, const char *pattern, hr_handler_cb h, int repla
   fx_route_opts(fx, "GET", pattern, h, (void *)lc_tag, &o);
 }
 
-/* New connections until contexts `a` and `b` both answered (the kernel
- * spreads connections over the two loops; bounded). */
+/* A request on each of the two loops, answered by contexts `a` and `b` in
+ * some order: the first connection's request holds its loop (h_lctx
+ * parks), so the second connection can only be taken by the other loop. */
 static void reach_both(fx_t *fx, int a, int b) {
-  int seen_a = 0, seen_b = 0, i;
-  for (i = 0; i < 128 && !(seen_a && seen_b); i++) {
-    rc_t *c = fx_connect(fx);
-    rc_response_t r;
-    send_get(c, "/loop");
-    expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
-    if (atoi(r.body + 4) == a) seen_a = 1;
-    else if (atoi(r.body + 4) == b) seen_b = 1;
-    else fail_msg("answered by %s, want ctx %d or %d", r.body, a, b);
-    rc_response_free(&r);
-    fx_drop(fx, c);
-  }
-  assert_true(seen_a && seen_b);
+  rc_t *c1 = fx_connect(fx), *c2;
+  rc_response_t r1, r2;
+  unsigned long parked = ev_count(&lc.parked);
+  int x, y;
+  atomic_store(&lc.park_next, 1);
+  send_get(c1, "/loop");
+  assert_true(ev_wait(&lc.parked, parked + 1, 10000));
+  c2 = fx_connect(fx);
+  send_get(c2, "/loop");
+  expect_response(c2, "HTTP/1.1 200 OK", NULL, &r2);
+  ev_signal(&lc.release);
+  expect_response(c1, "HTTP/1.1 200 OK", NULL, &r1);
+  x = atoi(r1.body + 4);
+  y = atoi(r2.body + 4);
+  rc_response_free(&r1);
+  rc_response_free(&r2);
+  fx_drop(fx, c1);
+  fx_drop(fx, c2);
+  if (!((x == a && y == b) || (x == b && y == a)))
+    fail_msg("answered by ctx %d and ctx %d, want %d and %d", x, y, a, b);
 }
 
 static void test_loop_context(void **state) {

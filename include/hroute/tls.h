@@ -110,7 +110,11 @@ HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
  * (or before it starts): the new material is loaded and checked first; on
  * any error the old certificate stays in force and nothing changes.  New
  * handshakes use the new certificate once this returns.  Any thread, any
- * time; calls for one server are serialised.  Returns 0, HR_EINVAL (no TLS
+ * time, a handler included (inside a read-side section the old certificate
+ * is reclaimed later by liburcu's call_rcu thread; elsewhere this call
+ * waits for a grace period, with no lock held, before it returns); calls
+ * for one listener are serialised only while the new context is swapped
+ * in.  Returns 0, HR_EINVAL (no TLS
  * listener at `index`, missing certificate or key), HR_ETLS (as for
  * hr_server_listen_tls), HR_ENOMEM.
  */
