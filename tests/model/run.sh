@@ -25,7 +25,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hroute-model.XXXXXX")
 # violate (the property of the model's header comment), or NAME=deadlock
 # for one that must end in an invalid end state.
 declare -A mutations=(
-  [publish]="QUARKUS=v==1 NO_GRACE=ifreed RELAXED_LOAD=v==1 RELAXED_STORE=v==1 NO_REF=ifreed"
+  [publish]="QUARKUS=v==1 NO_GRACE=hb_free RELAXED_LOAD=v==1 RELAXED_STORE=v==1 NO_REF=hb_free
+             RELAXED_UNREF=hb_free"
   [cache]="NO_GENERATION=done GEN_FIRST=done SINGLE_BUMP=seen ODD_CACHED=seen RELAXED_GEN=done
            RELAXED_PTR=v==1 RELAXED_WORD=p!=0"
   [drain]="NO_LATE_CHECK=answer NO_CLAIM=answer ACQ_REL=answer"
