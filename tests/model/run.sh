@@ -30,6 +30,8 @@ declare -A mutations=(
   [cache]="NO_GENERATION=done GEN_FIRST=done SINGLE_BUMP=seen ODD_CACHED=seen RELAXED_GEN=done
            RELAXED_PTR=v==1 RELAXED_WORD=p!=0"
   [drain]="NO_LATE_CHECK=answer NO_CLAIM=answer ACQ_REL=answer"
+  [tls]="WAIT_UNDER_LOCK=deadlock NO_GRACE=freed RELAXED_PUBLISH=v==1 REF_OUTSIDE=cfreed
+         SYNC_IN_SECTION=deadlock"
 )
 
 failed=0
@@ -84,7 +86,7 @@ check() {
 for m in MP=hold CORR=hold MP_RLX=r1==1 SB=r1==0 RSEQ=hold RSEQ_RLX=r1==1 LB=limit; do
   check litmus "${m%%=*}" "${m#*=}"
 done
-for model in publish cache drain; do
+for model in publish cache drain tls; do
   check "$model" ""
   for m in ${mutations[$model]}; do
     check "$model" "${m%%=*}" "${m#*=}"
