@@ -32,6 +32,7 @@ declare -A mutations=(
   [drain]="NO_LATE_CHECK=answer NO_CLAIM=answer ACQ_REL=answer"
   [tls]="WAIT_UNDER_LOCK=deadlock NO_GRACE=freed RELAXED_PUBLISH=v==1 REF_OUTSIDE=cfreed
          SYNC_IN_SECTION=deadlock"
+  [contexts]="RETIRED_FIRST=ctx!=2 RELAXED_RETIRED=ctx!=2 NO_INFLIGHT=ctx_gen==got"
 )
 
 failed=0
@@ -86,7 +87,7 @@ check() {
 for m in MP=hold CORR=hold MP_RLX=r1==1 SB=r1==0 RSEQ=hold RSEQ_RLX=r1==1 LB=limit; do
   check litmus "${m%%=*}" "${m#*=}"
 done
-for model in publish cache drain tls; do
+for model in publish cache drain tls contexts; do
   check "$model" ""
   for m in ${mutations[$model]}; do
     check "$model" "${m%%=*}" "${m#*=}"
