@@ -19,7 +19,22 @@
  *   - a load may read any write from the thread's view of the location on
  *     (Spin chooses, so every possibility is explored) and advances the
  *     view to it; an acquire load that reads a release store joins the
- *     view recorded with that store into the thread's view.
+ *     view recorded with that store into the thread's view;
+ *   - a read-modify-write reads the latest write and appends its own right
+ *     after it; the view its write carries includes the view of the write
+ *     it read, so a chain of RMWs continues a release store's message (a
+ *     release sequence).
+ *
+ * What it does not model: load buffering.  A load reads a write that is
+ * already in the history, so no load reads a store that comes later in
+ * the program of a thread that read this thread's store (r1 = x; y = 1 ||
+ * r2 = y; x = 1 with r1 == r2 == 1, which C11 allows for relaxed
+ * accesses and ARM and POWER do): like RC11 (Lahav et al., "Repairing
+ * Sequential Consistency in C/C++11"), the model keeps program order and
+ * reads-from acyclic.  Where that could hide a bug, an access before a
+ * free, the models do not rely on the value read: they check that the
+ * freeing thread's view contains the access (happens-before), see
+ * publish.pml; litmus.pml's LB states the limit.
  *
  * A plain (non-atomic) access to data published by a release store is
  * modelled as a relaxed one: if publication is right, only the complete
@@ -32,7 +47,7 @@
 
 byte hval[NL * H];        /* the value of write i of location L: hval[L*H+i] */
 byte hlen[NL];            /* writes so far, per location */
-byte hview[NL * H * NL];  /* the view a release write carries */
+byte hview[NL * H * NL];  /* the view a write carries (release, release sequence) */
 byte view[NT * NL];       /* each thread's view */
 
 /* Location L starts with value v (its write 0), visible to everyone. */
@@ -79,39 +94,66 @@ inline ra_load(t, L, acq, out) {
   }
 }
 
-/* A read-modify-write reads the latest write (C11: RMWs read the last
- * value in modification order) and stores after it. */
-inline ra_rmw_add(t, L, d, rel, acq, out) {
+/* A read-modify-write reads the latest write (C11: an RMW reads the last
+ * value in modification order) and writes NEW (an expression that may use
+ * `out`, the value read) right after it.  acq: the view of the write read
+ * joins the thread's, as for an acquire load.  The new write's view is the
+ * thread's (rel) or nothing (relaxed), joined with the view of the write
+ * it read: a release sequence (C11 5.1.2.4), so an acquire load that reads
+ * an RMW synchronises with the release store the RMWs before it continued. */
+inline ra_rmw(t, L, NEW, rel, acq, out) {
   d_step {
     assert(hlen[L] < H);
-    out = hval[L * H + hlen[L] - 1];
+    k = hlen[L] - 1;
+    out = hval[L * H + k];
     for (j : 0 .. NL - 1) {
       if
-      :: acq && hview[(L * H + hlen[L] - 1) * NL + j] > view[t * NL + j] ->
-        view[t * NL + j] = hview[(L * H + hlen[L] - 1) * NL + j]
+      :: acq && hview[(L * H + k) * NL + j] > view[t * NL + j] ->
+        view[t * NL + j] = hview[(L * H + k) * NL + j]
       :: else -> skip
       fi
     }
-    k = hlen[L];
-    hval[L * H + k] = out + d;
+    hval[L * H + k + 1] = NEW;
     hlen[L]++;
-    view[t * NL + L] = k;
+    view[t * NL + L] = k + 1;
     for (j : 0 .. NL - 1) {
-      hview[(L * H + k) * NL + j] = (rel -> view[t * NL + j] : 0)
+      hview[(L * H + k + 1) * NL + j] = (rel -> view[t * NL + j] : 0);
+      if
+      :: hview[(L * H + k) * NL + j] > hview[(L * H + k + 1) * NL + j] ->
+        hview[(L * H + k + 1) * NL + j] = hview[(L * H + k) * NL + j]
+      :: else -> skip
+      fi
     }
     k = 0
   }
 }
 
-/* Thread t's view takes in the view `src` (another thread's, copied into
- * the array snap): what a full barrier or an RCU grace period gives. */
-inline ra_join(t, snap) {
+/* fetch_add(L, d); out: the value before. */
+inline ra_rmw_add(t, L, d, rel, acq, out) {
+  ra_rmw(t, L, out + d, rel, acq, out)
+}
+
+/* exchange(L, v); out: the value before. */
+inline ra_xchg(t, L, v, rel, acq, out) {
+  ra_rmw(t, L, v, rel, acq, out)
+}
+
+/* A load that reads the latest write: what a load made "later enough"
+ * returns (C11 7.17.3: stores become visible to loads within a finite
+ * time), for a step that stands for one of an unbounded series, as a loop
+ * that checks once a second. */
+inline ra_load_latest(t, L, acq, out) {
   d_step {
+    k = hlen[L] - 1;
+    out = hval[L * H + k];
+    view[t * NL + L] = k;
     for (j : 0 .. NL - 1) {
       if
-      :: snap[j] > view[t * NL + j] -> view[t * NL + j] = snap[j]
+      :: acq && hview[(L * H + k) * NL + j] > view[t * NL + j] ->
+        view[t * NL + j] = hview[(L * H + k) * NL + j]
       :: else -> skip
       fi
     }
+    k = 0
   }
 }
