@@ -33,8 +33,11 @@ void sleep_ms(unsigned ms);
 /* Monotonic milliseconds. */
 unsigned long long now_ms(void);
 
-/* Arms a SIGALRM watchdog: the test process dies after `seconds` (each call
- * re-arms it), so a hung test fails instead of blocking ctest. */
+/* Arms the watchdog, a thread of its own: the test process dies after
+ * `seconds` (each call re-arms it; 0 disarms it), so a hung test fails
+ * instead of blocking ctest.  A thread, not SIGALRM: a deadlock inside
+ * liburcu's synchronize_rcu blocks every signal in the threads waiting
+ * there. */
 void watchdog(unsigned seconds);
 /* The same, saying first on stderr that `what` (a string that outlives the
  * watchdog) did not finish: for a test whose failure is a hang, such as a
