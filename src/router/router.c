@@ -21,6 +21,7 @@
 
 #include "router/route.h"
 #include "util/rcu.h"
+#include "util/testpoint.h"
 #include "util/text.h"
 
 #ifdef HR__TSAN
@@ -270,6 +271,7 @@ static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
   }
   attach_answers(r, t);
   old = atomic_load_explicit(&r->table, memory_order_relaxed);
+  HR__TP(HR__TP_PUBLISH_STORE, r);
   /* Pairs with the acquire load in hr_router_match() and the server's
    * dispatch: the table and every invoker it references are complete
    * before a reader can see the pointer. */

@@ -15,6 +15,7 @@
 #include "http/head.h"
 #include "server/tls.h"
 #include "server/worker.h"
+#include "util/testpoint.h"
 
 void hr__stat_inc(_Atomic uint64_t *c) {
   /* Single writer (the owning worker); readers use relaxed loads. */
@@ -59,6 +60,7 @@ static void on_date_timer(uv_timer_t *t) {
   uv_timer_start(t, on_date_timer, ms_to_next_second(), 0);
   /* Per-loop contexts of replaced or removed routes go within a second. */
   hr__worker_ctx_sweep(w, 0);
+  HR__TP(HR__TP_CTX_SWEPT, w);
 }
 
 /* ---- resume list and posts ----------------------------------------------- */

@@ -28,6 +28,8 @@ typedef enum hr__tp_e {
   HR__TP_LOOKUP_WALKED,   /* a lookup walked, before it stores the cache word */
   HR__TP_DELEGATE_ODD,    /* a registration made the generation odd */
   HR__TP_DELEGATE_STORED, /* a registration stored the delegate, before the even bump */
+  HR__TP_PUBLISH_STORE,   /* a route table is about to be published (router lock held) */
+  HR__TP_CTX_SWEPT,       /* a loop's periodic sweep of per-loop contexts ended */
   HR__TP_DRAIN_CHECKED,   /* hr_server_drain saw a worker running, before it arms */
   HR__TP_DRAIN_ARMED,     /* hr_server_drain armed and woke, before its late check */
   HR__TP_COUNT

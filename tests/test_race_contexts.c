@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-loop contexts (HR_CONTEXT_LOOP) against their route's removal, in
+ * the interleaving contexts.pml's RETIRED_FIRST needs, forced with test
+ * points (util/testpoint.h): the writer is held just before it publishes
+ * the table without the route, while the loop sweeps its contexts twice
+ * and serves a request on the table still current.  The context must
+ * survive (the route is still published) and serve that request; once
+ * the table without the route is out, the next sweep destroys it, on the
+ * loop's thread, and no second context is ever made.
+ *
+ * ctest-labels: tsan
+ * ctest-needs: testpoints
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "util/testpoint.h"
+
+static struct {
+  fx_t *fx;
+  _Atomic int armed;        /* hold the next publication */
+  _Atomic int sweeps;       /* the loop's periodic sweeps so far */
+  _Atomic int created, destroyed;
+  _Atomic int held_status;  /* the request served while the writer was held */
+  _Atomic int destroyed_while_held;
+  char held_body[64];
+} g;
+
+static int ctx_create(void *udata, uv_loop_t *loop, void **ctx) {
+  int *id = malloc(sizeof *id);
+  (void)udata;
+  (void)loop;
+  if (id == NULL) return -1;
+  *id = atomic_fetch_add(&g.created, 1);
+  *ctx = id;
+  return 0;
+}
+
+static void ctx_destroy(void *udata, void *ctx) {
+  (void)udata;
+  atomic_fetch_add(&g.destroyed, 1);
+  free(ctx);
+}
+
+/* "ctx <id>" of this loop's context. */
+static void h_loop(hr_request_t *req, hr_response_t *res, void *ctx) {
+  char b[32];
+  int n = snprintf(b, sizeof b, "ctx %d", *(int *)ctx);
+  (void)req;
+  hr_response_send(res, 200, b, (size_t)n);
+}
+
+static void get_loop(void) {
+  rc_t *c = fx_connect(g.fx);
+  rc_response_t r;
+  assert_int_equal(rc_send_str(c, "GET /loop HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, &r);
+  snprintf(g.held_body, sizeof g.held_body, "%.*s", (int)r.body_len, r.body);
+  atomic_store(&g.held_status, r.status);
+  rc_response_free(&r);
+  fx_drop(g.fx, c);
+}
+
+static void hook(hr__tp_t tp, void *arg) {
+  (void)arg;
+  if (tp == HR__TP_CTX_SWEPT) atomic_fetch_add(&g.sweeps, 1);
+  if (tp == HR__TP_PUBLISH_STORE && atomic_exchange(&g.armed, 0)) {
+    /* On the writer's thread, with the table that has the route still
+     * published: two sweeps (the second began after this point), then a
+     * request on that table. */
+    int from = atomic_load(&g.sweeps);
+    while (atomic_load(&g.sweeps) < from + 2) sleep_ms(10); /* waits for the sweeps, bounded by the watchdog */
+    atomic_store(&g.destroyed_while_held, atomic_load(&g.destroyed));
+    get_loop();
+  }
+}
+
+static void test_context_outlives_sweeps_until_unpublished(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t o;
+  int i;
+  memset(&g, 0, sizeof g);
+  g.fx = fx;
+  hr_route_options_init(&o);
+  o.context_scope = HR_CONTEXT_LOOP;
+  o.context_create = ctx_create;
+  o.context_destroy = ctx_destroy;
+  fx_route_opts(fx, "GET", "/loop", h_loop, NULL, &o);
+  hr__tp_set(hook);
+  fx_start(fx, 1);
+  assert_int_equal(atomic_load(&g.created), 1); /* made at the loop's start */
+  watchdog_say(60, "a route removal held against the context sweep");
+  atomic_store(&g.armed, 1);
+  assert_int_equal(hr_router_remove(fx->router, "GET", "/loop"), 0);
+  /* While the route was still published: its context lived through two
+   * sweeps and served the request. */
+  assert_int_equal(atomic_load(&g.destroyed_while_held), 0);
+  assert_int_equal(atomic_load(&g.held_status), 200);
+  assert_string_equal(g.held_body, "ctx 0");
+  /* Unpublished now: the next sweeps destroy it (bounded wait). */
+  for (i = 0; i < 500 && atomic_load(&g.destroyed) == 0; i++) sleep_ms(10);
+  watchdog(0);
+  assert_int_equal(atomic_load(&g.destroyed), 1);
+  assert_int_equal(atomic_load(&g.created), 1);
+}
+
+static int teardown(void **state) {
+  hr__tp_set(NULL);
+  return fx_teardown(state);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_context_outlives_sweeps_until_unpublished, fx_setup,
+                                      teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
