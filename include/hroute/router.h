@@ -216,7 +216,10 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
  * request that no route answered (the server's 404, 405, automatic OPTIONS,
  * redirects, 501, 400, 408, 413, 431...) the after-middleware registered
  * with hr_router_use without a prefix for every host or for the request's
- * host table, as published when the exchange ends.  hr_request_outcome()
+ * host table, in the route table the request was matched in (the one its
+ * answer and before-middleware came from; for a request refused before
+ * its header section was complete, the table current at that answer).
+ * hr_request_outcome()
  * gives the body bytes sent and the time the exchange took.
  */
 typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
