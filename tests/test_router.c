@@ -4,13 +4,17 @@
  * hr_router_match — priorities (literal > parameter > catch-all, whatever
  * the registration order, with fallback when a more specific branch dead
  * ends), parameters as spans into the input path, 404/405 with Allow, HEAD
- * served by GET, and no allocation while matching.
+ * served by GET, and no allocation while matching.  And hr_router_match's
+ * contract with concurrent writers: its result stays valid until the
+ * caller's read-side section ends, while another thread replaces the
+ * route and the replaced tables wait to be reclaimed.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -699,6 +703,70 @@ static void test_match_does_not_allocate(void **state) {
   ca_destroy(&ca);
 }
 
+/* ---- a match's result and concurrent writers ------------------------------- */
+
+enum { REPLACEMENTS = 40 }; /* more than a batch of replaced tables (16) */
+
+static void *replace_item(void *arg) {
+  hr_router_t *r = arg;
+  hr_route_options_t o;
+  intptr_t i, failed = 0;
+  hr_route_options_init(&o);
+  o.replace = 1;
+  for (i = 0; i < REPLACEMENTS; i++)
+    if (hr_router_add(r, "GET", "/item/:id", rt_noop, RT_ID(2), &o) != 0) failed++;
+  return (void *)failed;
+}
+
+/* The section taken around hr_router_match (it takes none itself) keeps
+ * the matched route, its parameter names and its Allow valid while
+ * another thread replaces the route: the writer's reclamation waits for
+ * the unlock.  Under ASan a dangling result would be a use-after-free. */
+static void test_match_result_lives_until_unlock(void **state) {
+  hr_router_t *r = rt_new_router();
+  hr_match_t m, m405, now;
+  pthread_t writer;
+  void *failed, *seen_new, *udata;
+  unsigned long long end;
+  int pattern_ok, names_ok, allow_ok;
+  (void)state;
+  rt_add(r, "GET", "/item/:id", 1);
+  rt_add(r, "GET,DELETE", "/other/:x", 3);
+  rt_add(r, "PUT", "/third", 4);
+  hr_router_read_lock();
+  m = rt_match(r, "GET", "/item/7");
+  m405 = rt_match(r, "PUT", "/other/1");
+  assert_int_equal(pthread_create(&writer, NULL, replace_item, r), 0);
+  /* Wait until this section sees the writer's first table. */
+  end = now_ms() + RC_TIMEOUT_MS;
+  do {
+    seen_new = NULL;
+    if (hr_router_match(r, HR_SPAN_LIT("GET"), HR_SPAN_LIT("a"), HR_SPAN_LIT("/item/7"), NULL,
+                        0, &now) == 0 &&
+        now.route != NULL)
+      seen_new = hr_route_udata(now.route);
+  } while (seen_new != RT_ID(2) && now_ms() < end);
+  /* The first result, from the replaced table, is still whole (read
+   * here, asserted after the unlock so that a failure leaves no section
+   * open under the blocked writer). */
+  udata = m.route != NULL ? hr_route_udata(m.route) : NULL;
+  pattern_ok = m.route != NULL && hr_span_eq(hr_route_pattern(m.route), HR_SPAN_LIT("/item/:id"));
+  names_ok = m.nparams == 1 && hr_span_eq(m.params[0].name, HR_SPAN_LIT("id")) &&
+             hr_span_eq(m.params[0].value, HR_SPAN_LIT("7"));
+  allow_ok = m405.status == 405 && allow_equiv(m405.allow.ptr, m405.allow.len, "DELETE, GET");
+  hr_router_read_unlock();
+  assert_int_equal(pthread_join(writer, &failed), 0);
+  assert_null(failed);
+  assert_int_equal(m.status, 200);
+  assert_ptr_equal(seen_new, RT_ID(2));
+  assert_ptr_equal(udata, RT_ID(1));
+  assert_true(pattern_ok);
+  assert_true(names_ok);
+  assert_true(allow_ok);
+  now = rt_match(r, "GET", "/item/7");
+  assert_ptr_equal(hr_route_udata(now.route), RT_ID(2));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_priority_forward_order, rt_free_routers),
@@ -723,6 +791,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_head_prefers_get_to_any, rt_free_routers),
       cmocka_unit_test_teardown(test_redirect_never_to_400, rt_free_routers),
       cmocka_unit_test_teardown(test_match_does_not_allocate, rt_free_routers),
+      cmocka_unit_test_teardown(test_match_result_lives_until_unlock, rt_free_routers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,14 +3,22 @@
  * The router's own answers made by the host (hr_answers_t): a JSON 404 and
  * 405 from handlers (the 405 one reading Allow), JSON bodies for the
  * server's 400/413/501 through error_body, another host table with its own,
- * and the defaults back once cleared.
+ * and the defaults back once cleared.  And one answer, one table: a
+ * middleware that publishes new answers and middleware in the middle of an
+ * answer the router gives (a 404, a 413 after the route's head
+ * middleware) does not change that answer, byte for byte, nor which
+ * after-middleware hear of it; the next request sees the new version.
+ * A 404 answered later, after its table was replaced and reclaimed, still
+ * ends through that table's after-middleware (the exchange kept them).
  *
  * ctest-labels: tsan
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fixture.h"
+#include "held.h"
 
 static void h_json_404(hr_request_t *req, hr_response_t *res, void *udata) {
   char body[256];
@@ -97,9 +105,190 @@ static void test_answers(void **state) {
           "text/plain");
 }
 
+/* ---- one answer, one table ------------------------------------------------ */
+
+static size_t body_v1(void *udata, int status, char *buf, size_t cap, const char **ct) {
+  (void)udata;
+  *ct = "text/v1";
+  return (size_t)snprintf(buf, cap, "v1:%d", status);
+}
+
+static size_t body_v2(void *udata, int status, char *buf, size_t cap, const char **ct) {
+  (void)udata;
+  *ct = "text/v2";
+  return (size_t)snprintf(buf, cap, "v2:%d", status);
+}
+
+/* The after-middleware calls, "udata:path;" each, in order.  Written on
+ * the loop thread; read there too (h_log), or by the test once the server
+ * has stopped. */
+static struct {
+  pthread_mutex_t mu;
+  char log[1024];
+  hr_router_t *router;
+  int published;
+} one;
+
+static void one_after(hr_request_t *req, int status, void *udata) {
+  hr_span_t p = hr_request_path(req);
+  size_t n;
+  (void)status;
+  pthread_mutex_lock(&one.mu);
+  n = strlen(one.log);
+  snprintf(one.log + n, sizeof one.log - n, "%s:%.*s;", (const char *)udata, (int)p.len, p.ptr);
+  pthread_mutex_unlock(&one.mu);
+}
+
+static hr_next_t one_before(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  hr_response_add_field(res, HR_SPAN_LIT("X-Mw"), hr_span_cstr(udata));
+  return HR_NEXT;
+}
+
+/* Publishes version 2 once, from inside the request being answered: the
+ * answers' error_body, and a second router-level middleware (so the
+ * host's fallback changes too).  Writers may run on the loop thread. */
+static void publish_v2(void) {
+  hr_answers_t a;
+  if (one.published++) return;
+  hr_answers_init(&a);
+  a.error_body = body_v2;
+  if (hr_router_set_answers(one.router, NULL, &a) != 0 ||
+      hr_router_use(one.router, NULL, NULL, one_before, one_after, "2") != 0)
+    one.published = -100; /* the test sees it */
+}
+
+static hr_next_t v1_before(hr_request_t *req, hr_response_t *res, void *udata) {
+  publish_v2();
+  return one_before(req, res, udata);
+}
+
+static hr_next_t publish_head(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)res;
+  (void)udata;
+  publish_v2();
+  return HR_NEXT;
+}
+
+/* The after-middleware calls so far: every earlier request on this
+ * connection has ended before this one runs. */
+static void h_log(hr_request_t *req, hr_response_t *res, void *udata) {
+  char copy[1024];
+  (void)req;
+  (void)udata;
+  pthread_mutex_lock(&one.mu);
+  memcpy(copy, one.log, sizeof copy);
+  pthread_mutex_unlock(&one.mu);
+  hr_response_send(res, 200, copy, strlen(copy));
+}
+
+static void one_setup(fx_t *fx) {
+  hr_answers_t a;
+  memset(&one, 0, sizeof one);
+  pthread_mutex_init(&one.mu, NULL);
+  one.router = fx->router;
+  hr_answers_init(&a);
+  a.error_body = body_v1;
+  assert_int_equal(hr_router_set_answers(fx->router, NULL, &a), 0);
+  fx_route(fx, "GET", "/log", h_log, NULL);
+}
+
+/* A 404: its fallback before-middleware publishes version 2 before the
+ * router looks at its answers, and the after-middleware run when it ends. */
+static void test_one_answer_one_table_404(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  one_setup(fx);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, v1_before, one_after, "1"), 0);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", "v1:404", &r);
+  expect_field(&r, "Content-Type", "text/v1", 0);
+  expect_field(&r, "X-Mw", "1", 0);
+  rc_response_free(&r);
+  assert_int_equal(one.published, 1);
+  /* The next answer is all version 2. */
+  assert_int_equal(rc_send_str(c, "GET /gone HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", "v2:404", &r);
+  expect_field(&r, "Content-Type", "text/v2", 0);
+  assert_int_equal(rc_header_count(&r, "X-Mw"), 2);
+  rc_response_free(&r);
+  /* Version 1's after-middleware alone heard of the first (after-chains
+   * run innermost first). */
+  assert_int_equal(rc_send_str(c, "GET /log HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "1:/nope;2:/gone;1:/gone;", NULL);
+}
+
+/* A 413 the server gives after the route's head middleware published
+ * version 2: the error body is the matched table's. */
+static void test_one_answer_one_table_413(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  rc_response_t r;
+  hr_route_options_t o;
+  one_setup(fx);
+  assert_int_equal(hr_router_use_head(fx->router, NULL, "/up", publish_head, NULL), 0);
+  hr_route_options_init(&o);
+  o.max_body_bytes = 4;
+  fx_route_opts(fx, "POST", "/up", ta_echo, NULL, &o);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\n"
+                                  "Transfer-Encoding: chunked\r\n\r\n"
+                                  "a\r\n0123456789\r\n0\r\n\r\n"),
+                   0);
+  expect_response(c, "HTTP/1.1 413 Content Too Large", "v1:413", &r);
+  expect_field(&r, "Content-Type", "text/v1", 0);
+  rc_response_free(&r);
+  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  fx_drop(fx, c);
+  assert_int_equal(one.published, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\n"
+                                  "012345678"),
+                   0);
+  expect_response(c, "HTTP/1.1 413 Content Too Large", "v2:413", NULL);
+}
+
+/* A 404 whose not_found handler answers later: meanwhile the table is
+ * replaced often enough for the old ones to be reclaimed; the answer's
+ * after-middleware are still the ones of the table it was matched in. */
+static void test_late_answer_keeps_its_table(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  hr_answers_t a;
+  int i;
+  one_setup(fx);
+  held_init(&held_default);
+  hr_answers_init(&a);
+  a.not_found = held_handler;
+  assert_int_equal(hr_router_set_answers(fx->router, NULL, &a), 0);
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, one_after, "1"), 0);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /slow HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  assert_true(ev_wait(&held_default.ev_held, 1, RC_TIMEOUT_MS));
+  /* Version 2's middleware, then more than a batch of replaced tables
+   * (router.c frees them 16 at a time after a grace period). */
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, one_after, "2"), 0);
+  for (i = 0; i < 40; i++) assert_int_equal(hr_router_set_answers(fx->router, NULL, &a), 0);
+  assert_int_equal(held_complete(&held_default, 1, 404, "late"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", "late", NULL);
+  assert_int_equal(rc_send_str(c, "GET /log HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "1:/slow;", NULL);
+  assert_int_equal(fx_stop(fx, 2000), 0);
+  held_destroy(&held_default);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_answers, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_one_answer_one_table_404, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_one_answer_one_table_413, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_late_answer_keeps_its_table, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,9 +89,9 @@ extern "C" {
  * while servers read it. */
 typedef struct hr_router_s hr_router_t;
 /** A registered route (methods, pattern, handler, options), owned by the
- * router; opaque.  hr_router_match's and hr_request_route's result: valid
- * while the route table holding it is (see hr_router_read_lock), and for
- * a request's route as long as the request. */
+ * router; opaque.  hr_router_match's result: valid until the caller's
+ * read-side section that covered the match ends (see hr_router_read_lock);
+ * hr_request_route's: as long as the request. */
 typedef struct hr_route_s hr_route_t;
 /** A route group (hr_router_group): a pattern prefix and optionally a host
  * for the routes and middleware added through it; owned by the router and
@@ -216,7 +216,10 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
  * request that no route answered (the server's 404, 405, automatic OPTIONS,
  * redirects, 501, 400, 408, 413, 431...) the after-middleware registered
  * with hr_router_use without a prefix for every host or for the request's
- * host table, as published when the exchange ends.  hr_request_outcome()
+ * host table, in the route table the request was matched in (the one its
+ * answer and before-middleware came from; for a request refused before
+ * its header section was complete, the table current at that answer).
+ * hr_request_outcome()
  * gives the body bytes sent and the time the exchange took.
  */
 typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
@@ -504,8 +507,8 @@ HR_EXTERN int hr_router_use_head(hr_router_t *router, const char *host, const ch
 HR_EXTERN int hr_group_use_head(hr_group_t *group, hr_before_cb head, void *udata);
 
 /** One matched parameter: its name (from the matched route's pattern, valid
- * while that route is) and its decoded value (a span into the target given to
- * hr_router_match, or into its buffer when decoding changed it). */
+ * as long as the route is) and its decoded value (a span into the target
+ * given to hr_router_match, or into its buffer when decoding changed it). */
 typedef struct hr_param_s {
   hr_span_t name;  /**< as the matched route's pattern spells it */
   hr_span_t value; /**< percent-decoded */
@@ -519,14 +522,15 @@ typedef struct hr_match_s {
    * `allow`; 501: no route registers the method. */
   int status;
   /** The route (status 200 with a registered route), else NULL.  Valid
-   * until the route is replaced or removed (see hr_router_read_lock). */
+   * until the read-side section around the match ends, also when the route
+   * is replaced or removed meanwhile (see hr_router_read_lock). */
   const hr_route_t *route;
   size_t nparams;                   /**< parameters in params */
   hr_param_t params[HR_MAX_PARAMS]; /**< the route's parameters, in pattern order */
   /** For 405 and the router's OPTIONS answers: the Allow field value (RFC
-   * 9110 §10.2.1); valid while the route table is (see
-   * hr_router_read_lock), or in the caller's buffer when several routes
-   * make it up.  Empty otherwise. */
+   * 9110 §10.2.1): in the route table, valid until the read-side section
+   * around the match ends (see hr_router_read_lock), or in the caller's
+   * buffer when several routes make it up.  Empty otherwise. */
   hr_span_t allow;
   /** For 301 and 308: the Location value (clean path plus query), in the
    * caller's buffer.  Empty otherwise. */
@@ -559,8 +563,14 @@ typedef struct hr_match_s {
  * `target`, the table or `buf`.  Returns 0 with out->status set, HR_ENOSPC
  * when `buf` is too small for this target (only out->need is meaningful:
  * call again with that much; a route table published in between may need
- * more), or HR_EINVAL (NULL arguments).  Any thread; inside hr_router_read_lock() when routes
- * may change concurrently.
+ * more), or HR_EINVAL (NULL arguments).
+ * Any thread, never blocking on writers.  It takes no read-side section of
+ * its own (one that ended inside the call would leave `route`, `allow` and
+ * the parameter names pointing into a table that may already be
+ * reclaimed): when another thread may add, replace or remove routes, or
+ * change middleware or answers, meanwhile, call it between
+ * hr_router_read_lock() and hr_router_read_unlock() and use its result
+ * before the unlock.  Without concurrent changes no section is needed.
  */
 HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
                               hr_span_t host, hr_span_t target, char *buf,
@@ -569,13 +579,16 @@ HR_EXTERN int hr_router_match(hr_router_t *router, hr_span_t method,
 /**
  * Read-side critical section (RCU).  A route table, and the routes it holds,
  * stay valid until every reader that could have loaded it has left its
- * critical section.  When other threads may add, replace or remove routes
- * while you match, call hr_router_match() and use its result (`route`,
- * `allow`, parameter names) between hr_router_read_lock() and
- * hr_router_read_unlock(); one section may cover many lookups (the server
- * takes one per batch of requests).  Without concurrent changes no section
- * is needed.  Sections nest; they must not block for long (replaced tables
- * wait for them).  Any thread; no registration.
+ * critical section.  hr_router_match() takes none itself: when other
+ * threads may add, replace or remove routes while you match, call
+ * hr_router_match() and use its result (`route`, `allow`, parameter names)
+ * between hr_router_read_lock() and hr_router_read_unlock(); one section
+ * may cover many lookups (the server takes one per processing step of a
+ * connection).  A writer called inside a section (from this thread or
+ * another) does not free what the section may still read.  Without
+ * concurrent changes no section is needed.  Sections nest; they must not
+ * block for long (replaced tables wait for them).  Any thread; no
+ * registration.
  */
 HR_EXTERN void hr_router_read_lock(void);
 /** Leaves the read-side critical section that the same thread's last

@@ -413,10 +413,10 @@ static int decode_params(hr_match_t *out, char *buf, size_t buflen, size_t used)
   return 0;
 }
 
-static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
-                      hr_span_t target, char *buf, size_t buflen,
+/* `t`: the table to match in, or NULL for the current one. */
+static int match_impl(hr_router_t *r, const hr__table_t *t, hr_span_t method,
+                      hr_span_t host, hr_span_t target, char *buf, size_t buflen,
                       hr_match_t *out) {
-  const hr__table_t *t;
   const hr__host_t *h;
   const hr__leaf_t *leaf;
   hr__walk_t w;
@@ -482,8 +482,7 @@ static int match_impl(hr_router_t *r, hr_span_t method, hr_span_t host,
             ? HR__M_GET
             : hr__method_id(method);
   ci = r->opts.case_insensitive;
-  /* Pairs with the release store in publish(). */
-  t = atomic_load_explicit(&r->table, memory_order_acquire);
+  if (t == NULL) t = hr__router_table(r);
   /* Decoded path, then a redirect's Location with every byte from 0x80
    * encoded (three bytes each) after it, or an Allow of several routes. */
   out->need = 4 * target.len + 16 + t->allow_max;
@@ -572,7 +571,15 @@ bad_target: /* 400 before the path was known */
 int hr_router_match(hr_router_t *r, hr_span_t method, hr_span_t host,
                     hr_span_t target, char *buf, size_t buflen,
                     hr_match_t *out) {
-  /* The caller's read-side section, if routes may change meanwhile (see
-   * router.h): taking one per lookup would cost more than the lookup. */
-  return match_impl(r, method, host, target, buf, buflen, out);
+  /* No read-side section of its own: the result points into the table,
+   * so the caller's section must cover the call and every use of the
+   * result (router.h); one taken here would end before the caller reads
+   * it. */
+  return match_impl(r, NULL, method, host, target, buf, buflen, out);
+}
+
+int hr__router_match_in(hr_router_t *r, const hr__table_t *t, hr_span_t method,
+                        hr_span_t host, hr_span_t target, char *buf, size_t buflen,
+                        hr_match_t *out) {
+  return match_impl(r, t, method, host, target, buf, buflen, out);
 }

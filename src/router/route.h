@@ -391,18 +391,23 @@ struct hr_router_s {
   int used_call_rcu;             /* some table went to call_rcu */
 };
 
-/* The after-middleware of `host`'s table for a request no route's chain
- * answered (see hr__host_t.fallback), or NULL.  Inside a read-side
- * section. */
-const hr_route_t *hr__router_fallback(hr_router_t *r, hr_span_t host);
+/* The published table (acquire load, pairing with publish()'s release
+ * store).  Inside a read-side section; one request loads it once and uses
+ * that table for its match and for every answer the router gives it. */
+const hr__table_t *hr__router_table(hr_router_t *r);
+
+/* hr_router_match against the table `t` (from hr__router_table) rather
+ * than the current one: with the same `t`, out->need of an HR_ENOSPC
+ * answer suffices for the next call. */
+int hr__router_match_in(hr_router_t *r, const hr__table_t *t, hr_span_t method,
+                        hr_span_t host, hr_span_t target, char *buf, size_t buflen,
+                        hr_match_t *out);
 
 /* The table a request for `host` (a Host value or an authority, port and
- * trailing dot ignored) is matched in (match.c). */
+ * trailing dot ignored) is matched in (match.c).  Its `answers` are the
+ * router's own answers for that host (all NULL when none) and its
+ * `fallback` the after-middleware for requests no route's chain answered. */
 const hr__host_t *hr__pick_host(const hr__table_t *t, hr_span_t host);
-
-/* The router's own answers for `host`'s table (all NULL when none).
- * Inside a read-side section. */
-const hr_answers_t *hr__router_answers(hr_router_t *r, hr_span_t host);
 
 /* A core that is no route, for fallback invokers (pattern.c). */
 int hr__core_fallback(hr__mem_t *m, hr_span_t host, hr__core_t **out);

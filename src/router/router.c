@@ -226,10 +226,9 @@ static void attach_answers(const hr_router_t *r, hr__table_t *t) {
   }
 }
 
-const hr_answers_t *hr__router_answers(hr_router_t *r, hr_span_t host) {
+const hr__table_t *hr__router_table(hr_router_t *r) {
   /* Pairs with the release store in publish(). */
-  const hr__table_t *t = atomic_load_explicit(&r->table, memory_order_acquire);
-  return &hr__pick_host(t, host)->answers;
+  return atomic_load_explicit(&r->table, memory_order_acquire);
 }
 
 /* Gives each host table of `t` its fallback invoker (hr__host_t), when
@@ -251,12 +250,6 @@ static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
     h->fallback = inv;
   }
   return 0;
-}
-
-const hr_route_t *hr__router_fallback(hr_router_t *r, hr_span_t host) {
-  /* Pairs with the release store in publish(). */
-  const hr__table_t *t = atomic_load_explicit(&r->table, memory_order_acquire);
-  return hr__pick_host(t, host)->fallback;
 }
 
 static int publish(hr_router_t *r, hr_route_t **routes, size_t n,

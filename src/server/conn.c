@@ -82,15 +82,12 @@ void hr__conn_drop_exchange(hr__conn_t *c, int body_status) {
     return;
   }
   /* The handler still holds the response: the exchange keeps the read
-   * buffer its spans point into, and a reference on its invoker, since it
+   * buffer its spans point into, and references on its invokers, since it
    * outlives this read-side critical section. */
   ex->rbuf = c->rbuf;
   c->rbuf = NULL;
   c->rlen = c->msg_start = 0;
-  if (ex->req.route != NULL && !ex->route_ref) {
-    hr__invoker_ref_reader((hr_route_t *)ex->req.route);
-    ex->route_ref = 1;
-  }
+  hr__exchange_keep(ex);
   hr__exchange_detach(ex);
   hr__exchange_abort(ex, body_status);
 }
@@ -398,15 +395,13 @@ static void conn_process(hr__conn_t *c) {
   if (c->in_process || c->state == HR__C_CLOSED) return;
   c->in_process = 1;
   /* Route tables and invokers read from here on stay valid until the
-   * unlock; an exchange that outlives it keeps its invoker by reference. */
+   * unlock; an exchange that outlives it keeps its invokers by reference
+   * (hr__exchange_keep). */
   hr__rcu_read_lock();
   while (c->state == HR__C_OPEN && (c->proxy_wait ? hr__proxy_step(c) : hr__h1_step(c)))
     ;
   ex = c->ex;
-  if (ex != NULL && ex->req.route != NULL && !ex->route_ref) {
-    hr__invoker_ref_reader((hr_route_t *)ex->req.route);
-    ex->route_ref = 1;
-  }
+  if (ex != NULL) hr__exchange_keep(ex);
   hr__rcu_read_unlock();
   c->in_process = 0;
   if (c->state == HR__C_CLOSED) return;

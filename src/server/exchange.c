@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "server/internal.h"
+#include "util/rcu.h"
 
 hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
   hr__worker_t *w = c->w;
@@ -34,6 +35,36 @@ hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
   ex->head_started = ex->last_activity = uv_now(w->loop);
   ex->t_first = uv_hrtime();
   return ex;
+}
+
+void hr__exchange_view_from(hr__exchange_t *ex, const hr__table_t *t) {
+  const hr__host_t *h = hr__pick_host(t, hr__route_host(&ex->req));
+  ex->answers = h->answers;
+  ex->fallback = h->fallback;
+  ex->viewed = 1;
+}
+
+void hr__exchange_view(hr__exchange_t *ex) {
+  if (ex->viewed) return;
+  hr__rcu_read_lock();
+  hr__exchange_view_from(ex, hr__router_table(ex->w->server->router));
+  /* Outside a processing step (a timer, the end of one, a detached
+   * exchange) the section ends here, before the fallback is used. */
+  if (ex->conn == NULL || !ex->conn->in_process) hr__exchange_keep(ex);
+  hr__rcu_read_unlock();
+}
+
+void hr__exchange_keep(hr__exchange_t *ex) {
+  if (ex->req.route != NULL && !ex->route_ref) {
+    hr__invoker_ref_reader((hr_route_t *)ex->req.route);
+    ex->route_ref = 1;
+  }
+  /* A routed request uses the fallback only inside its dispatch (a typed
+   * parameter that does not convert): its after-chain is the route's. */
+  if (ex->req.route == NULL && ex->fallback != NULL && !ex->fallback_ref) {
+    hr__invoker_ref_reader(ex->fallback);
+    ex->fallback_ref = 1;
+  }
 }
 
 static void give_back(hr__exchange_t *ex) {

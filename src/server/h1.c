@@ -26,17 +26,15 @@
 /* ---- the server's own answers -------------------------------------------- */
 
 /* The body of a server answer with `status`: the host's error_body hook
- * (hr_answers_t) when it gives one, else the reason phrase as text.  `buf`
- * holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type value.
- * Returns the length.  The hook runs inside a read-side section. */
+ * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
+ * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type
+ * value.  Returns the length.  The hook runs inside a read-side section. */
 #define HR__ERROR_BODY_MAX 1024
-static size_t error_body(hr__worker_t *w, hr_span_t host, int status, char *buf,
+static size_t error_body(const hr_answers_t *an, int status, char *buf,
                          const char **ctype) {
-  const hr_answers_t *an;
   size_t n = 0, i;
   const char *reason = hr_status_reason(status);
   hr__rcu_read_lock();
-  an = hr__router_answers(w->server->router, host);
   if (status >= 400 && an->error_body != NULL) { /* not for redirects */
     const char *ct = NULL;
     n = an->error_body(an->error_body_udata, status, buf, HR__ERROR_BODY_MAX, &ct);
@@ -63,12 +61,24 @@ static size_t error_body(hr__worker_t *w, hr_span_t host, int status, char *buf,
 static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
   char body[HR__ERROR_BODY_MAX], field[256];
   const char *ctype;
-  hr_span_t none = {NULL, 0};
-  /* The host table the request was (or would have been) routed by. */
-  hr_span_t host = c->ex == NULL ? none : hr__route_host(&c->ex->req);
-  size_t n = error_body(c->w, host, status, body, &ctype);
+  hr_answers_t none;
+  const hr_answers_t *an = &none;
+  size_t n;
   hr__head_t h;
-  int fl = snprintf(field, sizeof field, "Content-Type: %s\r\n", ctype);
+  int fl;
+  if (c->ex != NULL) {
+    /* The answers of the table the request was routed by, or would have
+     * been (one refused before it was complete: the current one, once). */
+    hr__exchange_view(c->ex);
+    an = &c->ex->answers;
+  } else {
+    /* No request (a PROXY header refused): the default table's. */
+    hr__rcu_read_lock();
+    none = hr__router_table(c->w->server->router)->def.answers;
+    hr__rcu_read_unlock();
+  }
+  n = error_body(an, status, body, &ctype);
+  fl = snprintf(field, sizeof field, "Content-Type: %s\r\n", ctype);
   memset(&h, 0, sizeof(h));
   h.status = status;
   h.date.ptr = c->w->date;
@@ -121,28 +131,29 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
 
 /* The before-middleware of the router's own answers: the router-level
  * ones without a prefix, for every host or the request's (the host's
- * fallback invoker), as a route's before-chain runs.  Returns 1 when one
- * answered (or the connection went away meanwhile), else 0. */
+ * fallback invoker in the request's table), as a route's before-chain
+ * runs.  Returns 1 when one answered (or the connection went away
+ * meanwhile), else 0. */
 static int run_fallback_before(hr__exchange_t *ex) {
   const hr_route_t *f;
   size_t i;
   int answered = 0;
-  hr__rcu_read_lock();
-  f = hr__router_fallback(ex->w->server->router, hr__route_host(&ex->req));
+  hr__exchange_view(ex);
+  f = ex->fallback;
   ex->handler_active = 1; /* a middleware may answer later */
   for (i = 0; f != NULL && i < f->nbefore && !answered; i++) {
     const hr__mw_t *mw = &f->before[i];
     answered = mw->before(&ex->req, &ex->res, mw->udata) == HR_ANSWERED || ex->conn == NULL;
   }
   if (!answered) ex->handler_active = 0;
-  hr__rcu_read_unlock();
   return answered;
 }
 
 /* Answers with the server's own response (404, 405, redirects, the
  * automatic OPTIONS answer, 501) on the keep-alive path, after the
  * before-middleware that apply to it; the request body, if any, is read
- * and discarded. */
+ * and discarded.  Middleware, handler and body all come from the table
+ * the request was matched in, whatever a middleware publishes meanwhile. */
 static void answer_internal(hr__exchange_t *ex) {
   hr_response_t *res = &ex->res;
   int status = ex->internal_status;
@@ -168,8 +179,7 @@ static void answer_internal(hr__exchange_t *ex) {
   if (run_fallback_before(ex)) return;
   /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
    * route's handler, inside a read-side section as handlers are. */
-  hr__rcu_read_lock();
-  an = hr__router_answers(ex->w->server->router, hr__route_host(&ex->req));
+  an = &ex->answers;
   if (status == 404 && an->not_found != NULL) {
     custom = an->not_found;
     custom_udata = an->not_found_udata;
@@ -179,13 +189,13 @@ static void answer_internal(hr__exchange_t *ex) {
   }
   if (custom != NULL) {
     ex->handler_active = 1;
+    hr__rcu_read_lock();
     custom(&ex->req, res, custom_udata);
     hr__rcu_read_unlock();
     return;
   }
-  hr__rcu_read_unlock();
   if (status != 200) /* OPTIONS: the Allow field is the answer */
-    n = error_body(ex->w, hr__route_host(&ex->req), status, body, &ctype);
+    n = error_body(an, status, body, &ctype);
   if (ctype != NULL &&
       hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype)) != 0) {
     hr__h1_fail(ex->conn, 503, "out of memory");
@@ -203,19 +213,23 @@ void hr__h1_answer_status(hr__exchange_t *ex, int status) {
 
 /* ---- the header section -------------------------------------------------- */
 
-/* Matches the request; the decoding buffer comes from the arena only when
- * the target needs one.  Returns 0 or HR_ENOMEM. */
+/* Matches the request in the table current now, which the exchange keeps
+ * for every answer the router gives it (hr__exchange_view_from); the
+ * decoding buffer comes from the arena only when the target needs one.
+ * Returns 0 or HR_ENOMEM.  Inside the step's read-side section. */
 static int route_request(hr__exchange_t *ex, hr_match_t *m) {
   hr_request_t *r = &ex->req;
   hr_router_t *router = ex->w->server->router;
-  int rc = hr_router_match(router, r->method, r->host, r->target, NULL, 0, m), tries;
-  /* m->need suffices for the table the match saw; a table published in
-   * between may need more, hence the (bounded) retry. */
-  for (tries = 0; rc == HR_ENOSPC && tries < 3; tries++) {
+  const hr__table_t *t = hr__router_table(router); /* the one load */
+  int rc;
+  hr__exchange_view_from(ex, t);
+  rc = hr__router_match_in(router, t, r->method, r->host, r->target, NULL, 0, m);
+  if (rc == HR_ENOSPC) {
+    /* m->need suffices for this same table. */
     size_t n = m->need;
     char *buf = hr__arena_alloc(&ex->arena, n);
     if (buf == NULL) return HR_ENOMEM;
-    rc = hr_router_match(router, r->method, r->host, r->target, buf, n, m);
+    rc = hr__router_match_in(router, t, r->method, r->host, r->target, buf, n, m);
   }
   return rc == HR_ENOSPC ? HR_ENOMEM : rc;
 }

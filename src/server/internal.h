@@ -153,6 +153,12 @@ struct hr__exchange_s {
   struct hr_stream_s *upgrade; /* answered 101: the stream, until the exchange ends */
   uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
+  /* What the router answers this request with, from the one route table
+   * it was matched in (hr__exchange_view): its host's answers, copied,
+   * and fallback invoker (the router-level middleware of the answers the
+   * router gives itself), so that no answer mixes two tables. */
+  hr_answers_t answers;
+  hr_route_t *fallback;
   unsigned handler_active : 1; /* handler ran, response not complete */
   unsigned dispatched : 1;
   unsigned msg_complete : 1;
@@ -160,6 +166,8 @@ struct hr__exchange_s {
   unsigned invoked : 1;       /* the invoker ran for this exchange */
   unsigned ended : 1;         /* the after-middleware ran (hr__invoke_end) */
   unsigned route_ref : 1;     /* holds a reference on req.route */
+  unsigned viewed : 1;        /* answers and fallback are set */
+  unsigned fallback_ref : 1;  /* holds a reference on fallback */
   unsigned holds_ctx : 1;     /* counted in slot->inflight */
   unsigned internal_answer : 1; /* the server answers, not the route */
   unsigned aborted : 1;       /* lost before the response completed */
@@ -185,6 +193,18 @@ hr__exchange_t *hr__exchange_new(hr__conn_t *c); /* NULL: out of memory */
 /* The exchange is over: after-middleware, counters, contexts, references,
  * then its memory goes back to the pools. */
 void hr__exchange_free(hr__exchange_t *ex);
+/* Sets ex's answers and fallback from `t`, the table its request is
+ * matched in (inside the read-side section that loaded it). */
+void hr__exchange_view_from(hr__exchange_t *ex, const hr__table_t *t);
+/* Makes sure ex's answers and fallback are set: from the current table
+ * when its request was not matched (refused before its header section was
+ * complete), in a read-side section of its own, and kept by reference
+ * when that section is not a connection's processing step. */
+void hr__exchange_view(hr__exchange_t *ex);
+/* The exchange outlives the read-side section it was routed in: it takes
+ * its own references on its route's invoker and, for a request no route
+ * answers, on its fallback (dropped by hr__invoke_release). */
+void hr__exchange_keep(hr__exchange_t *ex);
 /* The connection closes under a running handler: the exchange lives on
  * without it (owning the read buffer) until the handler completes. */
 void hr__exchange_detach(hr__exchange_t *ex);

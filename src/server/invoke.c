@@ -213,13 +213,12 @@ void hr__invoke_end(hr__exchange_t *ex) {
     run_after(inv, r, status);
   } else {
     /* No route: the router-level after-middleware of the request's host,
-     * from the table current now (a read-side section of its own: this
-     * may run from a timer or a later loop iteration). */
-    const hr_route_t *f;
-    hr__rcu_read_lock();
-    f = hr__router_fallback(ex->w->server->router, hr__route_host(r));
-    if (f != NULL) run_after(f, r, status);
-    hr__rcu_read_unlock();
+     * from the table the request was matched in, as its answer's
+     * before-middleware were (kept by reference when the exchange outlived
+     * that table's section: this may run from a timer or a later loop
+     * iteration). */
+    hr__exchange_view(ex);
+    if (ex->fallback != NULL) run_after(ex->fallback, r, status);
   }
   if (!ex->invoked) return;
   ex->invoked = 0;
@@ -235,6 +234,12 @@ void hr__invoke_end(hr__exchange_t *ex) {
 void hr__invoke_release(hr__exchange_t *ex) {
   hr_request_t *r = &ex->req;
   hr_route_t *inv = (hr_route_t *)r->route;
+  if (ex->fallback_ref) {
+    ex->fallback_ref = 0;
+    hr__invoker_unref(ex->fallback);
+  }
+  ex->fallback = NULL;
+  ex->viewed = 0;
   if (inv == NULL) return;
   if (r->ctx_made && inv->core->ctx_destroy != NULL)
     inv->core->ctx_destroy(inv->udata, r->ctx);
