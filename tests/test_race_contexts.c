@@ -7,7 +7,11 @@
  * and serves a request on the table still current.  The context must
  * survive (the route is still published) and serve that request; once
  * the table without the route is out, the next sweep destroys it, on the
- * loop's thread, and no second context is ever made.
+ * loop's thread, and no second context is ever made.  And a request
+ * matched before its route's removal whose body arrives after two sweeps:
+ * the context must wait for it (the request is counted from its match, not
+ * from its invocation), serve it, and no second one be made for the route
+ * that is gone (contexts.pml's ONE_CONTEXT).
  *
  * ctest-labels: tsan
  * ctest-needs: testpoints
@@ -66,6 +70,8 @@ static void get_loop(void) {
   fx_drop(g.fx, c);
 }
 
+static void wait_sweeps(int n);
+
 static void hook(hr__tp_t tp, void *arg) {
   (void)arg;
   if (tp == HR__TP_CTX_SWEPT) atomic_fetch_add(&g.sweeps, 1);
@@ -73,8 +79,7 @@ static void hook(hr__tp_t tp, void *arg) {
     /* On the writer's thread, with the table that has the route still
      * published: two sweeps (the second began after this point), then a
      * request on that table. */
-    int from = atomic_load(&g.sweeps);
-    while (atomic_load(&g.sweeps) < from + 2) sleep_ms(10); /* waits for the sweeps, bounded by the watchdog */
+    wait_sweeps(2);
     atomic_store(&g.destroyed_while_held, atomic_load(&g.destroyed));
     get_loop();
   }
@@ -109,6 +114,52 @@ static void test_context_outlives_sweeps_until_unpublished(void **state) {
   assert_int_equal(atomic_load(&g.created), 1);
 }
 
+static void wait_sweeps(int n) {
+  int from = atomic_load(&g.sweeps);
+  while (atomic_load(&g.sweeps) < from + n) sleep_ms(10); /* bounded by the watchdog */
+}
+
+static void test_context_waits_for_a_matched_request(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t o;
+  rc_t *c;
+  rc_response_t r;
+  int i;
+  memset(&g, 0, sizeof g);
+  g.fx = fx;
+  hr_route_options_init(&o);
+  o.context_scope = HR_CONTEXT_LOOP;
+  o.context_create = ctx_create;
+  o.context_destroy = ctx_destroy;
+  fx_route_opts(fx, "POST", "/loop", h_loop, NULL, &o);
+  hr__tp_set(hook);
+  fx_start(fx, 1);
+  assert_int_equal(atomic_load(&g.created), 1);
+  watchdog_say(60, "a matched request against its route's removal");
+  c = fx_connect(fx);
+  /* 100 Continue: the server matched the request (end of its header
+   * section); the body is still to come. */
+  assert_int_equal(rc_send_str(c, "POST /loop HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                                  "Expect: 100-continue\r\n\r\n"),
+                   0);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  assert_int_equal(r.raw_len, strlen("HTTP/1.1 100 Continue\r\n\r\n"));
+  assert_memory_equal(r.raw, "HTTP/1.1 100 Continue\r\n\r\n", r.raw_len);
+  rc_response_free(&r);
+  assert_int_equal(hr_router_remove(fx->router, "POST", "/loop"), 0);
+  wait_sweeps(2); /* the second began after the removal */
+  assert_int_equal(atomic_load(&g.destroyed), 0);
+  assert_int_equal(rc_send_str(c, "body"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "ctx 0", &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  /* Its request over, the context goes at a next sweep. */
+  for (i = 0; i < 500 && atomic_load(&g.destroyed) == 0; i++) sleep_ms(10);
+  watchdog(0);
+  assert_int_equal(atomic_load(&g.destroyed), 1);
+  assert_int_equal(atomic_load(&g.created), 1);
+}
+
 static int teardown(void **state) {
   hr__tp_set(NULL);
   return fx_teardown(state);
@@ -117,6 +168,8 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_context_outlives_sweeps_until_unpublished, fx_setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_context_waits_for_a_matched_request, fx_setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -336,6 +336,7 @@ static int headers_complete(hr__conn_t *c, hr__exchange_t *ex) {
   }
   if (m.status != 200 || m.route == NULL) return no_route(c, ex, &m, body_expected);
   r->route = m.route;
+  hr__invoke_hold_ctx(ex);
   r->nparams = m.nparams;
   memcpy(r->params, m.params, m.nparams * sizeof(hr_param_t));
   if (m.route->max_body_bytes) ex->body_limit = m.route->max_body_bytes;

@@ -371,6 +371,11 @@ llhttp_errno_t hr__parse_head(hr__exchange_t *ex);
 
 /* invoke.c */
 void hr__invoke(hr__exchange_t *ex);
+/* At the match (the end of the header section): a route with per-loop
+ * contexts counts the request in its loop's slot from here, so the loop's
+ * sweep keeps the context for it even when the route is removed before
+ * its body has arrived. */
+void hr__invoke_hold_ctx(hr__exchange_t *ex);
 void hr__invoke_end(hr__exchange_t *ex); /* after-middleware and counters */
 void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
 /* Runs the route's head middleware at the end of the header section;

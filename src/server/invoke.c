@@ -129,6 +129,15 @@ int hr__invoke_head(hr__exchange_t *ex) {
   return 0;
 }
 
+void hr__invoke_hold_ctx(hr__exchange_t *ex) {
+  hr_route_t *inv = (hr_route_t *)ex->req.route;
+  if (inv == NULL || inv->ctx_scope != HR_CONTEXT_LOOP || ex->holds_ctx) return;
+  ex->slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)ex->w->loop_slot);
+  if (ex->slot == NULL) return; /* out of memory: hr__invoke answers 503 */
+  ex->slot->inflight++; /* the context stays until this request ends */
+  ex->holds_ctx = 1;
+}
+
 void hr__invoke(hr__exchange_t *ex) {
   hr_request_t *r = &ex->req;
   hr_response_t *res = &ex->res;
@@ -149,8 +158,10 @@ void hr__invoke(hr__exchange_t *ex) {
       return;
     }
     ctx = ex->slot->ctx;
-    ex->slot->inflight++; /* the context stays until this request ends */
-    ex->holds_ctx = 1;
+    if (!ex->holds_ctx) {
+      ex->slot->inflight++; /* the context stays until this request ends */
+      ex->holds_ctx = 1;
+    }
   } else if (inv->ctx_scope == HR_CONTEXT_REQUEST) {
     if (inv->core->ctx_create(inv->udata, w->loop, &r->ctx) != 0) {
       hr__h1_answer_status(ex, 503);

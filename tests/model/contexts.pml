@@ -45,12 +45,14 @@
  *   RETIRED_FIRST    `retired` stored before the new table (C1)
  *   RELAXED_RETIRED  the sweep's load of `retired` relaxed, not acquire (C3)
  *   NO_INFLIGHT      the sweep destroys a context requests still use (C2)
+ *   COUNT_AT_INVOKE  a request counted in `inflight` only when invoked,
+ *                    not from its match (C5)
  *
- * What it shows besides: a request matched before the removal whose body
- * completes after a sweep destroyed the context makes a second one at its
- * invocation (ctx_made was cleared), which the next sweep after the
- * request destroys: two contexts for one loop and one route, not a use of
- * a destroyed one (ONE_CONTEXT asserts one context per loop and fails).
+ * C5: one context per loop and route.  The code counted a request from
+ * its invocation (COUNT_AT_INVOKE): a request matched before the removal
+ * whose body completed after a sweep destroyed the context made a second
+ * one at its invocation, which the next sweep destroyed.  This model found
+ * it; the code now counts from the match (hr__invoke_hold_ctx).
  */
 
 #define NL 2   /* the table pointer, the core's retired flag */
@@ -104,10 +106,10 @@ inline invoke(i) {
     :: ctx != MADE -> ctx = MADE; ctx_gen++
     :: else -> skip
     fi;
-#ifdef ONE_CONTEXT
-    assert(ctx_gen == 1);
-#endif
+    assert(ctx_gen == 1);                 /* C5 */
+#ifdef COUNT_AT_INVOKE
     inflight++;
+#endif
     got[i] = ctx_gen;
     phase[i] = INVOKED
   }
@@ -119,6 +121,9 @@ inline match(i) {
   if
   :: p == 0 ->
     assert(ctx != DESTROYED);             /* C3 */
+#ifndef COUNT_AT_INVOKE
+    inflight++;                           /* hr__invoke_hold_ctx */
+#endif
     phase[i] = MATCHED;
     if
     :: invoke(i)                          /* a streaming body: now */

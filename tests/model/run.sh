@@ -32,7 +32,7 @@ declare -A mutations=(
   [drain]="NO_LATE_CHECK=answer NO_CLAIM=answer ACQ_REL=answer"
   [tls]="WAIT_UNDER_LOCK=deadlock NO_GRACE=freed RELAXED_PUBLISH=v==1 REF_OUTSIDE=cfreed
          SYNC_IN_SECTION=deadlock"
-  [contexts]="RETIRED_FIRST=ctx!=2 RELAXED_RETIRED=ctx!=2 NO_INFLIGHT=ctx_gen==got"
+  [contexts]="RETIRED_FIRST=ctx!=2 RELAXED_RETIRED=ctx!=2 NO_INFLIGHT=ctx_gen==got COUNT_AT_INVOKE=ctx_gen==1"
 )
 
 failed=0
