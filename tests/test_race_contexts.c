@@ -85,20 +85,26 @@ static void hook(hr__tp_t tp, void *arg) {
   }
 }
 
-static void test_context_outlives_sweeps_until_unpublished(void **state) {
-  fx_t *fx = *state;
+/* `method` /loop with per-loop contexts, on one worker loop, whose start
+ * made its context. */
+static void start_loop_route(fx_t *fx, const char *method) {
   hr_route_options_t o;
-  int i;
   memset(&g, 0, sizeof g);
   g.fx = fx;
   hr_route_options_init(&o);
   o.context_scope = HR_CONTEXT_LOOP;
   o.context_create = ctx_create;
   o.context_destroy = ctx_destroy;
-  fx_route_opts(fx, "GET", "/loop", h_loop, NULL, &o);
+  fx_route_opts(fx, method, "/loop", h_loop, NULL, &o);
   hr__tp_set(hook);
   fx_start(fx, 1);
   assert_int_equal(atomic_load(&g.created), 1); /* made at the loop's start */
+}
+
+static void test_context_outlives_sweeps_until_unpublished(void **state) {
+  fx_t *fx = *state;
+  int i;
+  start_loop_route(fx, "GET");
   watchdog_say(60, "a route removal held against the context sweep");
   atomic_store(&g.armed, 1);
   assert_int_equal(hr_router_remove(fx->router, "GET", "/loop"), 0);
@@ -121,20 +127,10 @@ static void wait_sweeps(int n) {
 
 static void test_context_waits_for_a_matched_request(void **state) {
   fx_t *fx = *state;
-  hr_route_options_t o;
   rc_t *c;
   rc_response_t r;
   int i;
-  memset(&g, 0, sizeof g);
-  g.fx = fx;
-  hr_route_options_init(&o);
-  o.context_scope = HR_CONTEXT_LOOP;
-  o.context_create = ctx_create;
-  o.context_destroy = ctx_destroy;
-  fx_route_opts(fx, "POST", "/loop", h_loop, NULL, &o);
-  hr__tp_set(hook);
-  fx_start(fx, 1);
-  assert_int_equal(atomic_load(&g.created), 1);
+  start_loop_route(fx, "POST");
   watchdog_say(60, "a matched request against its route's removal");
   c = fx_connect(fx);
   /* 100 Continue: the server matched the request (end of its header
