@@ -113,7 +113,11 @@ typedef struct hr_server_options_s {
    * 10000 ms. */
   uint64_t body_timeout_ms;
   /** Longest time queued output may make no progress, then close.
-   * 10000 ms. */
+   * Progress is bytes written, or bytes of ours the peer acknowledged (a
+   * slow reader draining a large socket buffer).  10000 ms.  For this and
+   * the three timeouts above, bytes of the peer's that already wait unread
+   * when a deadline passes (the loop ran late) are read before it is
+   * decided. */
   uint64_t write_timeout_ms;
   /** Queued unwritten bytes above which hr_response_write answers HR_EAGAIN
    * and the server stops reading pipelined requests.  65536. */

@@ -179,6 +179,7 @@ static void on_read(void *owner, ssize_t nread) {
   if (nread > 0) {
     hr__stat_add(&c->w->st_bytes_received, (uint64_t)nread);
     if (c->state != HR__C_OPEN) return; /* draining or lingering: dropped */
+    c->late_read = 0;
     c->rlen += (uint32_t)nread;
     if (c->ex != NULL) c->ex->last_activity = uv_now(c->w->loop);
     conn_process(c);
@@ -250,7 +251,7 @@ static void update_timer(hr__conn_t *c);
  * counts from the last progress. */
 static void on_write_progress(void *owner) {
   hr__conn_t *c = owner;
-  c->out->write_since = uv_now(c->w->loop);
+  hr__out_progress(c);
   update_timer(c);
 }
 
@@ -330,8 +331,48 @@ static void update_timer(hr__conn_t *c) {
     hr__timer_clear(&c->timer); /* the handler has the request */
 }
 
+/* A deadline that passed while the peer kept up is the loop's lateness, or
+ * the writable event's coarseness, not the peer's fault:
+ * - waiting for bytes (idle, header section, body) while the peer's bytes
+ *   already wait unread in the socket: the loop ran its timers before it
+ *   polled (after a long callback, or with its thread starved) and would
+ *   refuse a request that arrived in time.  They are read first, and the
+ *   deadline is decided again after them: once per deadline (a header
+ *   section's counts from its first byte, so trickling never extends it),
+ *   and not again before a read (bytes the loop does not read now cannot
+ *   put it off for ever).
+ * - output not progressing while the peer acknowledged bytes since our
+ *   last progress: a send buffer of megabytes is reported writable only
+ *   once about half of it drained, which a slow but steady reader may take
+ *   longer than the timeout to do.  Its reading is progress.
+ * Returns 1 when the deadline was put off. */
+static int put_off(hr__conn_t *c, hr__tlist_t list) {
+  size_t unread = 0, unacked = 0;
+  uint32_t due = (uint32_t)c->timer.due;
+  if (c->t->ops->queues == NULL || c->t->ops->queues(c->t, &unread, &unacked) != 0) return 0;
+  if (list == HR__TL_WRITE) {
+    hr__out_t *o = c->out;
+    if (!hr__out_writing(c) || !o->unacked_known || unacked >= o->unacked) return 0;
+    uv_update_time(c->w->loop); /* not older than the measure (hr__out_progress) */
+    o->write_since = uv_now(c->w->loop);
+    o->unacked = unacked;
+    update_timer(c);
+    return 1;
+  }
+  if ((list != HR__TL_IDLE && list != HR__TL_HEADER && list != HR__TL_BODY) ||
+      c->state != HR__C_OPEN || !c->reading || unread == 0 || c->late_read ||
+      c->late_due == due)
+    return 0;
+  c->late_read = 1;
+  c->late_due = due;
+  /* After this turn's poll, which reads them and re-arms as they say. */
+  arm(c, list, uv_now(c->w->loop) + 1);
+  return 1;
+}
+
 void hr__conn_timeout(hr__conn_t *c, hr__tlist_t list) {
   hr__exchange_t *ex = c->ex;
+  if ((c->state == HR__C_OPEN || c->state == HR__C_DRAINING) && put_off(c, list)) return;
   if (c->state == HR__C_OPEN && list == HR__TL_HEADER && ex != NULL &&
       c->rlen != c->msg_start)
     hr__h1_fail(c, 408, "header section not received in time");

@@ -266,6 +266,11 @@ struct hr__conn_s {
   unsigned proxy_wait : 1;
   unsigned proxy_trusted : 1;
   unsigned proxy_required : 1;
+  /* A deadline put off because the peer's bytes were waiting unread
+   * (conn.c, put_off): set until the next read; late_due holds the low
+   * bits of that deadline, which is not put off twice. */
+  unsigned late_read : 1;
+  uint32_t late_due;
 };
 
 /* conn.c */

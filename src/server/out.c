@@ -45,6 +45,7 @@ static hr__out_t *out_get(hr__conn_t *c) {
   o->fbuf_cap = o->fready = 0;
   o->fjob = NULL;
   o->writing = 0;
+  o->unacked_known = 0;
   o->write_since = uv_now(c->w->loop);
   c->out = o;
   return o;
@@ -298,7 +299,21 @@ static int wait_for_room(hr__conn_t *c, hr__wbatch_t *b, size_t wend, uint64_t w
   err = c->t->ops->write(c->t, &o->wreq);
   if (err != 0) return err;
   o->writing = 1;
+  hr__out_progress(c);
   return 1;
+}
+
+void hr__out_progress(hr__conn_t *c) {
+  hr__out_t *o = c->out;
+  size_t unread;
+  o->unacked_known = c->t->ops->queues != NULL &&
+                     c->t->ops->queues(c->t, &unread, &o->unacked) == 0;
+  /* The deadline counts from no earlier than that measure: the loop's
+   * time may be older (taken before this turn's callbacks, or before the
+   * thread was preempted), and acknowledgements after it are in `unacked`
+   * already. */
+  if (o->unacked_known) uv_update_time(c->w->loop);
+  o->write_since = uv_now(c->w->loop);
 }
 
 /* The memory segments from b->pos up to the next file: one try-write,

@@ -74,7 +74,9 @@ typedef struct hr__out_s {
   size_t fready;         /* bytes of the current file piece in fbuf, read by a job */
   hr__fjob_t *fjob;      /* the piece being read on the thread pool (owns fbuf) */
   uint64_t write_since;  /* loop time of the last write progress */
+  size_t unacked;        /* the socket's unacknowledged bytes then */
   unsigned writing : 1;
+  unsigned unacked_known : 1; /* the transport told `unacked` */
 } hr__out_t;
 
 struct hr__head_s;
@@ -94,6 +96,10 @@ int hr__out_borrow(hr__conn_t *c, hr_response_t *res, const void *p, size_t n,
  * fd is closed then when release is NULL. */
 int hr__out_file(hr__conn_t *c, hr_response_t *res, int fd, uint64_t offset, uint64_t len,
                  hr_file_release_cb release, void *udata);
+/* Our own write progressed (a transport write started or moved bytes):
+ * the write deadline counts from now, and what the socket holds
+ * unacknowledged now is what the peer's progress is measured against. */
+void hr__out_progress(hr__conn_t *c);
 /* Bytes queued and not yet written, files included. */
 size_t hr__out_queued(const hr__conn_t *c);
 /* The same without file bytes: the memory the queue holds for output,

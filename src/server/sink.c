@@ -90,6 +90,13 @@ static int sink_addr(const hr__transport_t *t, struct sockaddr *addr, int *len) 
   return UV_ENOTCONN;
 }
 
+static int sink_queues(const hr__transport_t *t, size_t *unread, size_t *unacked) {
+  (void)t;
+  (void)unread;
+  (void)unacked;
+  return UV_ENOTSUP; /* bytes are fed and taken synchronously */
+}
+
 static const hr__transport_ops_t sink_ops = {
     .read_start = sink_read_start,
     .read_stop = sink_read_stop,
@@ -99,6 +106,7 @@ static const hr__transport_ops_t sink_ops = {
     .close = sink_close,
     .peer = sink_addr,
     .local = sink_addr,
+    .queues = sink_queues,
     .tls_info = hr__no_tls_info,
     .tls_client = hr__no_tls_client,
     .try_sendfile = NULL, /* the output queue reads files for it */

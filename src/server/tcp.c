@@ -22,10 +22,14 @@
 #include <limits.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/sockios.h> /* SIOCINQ, SIOCOUTQ */
+#endif
 
 #include "server/transport.h"
 
@@ -426,6 +430,23 @@ static int tcp_local(const hr__transport_t *t, struct sockaddr *addr, int *len) 
   return sock_addr(t, addr, len, getsockname);
 }
 
+static int tcp_queues(const hr__transport_t *t, size_t *unread, size_t *unacked) {
+#if defined(SIOCINQ) && defined(SIOCOUTQ)
+  const hr__tcp_t *s = (const hr__tcp_t *)t;
+  int in = 0, out = 0;
+  if (s->fd < 0) return UV_ENOTCONN;
+  if (ioctl(s->fd, SIOCINQ, &in) != 0 || ioctl(s->fd, SIOCOUTQ, &out) != 0) return -errno;
+  *unread = in > 0 ? (size_t)in : 0;
+  *unacked = out > 0 ? (size_t)out : 0;
+  return 0;
+#else
+  (void)t;
+  (void)unread;
+  (void)unacked;
+  return UV_ENOTSUP;
+#endif
+}
+
 static const hr__transport_ops_t tcp_ops = {
     .read_start = tcp_read_start,
     .read_stop = tcp_read_stop,
@@ -435,6 +456,7 @@ static const hr__transport_ops_t tcp_ops = {
     .close = tcp_close,
     .peer = tcp_peer,
     .local = tcp_local,
+    .queues = tcp_queues,
     .tls_info = hr__no_tls_info,
     .tls_client = hr__no_tls_client,
     .try_sendfile = tcp_try_sendfile,

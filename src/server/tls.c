@@ -572,6 +572,12 @@ static int tls_local(const hr__transport_t *tr, struct sockaddr *a, int *len) {
   return t->inner->ops->local(t->inner, a, len);
 }
 
+/* The socket's: records not yet read, records not yet acknowledged. */
+static int tls_queues(const hr__transport_t *tr, size_t *unread, size_t *unacked) {
+  const hr__tls_t *t = (const hr__tls_t *)tr;
+  return t->inner->ops->queues(t->inner, unread, unacked);
+}
+
 static int tls_info(const hr__transport_t *tr, hr_tls_info_t *info) {
   const hr__tls_t *t = (const hr__tls_t *)tr;
   const unsigned char *alpn = NULL;
@@ -642,6 +648,7 @@ static const hr__transport_ops_t tls_ops = {
     .close = tls_close,
     .peer = tls_peer,
     .local = tls_local,
+    .queues = tls_queues,
     .tls_info = tls_info,
     .tls_client = tls_client,
     .try_sendfile = NULL, /* records are encrypted in user space */

@@ -92,6 +92,13 @@ typedef struct hr__transport_ops_s {
    * Return 0 or a negative libuv error (UV_ENOTCONN without a socket). */
   int (*peer)(const hr__transport_t *t, struct sockaddr *addr, int *len);
   int (*local)(const hr__transport_t *t, struct sockaddr *addr, int *len);
+  /* What the kernel holds for the connection's socket: bytes received and
+   * not yet read (*unread), and bytes written that the peer has not yet
+   * acknowledged (*unacked).  Returns 0, or a negative libuv error
+   * (UV_ENOTSUP without a socket: the sink).  For deadlines: a timer that
+   * fires late, or a slow reader that the writable event reports only
+   * every half a send buffer, is judged by what the peer did. */
+  int (*queues)(const hr__transport_t *t, size_t *unread, size_t *unacked);
   /* What TLS negotiated: 0, or HR_ENOTFOUND (not TLS). */
   int (*tls_info)(const hr__transport_t *t, hr_tls_info_t *info);
   /* The verified client certificate, into memory from `alloc(ctx, n)`:
