@@ -14,6 +14,8 @@
  * read first; a reader that keeps acknowledging bytes is progress: conn.c,
  * put_off), so a round whose client kept its pace must pass, and one whose
  * client was held up proves nothing and runs again.
+ *
+ * ctest-labels: tsan
  */
 #include <errno.h>
 #include <stdio.h>
