@@ -19,7 +19,7 @@
 #include "server/internal.h"
 #include "util/rcu.h"
 
-hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
+hr__exchange_t *hr__exchange_new(hr__conn_t *c, const hr__proto_t *proto) {
   hr__worker_t *w = c->w;
   hr__exchange_t *ex = hr__pool_get(&w->xpool);
   if (ex == NULL) return NULL;
@@ -27,6 +27,7 @@ hr__exchange_t *hr__exchange_new(hr__conn_t *c) {
   memset(ex, 0, offsetof(hr__exchange_t, req) + offsetof(hr_request_t, params));
   atomic_store_explicit(&ex->where, HR__EX_ON_CONN, memory_order_relaxed);
   ex->conn = c;
+  ex->proto = proto;
   ex->w = w;
   /* The parser is initialised for each message by hr__parse_head. */
   hr__arena_init(&ex->arena, &w->apool);

@@ -347,7 +347,7 @@ static int headers_complete(hr__conn_t *c, hr__exchange_t *ex) {
   if (r->route->nhead_mw > 0) {
     /* Head middleware: before 100 Continue and before the body.  While it
      * runs the client may still hold the body back, so an answer now
-     * closes the connection after it (hr__res_render_head). */
+     * closes the connection after it (h1_proto.c, h1_head). */
     int held = r->expect_continue && body_expected && r->version == 11;
     r->continue_pending = (unsigned)held;
     if (hr__invoke_head(ex)) {
@@ -589,7 +589,7 @@ int hr__h1_step(hr__conn_t *c) {
       if (hr__out_queued(c) > c->w->server->opts.write_high_water_bytes)
         return 0;
     }
-    ex = hr__exchange_new(c);
+    ex = hr__exchange_new(c, &hr__h1_proto);
     if (ex == NULL) {
       hr__h1_fail(c, 503, "out of memory");
       return 0;

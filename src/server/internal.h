@@ -26,6 +26,7 @@
 #include "http/strict.h"
 #include "router/route.h"
 #include "server/out.h"
+#include "server/proto.h"
 #include "server/timer.h"
 #include "server/transport.h"
 #include "util/mem.h"
@@ -122,6 +123,7 @@ typedef enum {
 
 struct hr__exchange_s {
   hr__conn_t *conn;        /* NULL once detached */
+  const hr__proto_t *proto; /* how its response reaches the wire (proto.h) */
   hr__worker_t *w;
   hr__exchange_t *next;    /* worker's detached list, server's abandoned list */
   /* HR__EX_*: written by the loop thread; read by other threads only to
@@ -189,7 +191,8 @@ struct hr__exchange_s {
   ((hr__exchange_t *)((char *)(r) - offsetof(hr__exchange_t, res)))
 
 /* exchange.c */
-hr__exchange_t *hr__exchange_new(hr__conn_t *c); /* NULL: out of memory */
+/* A new exchange of connection `c`, speaking `proto`; NULL: out of memory. */
+hr__exchange_t *hr__exchange_new(hr__conn_t *c, const hr__proto_t *proto);
 /* The exchange is over: after-middleware, counters, contexts, references,
  * then its memory goes back to the pools. */
 void hr__exchange_free(hr__exchange_t *ex);
@@ -398,9 +401,6 @@ void hr__addr_text(const struct sockaddr_storage *ss, char *out, size_t cap);
 void hr__worker_ctx_prepare(hr__worker_t *w);
 void hr__worker_ctx_sweep(hr__worker_t *w, int all);
 
-/* response.c */
-int hr__res_render_head(hr__exchange_t *ex, int status, int64_t length,
-                        int chunked);
 
 /* Connections without a socket, for the in-process benchmark, fuzzing and
  * tests (sink.c's transport).  Bytes fed are processed at once, as if

@@ -149,12 +149,12 @@ void hr__invoke(hr__exchange_t *ex) {
   if (inv->typed && (hr__invoker_convert(inv, r->params, r->nparams, r->values) != 0 ||
                      parse_objects(ex, inv) != 0)) {
     /* The path names no resource of this type (as JAX-RS answers). */
-    hr__h1_answer_status(ex, 404);
+    ex->proto->answer_status(ex, 404);
     return;
   }
   if (inv->ctx_scope == HR_CONTEXT_LOOP) {
     if (ex->slot == NULL || (!ex->slot->ctx_made && make_loop_ctx(w, inv, ex->slot) != 0)) {
-      hr__h1_answer_status(ex, 503);
+      ex->proto->answer_status(ex, 503);
       return;
     }
     ctx = ex->slot->ctx;
@@ -164,7 +164,7 @@ void hr__invoke(hr__exchange_t *ex) {
     }
   } else if (inv->ctx_scope == HR_CONTEXT_REQUEST) {
     if (inv->core->ctx_create(inv->udata, w->loop, &r->ctx) != 0) {
-      hr__h1_answer_status(ex, 503);
+      ex->proto->answer_status(ex, 503);
       return;
     }
     r->ctx_made = 1;

@@ -77,11 +77,11 @@ int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
   if (ex->conn == NULL) return HR_ECLOSED;
   if (req->continue_pending && ex->res.state == HR__RES_NEW) {
     /* The client waits for this before sending the body (RFC 9110 §10.1.1). */
-    if (hr__h1_continue(ex->conn) != 0) return HR_ENOMEM;
+    if (ex->proto->send_continue(ex) != 0) return HR_ENOMEM;
     req->continue_pending = 0;
     /* The body timeout counts from now. */
     ex->last_activity = uv_now(ex->w->loop);
-    hr__conn_kick(ex->conn);
+    ex->proto->kick(ex);
   }
   req->body_cb = cb;
   req->body_udata = udata;

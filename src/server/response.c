@@ -85,33 +85,6 @@ static int status_has_no_body(int status) {
   return (status >= 100 && status < 200) || status == 204 || status == 304;
 }
 
-/* Renders the status line and fields into the output queue.  `length` < 0
- * with chunked == 0 means close-delimited. */
-int hr__res_render_head(hr__exchange_t *ex, int status, int64_t length,
-                        int chunked) {
-  hr__conn_t *c = ex->conn;
-  hr_request_t *req = &ex->req;
-  hr_response_t *res = &ex->res;
-  const hr_route_t *rt = req->route;
-  hr__head_t h;
-  /* Answered without asking for a body the client holds back until it sees
-   * 100 Continue: it will not come, so the connection cannot go on. */
-  if (req->continue_pending && !ex->msg_complete) ex->close_after = 1;
-  if (length < 0 && !chunked) ex->close_after = 1;
-  memset(&h, 0, sizeof(h));
-  h.status = status;
-  if (rt != NULL && !ex->internal_answer) h.route_fields = rt->head;
-  h.date.ptr = c->w->date;
-  h.date.len = c->w->date_len;
-  h.fields.ptr = res->fields;
-  h.fields.len = res->fields_len;
-  h.length = length;
-  h.chunked = (unsigned)(chunked != 0);
-  h.close = (unsigned)(!req->keep_alive || ex->close_after || hr__worker_ending(c->w));
-  h.keep_alive = (unsigned)(!h.close && req->version == 10);
-  return hr__out_head(c, &h, (hr_span_t){NULL, 0});
-}
-
 static int check_send(hr_response_t *res, int status, size_t len) {
   if (res->state != HR__RES_NEW) return HR_ESTATE;
   if (status < 200 || status > 599) return HR_EINVAL;
@@ -122,7 +95,7 @@ static int check_send(hr_response_t *res, int status, size_t len) {
 /* Completion shared by every finishing call. */
 static int finish(hr__exchange_t *ex) {
   ex->res.state = HR__RES_DONE;
-  hr__conn_response_done(ex->conn);
+  ex->proto->done(ex);
   return 0;
 }
 
@@ -138,7 +111,7 @@ static int finish_closed(hr__exchange_t *ex) {
 /* The response cannot be framed any more (out of memory with part of it
  * queued, or a short fixed-length body): complete it and close. */
 static int fail_framing(hr__exchange_t *ex, int err) {
-  hr__conn_framing_lost(ex->conn);
+  ex->proto->lost(ex);
   return err;
 }
 
@@ -150,9 +123,9 @@ int hr_response_send(hr_response_t *res, int status, const void *body,
   if (err != 0) return err;
   if (ex->conn == NULL) return finish_closed(ex);
   res->status = status;
-  err = hr__res_render_head(ex, status, (int64_t)len, 0);
+  err = ex->proto->head(ex, status, (int64_t)len, 0);
   if (err == 0 && len > 0 && !ex->req.is_head) {
-    err = hr__out_append(ex->conn, body, len);
+    err = ex->proto->data(ex, body, len);
     res->written = len; /* the body bytes sent (access log) */
   }
   /* Framing is broken once part of a head is queued. */
@@ -168,16 +141,16 @@ int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
   if (err != 0) return err;
   if (ex->conn == NULL) return finish_closed(ex);
   res->status = status;
-  err = hr__res_render_head(ex, status, (int64_t)len, 0);
+  err = ex->proto->head(ex, status, (int64_t)len, 0);
   if (err == 0) {
     if (len > 0 && !ex->req.is_head) {
-      err = hr__out_borrow(ex->conn, res, body, len, release, udata);
+      err = ex->proto->borrow(ex, body, len, release, udata);
       res->written = len;
     }
     else if (release != NULL)
       /* Nothing to write: hand it back through the queue so it is still
        * released later, never inside this call. */
-      err = hr__out_borrow(ex->conn, res, body, 0, release, udata);
+      err = ex->proto->borrow(ex, body, 0, release, udata);
   }
   if (err != 0) return fail_framing(ex, HR_ENOMEM);
   return finish(ex);
@@ -195,11 +168,10 @@ int hr_response_send_file(hr_response_t *res, int status, int fd, uint64_t offse
   if (length > 0 && (status == 204 || status == 304)) return HR_EINVAL;
   if (ex->conn == NULL) return finish_closed(ex);
   res->status = status;
-  err = hr__res_render_head(ex, status, (int64_t)length, 0);
+  err = ex->proto->head(ex, status, (int64_t)length, 0);
   /* Nothing to send for HEAD: the file still goes through the queue, so it
    * is released later, never inside this call. */
-  if (err == 0)
-    err = hr__out_file(ex->conn, res, fd, offset, ex->req.is_head ? 0 : length, release, udata);
+  if (err == 0) err = ex->proto->file(ex, fd, offset, ex->req.is_head ? 0 : length, release, udata);
   if (err != 0) return fail_framing(ex, HR_ENOMEM);
   if (!ex->req.is_head) res->written = length;
   return finish(ex);
@@ -228,48 +200,19 @@ int hr_response_start(hr_response_t *res, int status, int64_t content_length) {
   res->content_length = content_length;
   /* A HEAD response announces the coding but carries no chunks. */
   res->chunked = (unsigned)(chunked && !res->no_body);
-  err = hr__res_render_head(ex, status, content_length, chunked);
+  err = ex->proto->head(ex, status, content_length, chunked);
   if (err != 0) return fail_framing(ex, err);
   res->state = HR__RES_STREAMING;
-  hr__conn_kick(ex->conn);
+  ex->proto->kick(ex);
   return 0;
-}
-
-/* The chunk-size line of a chunk of `len` bytes (RFC 9112 §7.1). */
-static size_t chunk_line(char *line, size_t len) {
-  static const char hex[] = "0123456789abcdef";
-  char tmp[20], *e = line;
-  size_t n = 0;
-  do {
-    tmp[n++] = hex[len & 15];
-    len >>= 4;
-  } while (len);
-  while (n) *e++ = tmp[--n];
-  *e++ = '\r';
-  *e++ = '\n';
-  return (size_t)(e - line);
-}
-
-/* Queues the size line of a chunk of `len` bytes, after the CRLF a file
- * chunk still owes (hr_response_write_file).  0 or HR_ENOMEM. */
-static int open_chunk(hr_response_t *res, hr__conn_t *c, size_t len) {
-  char line[26];
-  size_t n = 0;
-  int err;
-  if (res->crlf_owed) line[n++] = '\r', line[n++] = '\n';
-  n += chunk_line(line + n, len);
-  err = hr__out_append(c, line, n);
-  if (err == 0) res->crlf_owed = 0;
-  return err;
 }
 
 int hr_response_write(hr_response_t *res, const void *data, size_t len) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
-  hr__conn_t *c = ex->conn;
   int err = hr__exchange_check_thread(ex);
   if (err != 0) return err;
   if (res->state != HR__RES_STREAMING) return HR_ESTATE;
-  if (c == NULL) return HR_ECLOSED;
+  if (ex->conn == NULL) return HR_ECLOSED;
   if (res->content_length >= 0 &&
       (uint64_t)res->content_length - res->written < len)
     return HR_EINVAL;
@@ -280,53 +223,43 @@ int hr_response_write(hr_response_t *res, const void *data, size_t len) {
   }
   /* Above the mark: refuse, so that queued output stays within the mark
    * plus one write. */
-  if (hr__out_queued_memory(c) > c->w->server->opts.write_high_water_bytes) {
+  if (ex->proto->queued(ex) > ex->w->server->opts.write_high_water_bytes) {
     res->want_drain = 1;
     return HR_EAGAIN;
   }
-  if (res->chunked) err = open_chunk(res, c, len);
-  if (err == 0) err = hr__out_append(c, data, len);
-  if (err == 0 && res->chunked) err = hr__out_append(c, "\r\n", 2);
-  if (err != 0) {
-    /* Part of a chunk may be queued: the framing is lost and the
+  if (ex->proto->data(ex, data, len) != 0) {
+    /* Part of a piece may be queued: the framing is lost and the
      * connection closes.  The handler, which hears it here rather than
      * through its abort callback, still ends the response (HR_ECLOSED). */
     ex->aborted = 1;
-    hr__conn_close(c);
+    ex->proto->cut(ex);
     return HR_ENOMEM;
   }
   res->written += len;
-  hr__conn_kick(c);
+  ex->proto->kick(ex);
   return 0;
 }
 
 int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset, uint64_t length,
                            hr_file_release_cb release, void *udata) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
-  hr__conn_t *c = ex->conn;
   int err = hr__exchange_check_thread(ex);
   if (err != 0) return err;
   if (res->state != HR__RES_STREAMING) return HR_ESTATE;
-  if (c == NULL) return HR_ECLOSED;
+  if (ex->conn == NULL) return HR_ECLOSED;
   if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
     return HR_EINVAL;
   if (res->content_length >= 0 && (uint64_t)res->content_length - res->written < length)
     return HR_EINVAL;
-  if (res->chunked && length > 0) err = open_chunk(res, c, (size_t)length);
   /* Even with nothing to send (HEAD, length 0) the file goes through the
-   * queue, so it is released later, never inside this call.  The chunk's
-   * CRLF goes with the next chunk line or the last chunk: once the file is
-   * queued nothing may fail that would leave it released and reported not. */
-  if (err == 0)
-    err = hr__out_file(c, res, fd, offset, res->no_body ? 0 : length, release, udata);
-  if (err == 0 && res->chunked && length > 0) res->crlf_owed = 1;
-  if (err != 0) {
+   * queue, so it is released later, never inside this call. */
+  if (ex->proto->file(ex, fd, offset, res->no_body ? 0 : length, release, udata) != 0) {
     ex->aborted = 1;
-    hr__conn_close(c);
+    ex->proto->cut(ex);
     return HR_ENOMEM;
   }
   res->written += length;
-  hr__conn_kick(c);
+  ex->proto->kick(ex);
   return 0;
 }
 
@@ -359,9 +292,7 @@ int hr_response_end(hr_response_t *res) {
     /* The declared length was not met: the message cannot be framed. */
     return fail_framing(ex, HR_EINVAL);
   }
-  if (res->chunked && (res->crlf_owed ? hr__out_append(ex->conn, "\r\n0\r\n\r\n", 7)
-                                      : hr__out_append(ex->conn, "0\r\n\r\n", 5)) != 0)
-    return fail_framing(ex, HR_ENOMEM);
+  if (ex->proto->end(ex) != 0) return fail_framing(ex, HR_ENOMEM);
   return finish(ex);
 }
 
