@@ -86,12 +86,19 @@ static void unlink_detached(hr__exchange_t *ex) {
   ex->next = NULL;
 }
 
+/* The one dispose point: the exchange has ended, its observers hear of it
+ * (hr__ex_observer_fn). */
+static void ended(hr__exchange_t *ex) {
+  const hr_server_t *s = ex->w->server;
+  size_t i;
+  for (i = 0; i < s->nobservers; i++) s->observers[i](ex);
+}
+
 void hr__exchange_free(hr__exchange_t *ex) {
   hr__worker_t *w = ex->w;
   int where = atomic_load_explicit(&ex->where, memory_order_relaxed);
   if (where == HR__EX_ABANDONED) return; /* kept until hr_server_free */
-  hr__invoke_end(ex);
-  if (w->server->opts.access_log != NULL) hr__access_log(ex);
+  ended(ex);
   if (ex->upgrade != NULL) { /* lost before the connection was handed over */
     hr__stream_discard(ex->upgrade);
     ex->upgrade = NULL;
@@ -156,8 +163,7 @@ void hr__exchange_abandon(hr__exchange_t *ex) {
           rt != NULL ? rt->core->pattern.ptr : "-");
   /* The after-middleware hear of it now, on the loop (status 0: no
    * response); contexts and references go at hr_server_free. */
-  hr__invoke_end(ex);
-  if (s->opts.access_log != NULL) hr__access_log(ex);
+  ended(ex);
   /* Pairs with the acquire load in hr__exchange_check_thread(). */
   atomic_store_explicit(&ex->where, HR__EX_ABANDONED, memory_order_release);
   uv_mutex_lock(&s->abandon_lock);

@@ -384,7 +384,10 @@ void hr__invoke(hr__exchange_t *ex);
  * sweep keeps the context for it even when the route is removed before
  * its body has arrived. */
 void hr__invoke_hold_ctx(hr__exchange_t *ex);
-void hr__invoke_end(hr__exchange_t *ex); /* after-middleware and counters */
+/* An exchange's observer (see hr__ex_observer_fn): its route's
+ * after-middleware, counters and latency histogram, or the router's
+ * fallback after-middleware. */
+void hr__invoke_end(hr__exchange_t *ex);
 void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
 /* Runs the route's head middleware at the end of the header section;
  * returns 1 when one answered (or will), 0 to go on. */
@@ -543,10 +546,20 @@ typedef struct hr__addr_s {
 typedef enum { HR__SRV_NEW = 0, HR__SRV_ATTACHED, HR__SRV_THREADS,
                HR__SRV_CLOSING, HR__SRV_DONE } hr__srv_state_t;
 
+/* What must happen when an exchange ends (its response complete or cut
+ * short, or abandoned at a shutdown deadline): every observer is called
+ * once, in order, on the exchange's loop thread, from one dispose point
+ * (exchange.c, ended()) and from nowhere else.  Fixed when the server is
+ * made (hr_server_new). */
+typedef void (*hr__ex_observer_fn)(hr__exchange_t *ex);
+#define HR__MAX_OBSERVERS 4
+
 struct hr_server_s {
   hr__mem_t mem;
   hr_router_t *router;
   hr_server_options_t opts;
+  hr__ex_observer_fn observers[HR__MAX_OBSERVERS];
+  size_t nobservers;
   hr__head_limits_t head_limits;
   hr__addr_t *addrs;
   size_t naddrs;

@@ -57,6 +57,10 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   s->mem = mem;
   s->router = router;
   s->opts = o;
+  /* The exchange's observers (hr__ex_observer_fn), in the order they run:
+   * the after-middleware see the outcome before the access log writes it. */
+  s->observers[s->nobservers++] = hr__invoke_end;
+  if (o.access_log != NULL) s->observers[s->nobservers++] = hr__access_log;
   s->head_limits.max_request_line = o.max_request_line_bytes;
   s->head_limits.max_header = o.max_header_bytes;
   s->head_limits.max_fields = o.max_header_fields;
