@@ -20,10 +20,24 @@
  * request's header section stays where it was read until its response
  * completes, so request spans point straight into the buffer.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "server/internal.h"
 #include "util/rcu.h"
+
+/* The connection's state changes here and nowhere else, forward only:
+ * OPEN -> DRAINING -> SHUT -> CLOSED, a step possibly skipped, never one
+ * back (as libuv asserts a handle's closing).  Other modules ask with
+ * hr__conn_drain and hr__conn_close. */
+static void to_state(hr__conn_t *c, hr__cstate_t to) {
+  assert(to > c->state);
+  c->state = to;
+}
+
+void hr__conn_drain(hr__conn_t *c) {
+  if (c->state == HR__C_OPEN) to_state(c, HR__C_DRAINING);
+}
 
 /* How long a closing connection drains the peer's bytes after our FIN. */
 #define HR__LINGER_MS 2000
@@ -101,7 +115,7 @@ void hr__conn_close(hr__conn_t *c) {
   int cut = hr__out_queued(c) > 0 ||
             (c->ex != NULL && c->ex->res.state == HR__RES_STREAMING);
   if (c->state == HR__C_CLOSED) return;
-  c->state = HR__C_CLOSED;
+  to_state(c, HR__C_CLOSED);
   c->reading = 0;
   hr__timer_clear(&c->timer);
   if (c->counted) {
@@ -125,7 +139,7 @@ static void maybe_shut(hr__conn_t *c) {
     return;
   }
   if (c->upgraded) hr__stream_fin_sent(c);
-  c->state = HR__C_SHUT;
+  to_state(c, HR__C_SHUT);
   if (c->rbuf != NULL) hr__pool_put(&c->w->rpool, c->rbuf);
   c->rbuf = NULL;
   c->rlen = c->msg_start = 0;
@@ -143,7 +157,7 @@ void hr__conn_shutdown(hr__conn_t *c) {
   }
   if (c->ex == NULL) {
     /* Only output left: no further request, FIN once it is out. */
-    c->state = HR__C_DRAINING;
+    hr__conn_drain(c);
     hr__conn_settle(c);
     return;
   }
@@ -194,7 +208,7 @@ static void on_read(void *owner, ssize_t nread) {
     if (c->upgraded && c->state == HR__C_OPEN) { /* the peer ended the stream */
       hr__stream_peer_eof(c);
       if (hr__out_queued(c) > 0 || hr__out_writing(c)) {
-        c->state = HR__C_DRAINING; /* what is queued still goes out, then close */
+        hr__conn_drain(c); /* what is queued still goes out, then close */
         hr__conn_settle(c);
         return;
       }
@@ -212,7 +226,7 @@ static void on_read(void *owner, ssize_t nread) {
        * the current one has begun is the end cut short (a reset). */
       if (c->ex->res.state == HR__RES_NEW && (hr__out_queued(c) > 0 || hr__out_writing(c))) {
         hr__conn_drop_exchange(c, HR_ECLOSED);
-        c->state = HR__C_DRAINING;
+        hr__conn_drain(c);
         hr__conn_settle(c);
         return;
       }
@@ -452,7 +466,7 @@ static void conn_process(hr__conn_t *c) {
       if (c->rbuf != NULL && c->msg_start != c->rlen)
         hr__h1_fail(c, 400, "connection closed in the middle of a request");
       else if (ex == NULL)
-        c->state = HR__C_DRAINING;
+        hr__conn_drain(c);
     } else if (ex->phase == HR__PH_BODY) {
       hr__h1_fail(c, 400, "connection closed in the middle of a body");
     }

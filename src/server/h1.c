@@ -103,7 +103,7 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
   hr__exchange_t *ex = c->ex;
   uint64_t body_len = 0;
   if (c->state == HR__C_CLOSED) return;
-  if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  hr__conn_drain(c);
   hr__stat_inc(&c->w->st_bad);
   hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",
           status, reason != NULL ? reason : "");
@@ -524,7 +524,7 @@ static void finish_exchange(hr__conn_t *c, hr__exchange_t *ex) {
     hr__stream_attach(c, up);
     return;
   }
-  if (!keep) c->state = HR__C_DRAINING;
+  if (!keep) hr__conn_drain(c);
 }
 
 /* Answered before a message that will not complete (a body held back for
@@ -534,7 +534,7 @@ static int ended_early(hr__conn_t *c, hr__exchange_t *ex) {
   if (c->ex != ex || c->state != HR__C_OPEN || ex->res.state != HR__RES_DONE ||
       ex->handler_active || !ex->close_after || ex->msg_complete)
     return 0;
-  c->state = HR__C_DRAINING;
+  hr__conn_drain(c);
   hr__conn_drop_exchange(c, HR_ECLOSED);
   return 1;
 }

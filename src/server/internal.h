@@ -319,6 +319,9 @@ void hr__conn_hold(hr__conn_t *c);
 void hr__conn_unhold(hr__conn_t *c);
 void hr__conn_resume(hr__conn_t *c); /* process now (loop callback) */
 void hr__conn_close(hr__conn_t *c);  /* hard close; a handler's exchange detaches */
+/* No further requests: the response under way (and what is queued) goes
+ * out, then FIN.  A no-op unless the connection is open. */
+void hr__conn_drain(hr__conn_t *c);
 /* Writing failed with `err`: close (a file that ended early: after what
  * was sent, with FIN). */
 void hr__conn_output_failed(hr__conn_t *c, int err);

@@ -180,7 +180,7 @@ void hr__stream_attach(hr__conn_t *c, hr_stream_t *s) {
   c->stream_slot = s->slot;
   s->attached = 1;
   /* Closed by its owner before the hand-over: its bytes, then FIN. */
-  if (s->closing && c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  if (s->closing) hr__conn_drain(c);
   /* A shutdown that began meanwhile is the owner's to hear now. */
   if (c->w->stopping) hr__stream_shutdown(c);
 }
@@ -255,7 +255,7 @@ void hr__stream_shutdown(hr__conn_t *c) {
    * then FIN. */
   s->status = HR_ECLOSED;
   s->closing = 1;
-  if (c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  hr__conn_drain(c);
   hr__conn_kick(c);
 }
 
@@ -320,7 +320,7 @@ int hr_stream_close(hr_stream_t *s) {
   s->owner_closed = 1; /* closed says 0 only once FIN is out */
   /* What is queued goes out, then FIN (conn.c, as after a last response);
    * before the hand-over, from hr__stream_attach. */
-  if (s->attached && c->state == HR__C_OPEN) c->state = HR__C_DRAINING;
+  if (s->attached) hr__conn_drain(c);
   hr__conn_kick(c);
   return 0;
 }
