@@ -187,13 +187,13 @@ static int parse_cache_control(hr_span_t text, void *value, const hr_mem_t *mem,
 static int format_cache_control(const void *value, char *buf, size_t cap,
                                 size_t *len, void *udata) {
   const hr_cache_control_t *cc = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i;
   int first = 1;
   unsigned flags = get_flags(cc);
   (void)udata;
   if (cc->n_ext > 0 && cc->ext == NULL) return HR_EINVAL;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   for (i = 0; i < NKNOWN; i++) {
     int64_t v = 0;
     if (known[i].kind == FLAG || known[i].kind == FLAG_LIST) {
@@ -203,24 +203,24 @@ static int format_cache_control(const void *value, char *buf, size_t cap,
       if (v == -1) continue;
       if (v < -1) return HR_EINVAL;
     }
-    if (!first) hr__out_bytes(&o, ", ", 2);
+    if (!first) hr__tw_bytes(&o, ", ", 2);
     first = 0;
-    hr__out_cstr(&o, known[i].name);
+    hr__tw_cstr(&o, known[i].name);
     if (known[i].kind == DELTA ||
         (known[i].kind == DELTA_OPT && v != INT64_MAX)) {
-      hr__out_char(&o, '=');
-      hr__out_u64(&o, (uint64_t)v);
+      hr__tw_char(&o, '=');
+      hr__tw_u64(&o, (uint64_t)v);
     }
   }
   for (i = 0; i < cc->n_ext; i++) {
     /* A known name in ext would be read back into its field. */
     if (find_known(cc->ext[i].name) >= 0) return HR_EINVAL;
-    if (!first) hr__out_bytes(&o, ", ", 2);
+    if (!first) hr__tw_bytes(&o, ", ", 2);
     first = 0;
-    if (hr__out_param(&o, &cc->ext[i], HR__PARAM_NOVALUE) != 0)
+    if (hr__tw_param(&o, &cc->ext[i], HR__PARAM_NOVALUE) != 0)
       return HR_EINVAL;
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 const hr_delegate_t hr__delegate_cache_control = {format_cache_control,

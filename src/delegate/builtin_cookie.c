@@ -83,13 +83,13 @@ static int parse_pair(const char *p, const char *end, hr_span_t *name,
   return 0;
 }
 
-static int format_pair(hr__out_t *o, hr_span_t name, hr_span_t value) {
+static int format_pair(hr__tw_t *o, hr_span_t name, hr_span_t value) {
   size_t i;
-  if (hr__out_token(o, name) != 0) return HR_EINVAL;
+  if (hr__tw_token(o, name) != 0) return HR_EINVAL;
   for (i = 0; i < value.len; i++)
     if (!is_cookie_octet((unsigned char)value.ptr[i])) return HR_EINVAL;
-  hr__out_char(o, '=');
-  hr__out_span(o, value);
+  hr__tw_char(o, '=');
+  hr__tw_span(o, value);
   return 0;
 }
 
@@ -273,10 +273,10 @@ static int format_set_cookie(const void *value, char *buf, size_t cap,
                              size_t *len, void *udata) {
   static const char *const same_site[] = {NULL, "Strict", "Lax", "None"};
   const hr_set_cookie_t *sc = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i;
   (void)udata;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   if (format_pair(&o, sc->name, sc->value) != 0) return HR_EINVAL;
   if (sc->expires >= 0) {
     hr_date_t d = {sc->expires};
@@ -284,12 +284,12 @@ static int format_set_cookie(const void *value, char *buf, size_t cap,
     size_t n;
     if (hr__delegate_date.format(&d, date, sizeof date, &n, NULL) != 0)
       return HR_EINVAL;
-    hr__out_cstr(&o, "; Expires=");
-    hr__out_bytes(&o, date, n);
+    hr__tw_cstr(&o, "; Expires=");
+    hr__tw_bytes(&o, date, n);
   }
   if (sc->max_age >= 0) {
-    hr__out_cstr(&o, "; Max-Age=");
-    hr__out_u64(&o, (uint64_t)sc->max_age);
+    hr__tw_cstr(&o, "; Max-Age=");
+    hr__tw_u64(&o, (uint64_t)sc->max_age);
   }
   if (sc->domain.len > 0) {
     /* RFC 1034 letters, digits, hyphens and dots; no leading dot, which a
@@ -301,8 +301,8 @@ static int format_set_cookie(const void *value, char *buf, size_t cap,
             (c >= '0' && c <= '9') || c == '-' || c == '.'))
         return HR_EINVAL;
     }
-    hr__out_cstr(&o, "; Domain=");
-    hr__out_span(&o, sc->domain);
+    hr__tw_cstr(&o, "; Domain=");
+    hr__tw_span(&o, sc->domain);
   }
   if (sc->path.len > 0) {
     /* <any CHAR except CTLs or ";">, starting with "/" so that a reader
@@ -312,19 +312,19 @@ static int format_set_cookie(const void *value, char *buf, size_t cap,
       unsigned char c = (unsigned char)sc->path.ptr[i];
       if (c < 0x20 || c >= 0x7F || c == ';') return HR_EINVAL;
     }
-    hr__out_cstr(&o, "; Path=");
-    hr__out_span(&o, sc->path);
+    hr__tw_cstr(&o, "; Path=");
+    hr__tw_span(&o, sc->path);
   }
-  if (sc->secure) hr__out_cstr(&o, "; Secure");
-  if (sc->http_only) hr__out_cstr(&o, "; HttpOnly");
+  if (sc->secure) hr__tw_cstr(&o, "; Secure");
+  if (sc->http_only) hr__tw_cstr(&o, "; HttpOnly");
   if (sc->same_site != HR_SAME_SITE_NONE_SET) {
     if ((int)sc->same_site < HR_SAME_SITE_STRICT ||
         (int)sc->same_site > HR_SAME_SITE_NONE)
       return HR_EINVAL;
-    hr__out_cstr(&o, "; SameSite=");
-    hr__out_cstr(&o, same_site[sc->same_site]);
+    hr__tw_cstr(&o, "; SameSite=");
+    hr__tw_cstr(&o, same_site[sc->same_site]);
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 /* ---- Cookie ------------------------------------------------------------- */
@@ -366,17 +366,17 @@ static int parse_cookies(hr_span_t text, void *value, const hr_mem_t *mem,
 static int format_cookies(const void *value, char *buf, size_t cap, size_t *len,
                           void *udata) {
   const hr_cookies_t *c = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i;
   (void)udata;
   if (c->n == 0 || c->pairs == NULL) return HR_EINVAL;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   for (i = 0; i < c->n; i++) {
-    if (i > 0) hr__out_bytes(&o, "; ", 2);
+    if (i > 0) hr__tw_bytes(&o, "; ", 2);
     if (format_pair(&o, c->pairs[i].name, c->pairs[i].value) != 0)
       return HR_EINVAL;
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 hr_span_t hr_cookies_get(const hr_cookies_t *c, hr_span_t name) {

@@ -94,7 +94,7 @@ static int format_date(const void *value, char *buf, size_t cap, size_t *len,
   int64_t s = ((const hr_date_t *)value)->seconds, days, rem, y;
   int m, d;
   char out[29];
-  hr__out_t o;
+  hr__tw_t o;
   (void)udata;
   if (s < MIN_SECONDS || s > MAX_SECONDS) return HR_EINVAL;
   days = s >= 0 ? s / 86400 : -((-s + 86399) / 86400);
@@ -115,9 +115,9 @@ static int format_date(const void *value, char *buf, size_t cap, size_t *len,
   out[22] = ':';
   put2(out + 23, (int)(rem % 60));
   memcpy(out + 25, " GMT", 4);
-  hr__out_init(&o, buf, cap);
-  hr__out_bytes(&o, out, sizeof out);
-  return hr__out_finish(&o, len);
+  hr__tw_init(&o, buf, cap);
+  hr__tw_bytes(&o, out, sizeof out);
+  return hr__tw_finish(&o, len);
 }
 
 /* ---- parsing ------------------------------------------------------------ */

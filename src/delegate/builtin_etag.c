@@ -34,14 +34,14 @@ static int parse_tag(hr__lex_t *lx, hr_etag_t *e) {
   return hr__lex_eat(lx, '"') ? 0 : HR_EPARSE;
 }
 
-static int format_tag(hr__out_t *o, const hr_etag_t *e) {
+static int format_tag(hr__tw_t *o, const hr_etag_t *e) {
   size_t i;
   for (i = 0; i < e->tag.len; i++)
     if (!is_etagc((unsigned char)e->tag.ptr[i])) return HR_EINVAL;
-  if (e->weak) hr__out_bytes(o, "W/", 2);
-  hr__out_char(o, '"');
-  hr__out_span(o, e->tag);
-  hr__out_char(o, '"');
+  if (e->weak) hr__tw_bytes(o, "W/", 2);
+  hr__tw_char(o, '"');
+  hr__tw_span(o, e->tag);
+  hr__tw_char(o, '"');
   return 0;
 }
 
@@ -56,11 +56,11 @@ static int parse_etag(hr_span_t text, void *value, const hr_mem_t *mem, void *ud
 
 static int format_etag(const void *value, char *buf, size_t cap, size_t *len,
                        void *udata) {
-  hr__out_t o;
+  hr__tw_t o;
   (void)udata;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   if (format_tag(&o, value) != 0) return HR_EINVAL;
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 /* Room for the tags, counted first (a comma inside a tag is the tag's). */
@@ -95,17 +95,17 @@ static int parse_etag_list(hr_span_t text, void *value, const hr_mem_t *mem,
 static int format_etag_list(const void *value, char *buf, size_t cap,
                             size_t *len, void *udata) {
   const hr_etag_list_t *l = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i;
   (void)udata;
   if ((l->any && l->n != 0) || (l->n > 0 && l->tags == NULL)) return HR_EINVAL;
-  hr__out_init(&o, buf, cap);
-  if (l->any) hr__out_char(&o, '*');
+  hr__tw_init(&o, buf, cap);
+  if (l->any) hr__tw_char(&o, '*');
   for (i = 0; i < l->n; i++) {
-    if (i > 0) hr__out_bytes(&o, ", ", 2);
+    if (i > 0) hr__tw_bytes(&o, ", ", 2);
     if (format_tag(&o, &l->tags[i]) != 0) return HR_EINVAL;
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 int hr__etag_match(const hr_etag_t *a, const hr_etag_t *b, int weak) {

@@ -79,37 +79,37 @@ static int parse_forwarded(hr_span_t text, void *value, const hr_mem_t *mem, voi
 
 /* name=value: a token as it is, else a quoted-string (escaped contents
  * when the value came quoted: bit `bit` of the element's quoted). */
-static int out_pair(hr__out_t *o, int *first, const char *name, hr_span_t v, unsigned quoted,
+static int out_pair(hr__tw_t *o, int *first, const char *name, hr_span_t v, unsigned quoted,
                     unsigned bit) {
   hr_mparam_t p;
   if (v.ptr == NULL) return 0;
-  if (!*first) hr__out_char(o, ';');
+  if (!*first) hr__tw_char(o, ';');
   *first = 0;
   p.name = (hr_span_t){name, strlen(name)};
   p.value = v;
   p.quoted = (quoted >> bit) & 1u;
-  return hr__out_param(o, &p, 0);
+  return hr__tw_param(o, &p, 0);
 }
 
 static int format_forwarded(const void *value, char *buf, size_t cap, size_t *len,
                             void *udata) {
   const hr_forwarded_t *f = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i;
   (void)udata;
   if (f->n > 0 && f->elems == NULL) return HR_EINVAL;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   for (i = 0; i < f->n; i++) {
     const hr_forwarded_elem_t *e = &f->elems[i];
     int first = 1;
-    if (i > 0) hr__out_bytes(&o, ", ", 2);
+    if (i > 0) hr__tw_bytes(&o, ", ", 2);
     if (out_pair(&o, &first, "for", e->node_for, e->quoted, 0) != 0 ||
         out_pair(&o, &first, "by", e->node_by, e->quoted, 1) != 0 ||
         out_pair(&o, &first, "host", e->host, e->quoted, 2) != 0 ||
         out_pair(&o, &first, "proto", e->proto, e->quoted, 3) != 0 || first)
       return HR_EINVAL; /* a value no quoted-string holds; an empty element */
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 const hr_delegate_t hr__delegate_forwarded = {format_forwarded, parse_forwarded, NULL};

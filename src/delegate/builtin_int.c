@@ -24,11 +24,11 @@ static int parse_u64(hr_span_t text, void *value, const hr_mem_t *mem, void *uda
 
 static int format_u64(const void *value, char *buf, size_t cap, size_t *len,
                       void *udata) {
-  hr__out_t o;
+  hr__tw_t o;
   (void)udata;
-  hr__out_init(&o, buf, cap);
-  hr__out_u64(&o, *(const uint64_t *)value);
-  return hr__out_finish(&o, len);
+  hr__tw_init(&o, buf, cap);
+  hr__tw_u64(&o, *(const uint64_t *)value);
+  return hr__tw_finish(&o, len);
 }
 
 static int parse_i64(hr_span_t text, void *value, const hr_mem_t *mem, void *udata) {
@@ -52,17 +52,17 @@ static int parse_i64(hr_span_t text, void *value, const hr_mem_t *mem, void *uda
 
 static int format_i64(const void *value, char *buf, size_t cap, size_t *len,
                       void *udata) {
-  hr__out_t o;
+  hr__tw_t o;
   int64_t v = *(const int64_t *)value;
   (void)udata;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   if (v < 0) {
-    hr__out_char(&o, '-');
-    hr__out_u64(&o, (uint64_t)(-(v + 1)) + 1);
+    hr__tw_char(&o, '-');
+    hr__tw_u64(&o, (uint64_t)(-(v + 1)) + 1);
   } else {
-    hr__out_u64(&o, (uint64_t)v);
+    hr__tw_u64(&o, (uint64_t)v);
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 const hr_delegate_t hr__delegate_int64 = {format_i64, parse_i64, NULL};

@@ -87,27 +87,27 @@ static int parse_links(hr_span_t text, void *value, const hr_mem_t *mem, void *u
 static int format_links(const void *value, char *buf, size_t cap, size_t *len,
                         void *udata) {
   const hr_links_t *links = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i, j;
   (void)udata;
   if (links->n > 0 && links->links == NULL) return HR_EINVAL;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   for (i = 0; i < links->n; i++) {
     const hr_link_t *l = &links->links[i];
     if (l->nparams > 0 && l->params == NULL) return HR_EINVAL;
     for (j = 0; j < l->target.len; j++)
       if (!is_target_char((unsigned char)l->target.ptr[j])) return HR_EINVAL;
-    if (i > 0) hr__out_bytes(&o, ", ", 2);
-    hr__out_char(&o, '<');
-    hr__out_span(&o, l->target);
-    hr__out_char(&o, '>');
+    if (i > 0) hr__tw_bytes(&o, ", ", 2);
+    hr__tw_char(&o, '<');
+    hr__tw_span(&o, l->target);
+    hr__tw_char(&o, '>');
     for (j = 0; j < l->nparams; j++) {
-      hr__out_bytes(&o, "; ", 2);
-      if (hr__out_param(&o, &l->params[j], HR__PARAM_NOVALUE) != 0)
+      hr__tw_bytes(&o, "; ", 2);
+      if (hr__tw_param(&o, &l->params[j], HR__PARAM_NOVALUE) != 0)
         return HR_EINVAL;
     }
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 const hr_delegate_t hr__delegate_link = {format_links, parse_links, NULL};

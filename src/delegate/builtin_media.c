@@ -97,25 +97,25 @@ static int parse_media(hr__lex_t *lx, hr_media_type_t *mt, int *q, pool_t *pool)
   return r;
 }
 
-static int format_params(hr__out_t *o, const hr_media_type_t *mt, int range) {
+static int format_params(hr__tw_t *o, const hr_media_type_t *mt, int range) {
   size_t i;
   if (mt->nparams > 0 && mt->params == NULL) return HR_EINVAL;
   for (i = 0; i < mt->nparams; i++) {
     /* In a range, a "q" parameter would be read back as the weight. */
     if (range && hr_span_eq_nocase(mt->params[i].name, HR_SPAN_LIT("q")))
       return HR_EINVAL;
-    hr__out_char(o, ';');
-    if (hr__out_param(o, &mt->params[i], 0) != 0) return HR_EINVAL;
+    hr__tw_char(o, ';');
+    if (hr__tw_param(o, &mt->params[i], 0) != 0) return HR_EINVAL;
   }
   return 0;
 }
 
-static int format_media(hr__out_t *o, const hr_media_type_t *mt, int range) {
+static int format_media(hr__tw_t *o, const hr_media_type_t *mt, int range) {
   if (range && hr_span_eq(mt->type, star) && !hr_span_eq(mt->subtype, star))
     return HR_EINVAL;
-  if (hr__out_token(o, mt->type) != 0) return HR_EINVAL;
-  hr__out_char(o, '/');
-  if (hr__out_token(o, mt->subtype) != 0) return HR_EINVAL;
+  if (hr__tw_token(o, mt->type) != 0) return HR_EINVAL;
+  hr__tw_char(o, '/');
+  if (hr__tw_token(o, mt->subtype) != 0) return HR_EINVAL;
   return format_params(o, mt, range);
 }
 
@@ -139,11 +139,11 @@ static int parse_media_type(hr_span_t text, void *value, const hr_mem_t *mem,
 
 static int format_media_type(const void *value, char *buf, size_t cap,
                              size_t *len, void *udata) {
-  hr__out_t o;
+  hr__tw_t o;
   (void)udata;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   if (format_media(&o, value, 0) != 0) return HR_EINVAL;
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 /* ---- media ranges ------------------------------------------------------- */
@@ -184,28 +184,28 @@ static int parse_media_ranges(hr_span_t text, void *value, const hr_mem_t *mem,
 static int format_media_ranges(const void *value, char *buf, size_t cap,
                                size_t *len, void *udata) {
   const hr_media_ranges_t *mr = value;
-  hr__out_t o;
+  hr__tw_t o;
   size_t i;
   (void)udata;
   if (mr->n > 0 && mr->ranges == NULL) return HR_EINVAL;
-  hr__out_init(&o, buf, cap);
+  hr__tw_init(&o, buf, cap);
   for (i = 0; i < mr->n; i++) {
     int q = mr->ranges[i].q;
-    if (i > 0) hr__out_bytes(&o, ", ", 2);
+    if (i > 0) hr__tw_bytes(&o, ", ", 2);
     if (q < 0 || q > 1000) return HR_EINVAL;
     if (format_media(&o, &mr->ranges[i].media, 1) != 0) return HR_EINVAL;
     if (q == 1000) continue;
     /* The shortest qvalue: 0, 0.5, 0.05, 0.005, 0.25, ... */
-    hr__out_bytes(&o, ";q=0", 4);
+    hr__tw_bytes(&o, ";q=0", 4);
     if (q > 0) {
       char d[4] = {'.', (char)('0' + q / 100), (char)('0' + q / 10 % 10),
                    (char)('0' + q % 10)};
       size_t n = 4;
       while (d[n - 1] == '0') n--;
-      hr__out_bytes(&o, d, n);
+      hr__tw_bytes(&o, d, n);
     }
   }
-  return hr__out_finish(&o, len);
+  return hr__tw_finish(&o, len);
 }
 
 /* ---- negotiation -------------------------------------------------------- */

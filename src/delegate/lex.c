@@ -152,13 +152,13 @@ int hr__lex_digits(hr__lex_t *lx, uint64_t max, uint64_t *out, int *clamped) {
 
 /* ---- writing ------------------------------------------------------------ */
 
-void hr__out_init(hr__out_t *o, char *buf, size_t cap) {
+void hr__tw_init(hr__tw_t *o, char *buf, size_t cap) {
   o->buf = buf;
   o->cap = cap;
   o->len = 0;
 }
 
-void hr__out_bytes(hr__out_t *o, const char *p, size_t n) {
+void hr__tw_bytes(hr__tw_t *o, const char *p, size_t n) {
   if (n == 0) return;
   if (o->len < o->cap) {
     size_t room = o->cap - o->len;
@@ -167,33 +167,33 @@ void hr__out_bytes(hr__out_t *o, const char *p, size_t n) {
   o->len += n;
 }
 
-void hr__out_span(hr__out_t *o, hr_span_t s) {
-  if (s.len > 0) hr__out_bytes(o, s.ptr, s.len);
+void hr__tw_span(hr__tw_t *o, hr_span_t s) {
+  if (s.len > 0) hr__tw_bytes(o, s.ptr, s.len);
 }
 
-void hr__out_cstr(hr__out_t *o, const char *s) {
-  hr__out_bytes(o, s, strlen(s));
+void hr__tw_cstr(hr__tw_t *o, const char *s) {
+  hr__tw_bytes(o, s, strlen(s));
 }
 
-void hr__out_char(hr__out_t *o, char c) { hr__out_bytes(o, &c, 1); }
+void hr__tw_char(hr__tw_t *o, char c) { hr__tw_bytes(o, &c, 1); }
 
-void hr__out_u64(hr__out_t *o, uint64_t v) {
+void hr__tw_u64(hr__tw_t *o, uint64_t v) {
   char digits[20];
   size_t i = sizeof digits;
   do {
     digits[--i] = (char)('0' + v % 10);
     v /= 10;
   } while (v != 0);
-  hr__out_bytes(o, digits + i, sizeof digits - i);
+  hr__tw_bytes(o, digits + i, sizeof digits - i);
 }
 
-int hr__out_token(hr__out_t *o, hr_span_t s) {
+int hr__tw_token(hr__tw_t *o, hr_span_t s) {
   if (!hr__is_token(s)) return HR_EINVAL;
-  hr__out_span(o, s);
+  hr__tw_span(o, s);
   return 0;
 }
 
-int hr__out_quoted(hr__out_t *o, hr_span_t s, int escaped) {
+int hr__tw_quoted(hr__tw_t *o, hr_span_t s, int escaped) {
   size_t i, run = 0;
   for (i = 0; i < s.len; i++) { /* check everything before writing */
     unsigned char c = (unsigned char)s.ptr[i];
@@ -205,38 +205,38 @@ int hr__out_quoted(hr__out_t *o, hr_span_t s, int escaped) {
       return HR_EINVAL;
     }
   }
-  hr__out_char(o, '"');
+  hr__tw_char(o, '"');
   if (escaped) {
-    hr__out_span(o, s);
+    hr__tw_span(o, s);
   } else if (s.len > 0) {
     /* Copy runs of qdtext; put a backslash before each DQUOTE and
      * backslash. */
     for (i = 0; i < s.len; i++) {
       if (s.ptr[i] == '"' || s.ptr[i] == '\\') {
-        hr__out_bytes(o, s.ptr + i - run, run);
-        hr__out_char(o, '\\');
+        hr__tw_bytes(o, s.ptr + i - run, run);
+        hr__tw_char(o, '\\');
         run = 0;
       }
       run++;
     }
-    hr__out_bytes(o, s.ptr + s.len - run, run);
+    hr__tw_bytes(o, s.ptr + s.len - run, run);
   }
-  hr__out_char(o, '"');
+  hr__tw_char(o, '"');
   return 0;
 }
 
-int hr__out_param(hr__out_t *o, const hr_mparam_t *p, unsigned flags) {
-  if (hr__out_token(o, p->name) != 0) return HR_EINVAL;
+int hr__tw_param(hr__tw_t *o, const hr_mparam_t *p, unsigned flags) {
+  if (hr__tw_token(o, p->name) != 0) return HR_EINVAL;
   if (p->value.len == 0 && !p->quoted && (flags & HR__PARAM_NOVALUE)) return 0;
-  hr__out_char(o, '=');
+  hr__tw_char(o, '=');
   if (!p->quoted && hr__is_token(p->value)) {
-    hr__out_span(o, p->value);
+    hr__tw_span(o, p->value);
     return 0;
   }
-  return hr__out_quoted(o, p->value, p->quoted);
+  return hr__tw_quoted(o, p->value, p->quoted);
 }
 
-int hr__out_finish(const hr__out_t *o, size_t *len) {
+int hr__tw_finish(const hr__tw_t *o, size_t *len) {
   *len = o->len;
   return o->len > o->cap ? HR_ENOSPC : 0;
 }

@@ -88,37 +88,38 @@ int hr__lex_digits(hr__lex_t *lx, uint64_t max, uint64_t *out, int *clamped);
 
 /* ---- writing ------------------------------------------------------------ */
 
-/* Writes into buf[0..cap) while there is room and counts every byte. */
-typedef struct hr__out_s {
+/* A text writer: writes into buf[0..cap) while there is room and counts
+ * every byte. */
+typedef struct hr__tw_s {
   char *buf;
   size_t cap;
   size_t len; /* bytes written or that would have been */
-} hr__out_t;
+} hr__tw_t;
 
-void hr__out_init(hr__out_t *o, char *buf, size_t cap);
-void hr__out_bytes(hr__out_t *o, const char *p, size_t n);
-void hr__out_span(hr__out_t *o, hr_span_t s);
-void hr__out_cstr(hr__out_t *o, const char *s);
-void hr__out_char(hr__out_t *o, char c);
-void hr__out_u64(hr__out_t *o, uint64_t v);
+void hr__tw_init(hr__tw_t *o, char *buf, size_t cap);
+void hr__tw_bytes(hr__tw_t *o, const char *p, size_t n);
+void hr__tw_span(hr__tw_t *o, hr_span_t s);
+void hr__tw_cstr(hr__tw_t *o, const char *s);
+void hr__tw_char(hr__tw_t *o, char c);
+void hr__tw_u64(hr__tw_t *o, uint64_t v);
 
 /* Writes a token: returns 0 or HR_EINVAL when `s` is not one. */
-int hr__out_token(hr__out_t *o, hr_span_t s);
+int hr__tw_token(hr__tw_t *o, hr_span_t s);
 
 /* Writes `s` as a quoted-string.  With `escaped` set, `s` already holds
  * quoted-string contents (qdtext and quoted-pairs: a parsed value) and is
  * checked and copied; otherwise DQUOTE and backslash are escaped.  Returns 0
  * or HR_EINVAL (a byte no quoted-string can carry, a malformed escape). */
-int hr__out_quoted(hr__out_t *o, hr_span_t s, int escaped);
+int hr__tw_quoted(hr__tw_t *o, hr_span_t s, int escaped);
 
 /* Writes name "=" value: the value as a token when it is one and not marked
  * quoted, else as a quoted-string.  With HR__PARAM_NOVALUE an empty unquoted
  * value writes the name alone.  Returns 0 or HR_EINVAL. */
-int hr__out_param(hr__out_t *o, const hr_mparam_t *p, unsigned flags);
+int hr__tw_param(hr__tw_t *o, const hr_mparam_t *p, unsigned flags);
 
 /* Ends a format call: 0 with *len the bytes written, or HR_ENOSPC with *len
  * the bytes needed. */
-int hr__out_finish(const hr__out_t *o, size_t *len);
+int hr__tw_finish(const hr__tw_t *o, size_t *len);
 
 /* ---- shared by the ETag delegates and the conditional-request code ------- */
 
