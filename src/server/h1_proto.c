@@ -115,6 +115,17 @@ static size_t h1_queued(const hr__exchange_t *ex) { return hr__out_queued_memory
 static void h1_kick(hr__exchange_t *ex) { hr__conn_kick(ex->conn); }
 
 const hr__proto_t hr__h1_proto = {
-    "http/1.1", h1_head,  h1_data, h1_borrow, h1_file,  h1_end,
-    h1_continue, hr__h1_answer_status, h1_done, h1_lost, h1_cut, h1_queued, h1_kick,
+    .name = "http/1.1",
+    .head = h1_head,
+    .data = h1_data,
+    .borrow = h1_borrow,
+    .file = h1_file,
+    .end = h1_end,
+    .send_continue = h1_continue,
+    .answer_status = hr__h1_answer_status,
+    .done = h1_done,
+    .lost = h1_lost,
+    .cut = h1_cut,
+    .queued = h1_queued,
+    .kick = h1_kick,
 };
