@@ -369,7 +369,12 @@ HR_EXTERN int hr_server_route_health(hr_server_t *server, const char *liveness_p
 
 /** Frees the server, and with it the responses abandoned at a shutdown
  * deadline (their req and res are invalid from here on).  It must be new,
- * or closed / stopped completely.  hr_server_free(NULL) is a no-op. */
+ * or closed / stopped completely (one still running, as when called from
+ * one of its own handlers, is left alone).  Inside a read-side section (a
+ * handler of another server) the TLS contexts and ticket keys that still
+ * wait for a grace period are freed later, through the server's
+ * allocator, by liburcu's call_rcu thread.  hr_server_free(NULL) is a
+ * no-op. */
 HR_EXTERN void hr_server_free(hr_server_t *server);
 
 /**

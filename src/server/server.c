@@ -562,9 +562,11 @@ void hr_server_free(hr_server_t *s) {
   size_t k;
   if (s == NULL) return;
   if (s->state == HR__SRV_THREADS) hr_server_stop(s, 0);
-  if (s->state == HR__SRV_ATTACHED ||
+  /* Still running: on the host's loop, or on worker threads (a handler of
+   * this server's, whose stop was refused): freeing would crash them. */
+  if (s->state == HR__SRV_THREADS || s->state == HR__SRV_ATTACHED ||
       (s->state == HR__SRV_CLOSING && !s->attached_done))
-    return; /* still running on the host's loop: freeing would crash it */
+    return;
   release_abandoned(s);
   free_workers(s);
   for (k = 0; k < s->naddrs; k++) {

@@ -220,11 +220,18 @@ static int make_key(hr__tkey_t *k) {
              : HR_ETLS;
 }
 
+/* Frees through `a`, the server's allocator: what a call_rcu callback
+ * frees must not need the server, which may be gone by then (see
+ * hr__tlsconf_free). */
+static void a_free(const hr_allocator_t *a, void *p) {
+  if (p != NULL) a->free(a->ctx, p);
+}
+
 static void free_tickets(struct rcu_head *h) {
   hr__tickets_t *t = (hr__tickets_t *)((char *)h - offsetof(hr__tickets_t, rcu));
   HR__CB_BEGIN(h); /* the queue and the grace period: see util/rcu.h */
   OPENSSL_cleanse(t->key, sizeof t->key);
-  hr__mem_free(t->mem, t);
+  a_free(t->alloc, t);
   HR__CB_DONE();
 }
 
@@ -235,7 +242,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
   int err;
   if (nt == NULL) return HR_ENOMEM;
   memset(nt, 0, sizeof(*nt));
-  nt->mem = conf->mem;
+  nt->alloc = conf->mem->a;
   nt->created = now_ms();
   if ((err = make_key(&nt->key[0])) != 0) {
     hr__mem_free(conf->mem, nt);
@@ -406,7 +413,7 @@ typedef struct retired_s {
   struct rcu_head rcu;
   SSL_CTX *ctx;
   hr__tlsnames_t *names;
-  hr__mem_t *mem;
+  const hr_allocator_t *alloc; /* the server's allocator (see a_free) */
 } retired_t;
 
 static void free_retired(retired_t *r) {
@@ -415,7 +422,7 @@ static void free_retired(retired_t *r) {
   SSL_CTX_free(r->ctx);
   if (r->names != NULL) {
     for (i = 0; i < r->names->n; i++) SSL_CTX_free(r->names->e[i].ctx);
-    hr__mem_free(r->mem, r->names);
+    a_free(r->alloc, r->names);
   }
 }
 
@@ -423,7 +430,7 @@ static void reclaim(struct rcu_head *h) {
   retired_t *r = (retired_t *)((char *)h - offsetof(retired_t, rcu));
   HR__CB_BEGIN(h); /* the queue, and every reader that could have loaded it is done */
   free_retired(r);
-  hr__mem_free(r->mem, r);
+  a_free(r->alloc, r);
   HR__CB_DONE();
 }
 
@@ -440,7 +447,7 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
     retired_t *q = hr__mem_alloc(conf->mem, sizeof(*q));
     if (q == NULL) return; /* leak it rather than free it under a reader */
     *q = *r;
-    q->mem = conf->mem;
+    q->alloc = conf->mem->a;
     atomic_store_explicit(&conf->used_call_rcu, 1, memory_order_relaxed);
     hr__call_rcu(&q->rcu, reclaim);
     return;
@@ -448,7 +455,7 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
   HR__TP(HR__TP_TLS_RETIRE_WAIT, conf);
   urcu_bp_synchronize_rcu();
   HR__GP_ACQUIRE();
-  r->mem = conf->mem;
+  r->alloc = conf->mem->a;
   free_retired(r);
 }
 
@@ -517,7 +524,12 @@ SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
 void hr__tlsconf_free(hr__tlsconf_t *conf) {
   retired_t r;
   hr__tickets_t *tk = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
-  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed)) hr__rcu_barrier();
+  /* Inside a read-side section (a handler freeing a server of its own) no
+   * barrier can run (liburcu's returns at once): the callbacks still
+   * queued then run later, and use only the allocator. */
+  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed) &&
+      !urcu_bp_read_ongoing())
+    hr__rcu_barrier();
   if (tk != NULL) {
     OPENSSL_cleanse(tk->key, sizeof tk->key);
     hr__mem_free(conf->mem, tk);
@@ -525,7 +537,7 @@ void hr__tlsconf_free(hr__tlsconf_t *conf) {
   memset(&r, 0, sizeof(r));
   r.ctx = atomic_load_explicit(&conf->ctx, memory_order_relaxed);
   r.names = atomic_load_explicit(&conf->names, memory_order_relaxed);
-  r.mem = conf->mem;
+  r.alloc = conf->mem->a;
   free_retired(&r);
   uv_mutex_destroy(&conf->lock);
 }

@@ -72,7 +72,10 @@ typedef struct hr__tickets_s {
   hr__tkey_t key[2]; /* [0] current, [1] previous */
   int nkeys;         /* 1 or 2 */
   uint64_t created;  /* uv_hrtime() / 1e6 when made */
-  hr__mem_t *mem;
+  /* Frees it: the server's allocator itself, not the server's hr__mem_t,
+   * since a call_rcu callback may run after hr_server_free (one called
+   * inside a read-side section cannot wait for it). */
+  const hr_allocator_t *alloc;
 } hr__tickets_t;
 
 typedef struct hr__tlsconf_s {
@@ -113,7 +116,9 @@ int hr__tlsconf_sessions(hr__tlsconf_t *conf, const hr_tls_options_t *o);
 int hr__tlsconf_rotate(hr__tlsconf_t *conf);
 /* A new server-side SSL on the published context, or NULL.  Loop thread. */
 SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf);
-/* Drops the published context; waits for pending reclamations. */
+/* Drops the published context; waits for pending reclamations, except
+ * inside a read-side section, where none can be waited for: those run
+ * later, on liburcu's call_rcu thread, and need only the allocator. */
 void hr__tlsconf_free(hr__tlsconf_t *conf);
 
 #endif /* HR_SERVER_TLSCTX_H */
