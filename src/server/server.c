@@ -15,6 +15,7 @@
 #include "server/proxy.h"
 #include "server/tlsctx.h"
 #include "server/worker.h"
+#include "util/rcu.h"
 
 void hr_server_options_init(hr_server_options_t *o) {
   memset(o, 0, sizeof(*o));
@@ -533,7 +534,12 @@ int hr_server_start(hr_server_t *s, unsigned nthreads) {
 
 int hr_server_stop(hr_server_t *s, uint64_t deadline_ms) {
   if (s == NULL || s->state != HR__SRV_THREADS) return HR_ESTATE;
-  if (is_worker_thread(s)) return HR_ETHREAD;
+  /* Joining waits for the workers, and a worker may wait for a grace
+   * period on its way out (a context's destroy callback, a post, an
+   * after-middleware that calls a writer outside a section), which waits
+   * for this thread's read-side section: inside one, both would wait
+   * forever. */
+  if (is_worker_thread(s) || urcu_bp_read_ongoing()) return HR_ETHREAD;
   stop_and_join(s, s->nworkers, deadline_ms);
   s->state = HR__SRV_DONE;
   return 0;
