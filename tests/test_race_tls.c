@@ -13,6 +13,11 @@
  *   another thread replaces it: the old table must stay until the
  *   callback's section ends (ThreadSanitizer reports a free without a grace
  *   period, whichever thread gets there first).
+ * - The same, with the names replaced from inside a read-side section (the
+ *   old table goes to call_rcu) while the handshake goes on to finish and
+ *   serve a request: sections of the worker that began after the handover,
+ *   which order nothing (a read after the callback's section must still be
+ *   reported).
  * - A handshake uses a context another thread built and published: the
  *   release/acquire pair must order the build before the use (TSan, through
  *   the annotations of tlsctx.c, since OpenSSL is not instrumented).
@@ -30,6 +35,7 @@
 
 #include "fixture.h"
 #include "tlsfx.h"
+#include "util/rcu.h"
 #include "util/testpoint.h"
 
 static tf_cert_t cert_a, cert_b;
@@ -200,6 +206,70 @@ static void test_names_replaced_under_a_handshake(void **state) {
   expect_cn(fx->port, "second.test", "second.test");
 }
 
+/* ---- names replaced from inside a section under a handshake ------------- */
+
+/* A handshake with `sni`, then one request on the connection. */
+typedef struct hsget_s {
+  int port;
+  const char *sni;
+  char cn[64];
+  char resp[512];
+  long n;
+  int rc;
+} hsget_t;
+
+static void *handshake_and_get(void *arg) {
+  hsget_t *h = arg;
+  static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  tf_conn_t c;
+  h->n = -1;
+  h->rc = tf_connect(&c, h->port, &cert_a, &cert_b, 0, NULL, 0, h->sni);
+  if (h->rc == 0) {
+    h->rc = tf_peer_cn(&c, h->cn, sizeof h->cn);
+    if (tf_write(&c, req, sizeof req - 1) == 0)
+      h->n = tf_read_response(&c, h->resp, sizeof h->resp);
+    tf_close(&c);
+  }
+  return NULL;
+}
+
+/* The same table replaced by a writer inside a read-side section (as a
+ * handler is), so the old table goes to call_rcu: its grace period waits
+ * for the callback's section, which began before, and not for the
+ * sections the worker runs after it (the rest of the handshake, the
+ * request), which began after; the writer's own section keeps the grace
+ * period open until they are over.  The callback may use the table only
+ * inside its own section: what it reads after it is ordered before the
+ * free by nothing (ThreadSanitizer must not take the worker's later
+ * sections for an edge). */
+static void test_names_replaced_from_a_section_under_a_handshake(void **state) {
+  fx_t *fx = *state;
+  pthread_t t;
+  hsget_t h;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  start(fx);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "second.test", &opts_b), 0);
+  memset(&h, 0, sizeof h);
+  h.port = fx->port;
+  h.sni = "second.test";
+  watchdog_say(60, "names replaced from a section under a handshake");
+  atomic_store_explicit(&g.arm_sni, 1, memory_order_relaxed);
+  assert_int_equal(pthread_create(&t, NULL, handshake_and_get, &h), 0);
+  spin_until(&g.sni_paused, 1);
+  hr_router_read_lock();
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "third.test", &opts_a), 0);
+  atomic_store_explicit(&g.writer_waiting, 1, memory_order_relaxed);
+  pthread_join(t, NULL); /* the handshake and the request are over */
+  hr_router_read_unlock();
+  hr__rcu_barrier(); /* the old table's callback has run */
+  watchdog(0);
+  assert_int_equal(h.rc, 0);
+  assert_string_equal(h.cn, "second.test");
+  assert_true(h.n > 0);
+  assert_string_equal(strstr(h.resp, "\r\n\r\n") + 4, "served");
+  expect_cn(fx->port, "third.test", "localhost");
+}
+
 /* ---- a context built on one thread, used on another --------------------- */
 
 /* Connects once the test thread has published (a relaxed flag: no edge
@@ -267,6 +337,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_update_from_handler_while_another_waits),
       T(test_names_replaced_under_a_handshake),
+      T(test_names_replaced_from_a_section_under_a_handshake),
       T(test_context_published_complete),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

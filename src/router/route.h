@@ -16,6 +16,7 @@
 #include "hroute/error.h"
 #include "hroute/router.h"
 #include "util/mem.h"
+#include "util/rcu.h"
 
 /* Standard methods get small ids (a leaf indexes routes by them); others
  * are extension methods, compared as tokens. */
@@ -273,7 +274,7 @@ typedef struct hr__host_s {
 /* An immutable snapshot, in one block; it holds a reference on each of its
  * invokers until it is reclaimed after a grace period. */
 typedef struct hr__table_s {
-  struct rcu_head rcu;  /* for call_rcu */
+  hr__rcu_head_t rcu;   /* for call_rcu */
   hr__mem_t *mem;       /* its router's `mem` (reclaim() finds the router by it) */
   hr__host_t def;
   const hr__host_t *hosts;

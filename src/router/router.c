@@ -24,10 +24,6 @@
 #include "util/testpoint.h"
 #include "util/text.h"
 
-#ifdef HR__TSAN
-char hr__rcu_tsan_edge, hr__rcu_tsan_barrier_edge;
-#endif
-
 /* Replaced tables kept before one grace period frees them together. */
 #define HR__RETIRE_BATCH 16
 
@@ -169,7 +165,7 @@ void hr__router_loop_release(hr_router_t *r, int loop) {
 /* ---- publication --------------------------------------------------------- */
 
 static void reclaim(struct rcu_head *head) {
-  hr__table_t *t = caa_container_of(head, hr__table_t, rcu);
+  hr__table_t *t = caa_container_of(head, hr__table_t, rcu.head);
   hr_router_t *r;
   HR__CB_BEGIN(head); /* the queue and the grace period: see util/rcu.h */
   /* Every table frees through its router's mem (hr__table_build). */
@@ -198,8 +194,7 @@ static void reclaim_list(hr_router_t *r, hr__table_t *t) {
     }
     return;
   }
-  urcu_bp_synchronize_rcu();
-  HR__GP_ACQUIRE(); /* the grace period: see util/rcu.h */
+  hr__synchronize_rcu();
   for (; t != NULL; t = next) {
     next = t->retired_next;
     hr__table_free(t);

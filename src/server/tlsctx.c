@@ -228,7 +228,7 @@ static void a_free(const hr_allocator_t *a, void *p) {
 }
 
 static void free_tickets(struct rcu_head *h) {
-  hr__tickets_t *t = (hr__tickets_t *)((char *)h - offsetof(hr__tickets_t, rcu));
+  hr__tickets_t *t = caa_container_of(h, hr__tickets_t, rcu.head);
   HR__CB_BEGIN(h); /* the queue and the grace period: see util/rcu.h */
   OPENSSL_cleanse(t->key, sizeof t->key);
   a_free(t->alloc, t);
@@ -410,7 +410,7 @@ void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx) {
 /* What a replacement retires: a context, or a names table with the
  * references it holds (a new table takes references of its own). */
 typedef struct retired_s {
-  struct rcu_head rcu;
+  hr__rcu_head_t rcu;
   SSL_CTX *ctx;
   hr__tlsnames_t *names;
   const hr_allocator_t *alloc; /* the server's allocator (see a_free) */
@@ -427,7 +427,7 @@ static void free_retired(retired_t *r) {
 }
 
 static void reclaim(struct rcu_head *h) {
-  retired_t *r = (retired_t *)((char *)h - offsetof(retired_t, rcu));
+  retired_t *r = caa_container_of(h, retired_t, rcu.head);
   HR__CB_BEGIN(h); /* the queue, and every reader that could have loaded it is done */
   free_retired(r);
   a_free(r->alloc, r);
@@ -453,8 +453,7 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
     return;
   }
   HR__TP(HR__TP_TLS_RETIRE_WAIT, conf);
-  urcu_bp_synchronize_rcu();
-  HR__GP_ACQUIRE();
+  hr__synchronize_rcu();
   r->alloc = conf->mem->a;
   free_retired(r);
 }

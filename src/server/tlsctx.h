@@ -68,7 +68,7 @@ typedef struct hr__tkey_s {
 } hr__tkey_t;
 
 typedef struct hr__tickets_s {
-  struct rcu_head rcu;
+  hr__rcu_head_t rcu;
   hr__tkey_t key[2]; /* [0] current, [1] previous */
   int nkeys;         /* 1 or 2 */
   uint64_t created;  /* uv_hrtime() / 1e6 when made */
