@@ -15,6 +15,8 @@
  *
  * ctest-labels: tsan
  */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -28,6 +30,7 @@
 #include "util/rcu.h"
 
 #include "fixture.h"
+#include "router/route.h"
 #include "sync.h"
 #include "tlsfx.h"
 
@@ -96,6 +99,47 @@ static void test_router_freed_inside_a_section(void **state) {
   hr_router_free(r);
   hr_router_read_unlock();
   /* Outside the section: whatever was left to call_rcu runs now. */
+  hr__rcu_barrier();
+  watchdog(0);
+  assert_int_equal(atomic_load(&live), 0);
+}
+
+/* Another thread's section hands replaced tables to call_rcu; the router
+ * is freed, from outside any section, as soon as the last callback is
+ * done with it: hr_router_free sees no hold left but its own and waits
+ * for nothing, so the holds' acq_rel drops must order every callback's
+ * use of the router's memory before the free (the test waits for that
+ * moment with a relaxed load, which orders nothing). */
+static hr_router_t *churned;
+
+static void *churn_in_a_section(void *arg) {
+  int i;
+  (void)arg;
+  hr_router_read_lock();
+  for (i = 0; i < 20; i++) {
+    if (hr_router_add(churned, "GET", "/churn", h_ok, NULL, NULL) != 0 ||
+        hr_router_remove(churned, "GET", "/churn") != 0)
+      break;
+  }
+  hr_router_read_unlock();
+  return NULL;
+}
+
+static void test_router_freed_as_its_callbacks_end(void **state) {
+  hr_router_options_t o;
+  pthread_t t;
+  (void)state;
+  atomic_store(&live, 0);
+  hr_router_options_init(&o);
+  o.allocator = &poison;
+  assert_int_equal(hr_router_new(&churned, &o), 0);
+  assert_int_equal(hr_router_add(churned, "GET", "/a", h_ok, NULL, NULL), 0);
+  watchdog_say(60, "a router freed as its callbacks end");
+  assert_int_equal(pthread_create(&t, NULL, churn_in_a_section, NULL), 0);
+  pthread_join(t, NULL);
+  assert_true(atomic_load_explicit(&churned->holds, memory_order_relaxed) > 1);
+  while (atomic_load_explicit(&churned->holds, memory_order_relaxed) != 1) sched_yield();
+  hr_router_free(churned);
   hr__rcu_barrier();
   watchdog(0);
   assert_int_equal(atomic_load(&live), 0);
@@ -231,6 +275,7 @@ static int group_teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_router_freed_inside_a_section),
+      cmocka_unit_test(test_router_freed_as_its_callbacks_end),
       cmocka_unit_test_setup_teardown(test_router_freed_by_a_handler, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_server_freed_by_its_own_handler, fx_setup,
                                       fx_teardown),

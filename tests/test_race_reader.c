@@ -11,8 +11,9 @@
  * orders the reader's use of the old table before its free, so everything
  * the reader reads of it must be read inside that section: ThreadSanitizer
  * reports a read made after it, however late the free comes (and must not
- * count the later section as an edge: util/rcu.h's epochs).  The steps are
- * ordered with relaxed flags only.
+ * count the later section as an edge: util/rcu.h's epochs).  And a
+ * route's counters read on another thread while its loop makes the slot
+ * that holds them.  The steps are ordered with relaxed flags only.
  *
  * ctest-labels: tsan
  */
@@ -27,6 +28,7 @@
 #include <cmocka.h>
 #include <hroute.h>
 
+#include "fixture.h"
 #include "sync.h"
 #include "util/rcu.h"
 
@@ -125,9 +127,63 @@ static void test_readers_against_a_writer_in_a_section(void **state) {
   hr_router_free(g.r);
 }
 
+/* ---- a route's counters while its loop makes its slot -------------------- */
+
+/* The loop makes the route's slot for its loop (zeroed, then its pointer
+ * stored) at the route's first request, before the handler runs; another
+ * thread reads the route's counters as soon as the handler has run, ordered
+ * with it by a relaxed flag only: the slot pointer's release/acquire must
+ * order the zeroing before the reader's loads. */
+static _Atomic int invoked;
+
+static void h_count(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  atomic_store_explicit(&invoked, 1, memory_order_relaxed);
+  hr_response_send(res, 200, "counted", 7);
+}
+
+static struct {
+  hr_router_t *r;
+  int rc;
+  hr_route_stats_t st;
+} sr;
+
+static void *stats_reader(void *arg) {
+  (void)arg;
+  spin_until(&invoked, 1);
+  sr.rc = hr_router_route_stats(sr.r, NULL, "GET", "/count", &sr.st);
+  return NULL;
+}
+
+static void test_counters_while_the_loop_makes_its_slot(void **state) {
+  fx_t *fx = *state;
+  pthread_t t;
+  rc_t *c;
+  rc_response_t resp;
+  atomic_store(&invoked, 0);
+  memset(&sr, 0, sizeof sr);
+  sr.r = fx->router;
+  fx_route(fx, "GET", "/count", h_count, NULL);
+  fx_start(fx, 1);
+  watchdog_say(60, "route counters read while the loop makes its slot");
+  assert_int_equal(pthread_create(&t, NULL, stats_reader, NULL), 0);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /count HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "counted", &resp);
+  rc_response_free(&resp);
+  fx_drop(fx, c);
+  pthread_join(t, NULL);
+  watchdog(0);
+  assert_int_equal(sr.rc, 0);
+  assert_true(sr.st.requests <= 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_readers_against_a_writer_in_a_section),
+      cmocka_unit_test_setup_teardown(test_counters_while_the_loop_makes_its_slot, fx_setup,
+                                      fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

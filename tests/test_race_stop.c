@@ -57,7 +57,7 @@ static void test_stop_inside_a_section(void **state) {
   o.context_destroy = ctx_destroy;
   fx_route_opts(fx, "GET", "/loop", h_ok, NULL, &o);
   fx_start(fx, 1);
-  watchdog_say(30, "hr_server_stop inside a read-side section");
+  watchdog_say(15, "hr_server_stop inside a read-side section");
   hr_router_read_lock();
   assert_int_equal(hr_server_stop(fx->server, 1000), HR_ETHREAD);
   hr_router_read_unlock();

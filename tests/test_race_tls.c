@@ -315,6 +315,98 @@ static void test_context_published_complete(void **state) {
   assert_int_equal(atomic_load(&g.ssls), 2);
 }
 
+/* ---- ticket keys and names published on one thread, used on another ----- */
+
+/* A TLS client that waits for `go` (a relaxed flag: nothing of the
+ * publishing thread reaches it), then connects offering `resume` and
+ * `sni`, makes one request and keeps the session. */
+typedef struct later_s {
+  int port;
+  const char *sni;
+  SSL_SESSION *resume, *session;
+  char cn[64];
+  int rc, reused;
+  long n;
+  char resp[512];
+} later_t;
+
+static _Atomic int go;
+
+static void *connect_when_told(void *arg) {
+  later_t *l = arg;
+  static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  tf_conn_t c;
+  spin_until(&go, 1);
+  tf_resume = l->resume;
+  l->rc = tf_connect(&c, l->port, &cert_a, &cert_b, 0, NULL, 0, l->sni);
+  tf_resume = NULL;
+  if (l->rc != 0) return NULL;
+  l->reused = c.reused;
+  l->rc = tf_peer_cn(&c, l->cn, sizeof l->cn);
+  if (tf_write(&c, req, sizeof req - 1) == 0) l->n = tf_read_response(&c, l->resp, sizeof l->resp);
+  l->session = SSL_get1_session(c.ssl); /* TLS 1.3 tickets came with the response */
+  tf_close(&c);
+  return NULL;
+}
+
+/* New ticket keys made here, opened by the worker's handshake: only the
+ * keys pointer's release/acquire orders their making before their use.
+ * The session was sealed with the keys before: it must resume (the
+ * previous key opens it). */
+static void test_ticket_keys_published_complete(void **state) {
+  fx_t *fx = *state;
+  later_t first, l;
+  pthread_t t;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  start(fx);
+  memset(&first, 0, sizeof first);
+  first.port = fx->port;
+  watchdog_say(60, "ticket keys published on one thread, used on another");
+  atomic_store(&go, 1);
+  connect_when_told(&first);
+  assert_int_equal(first.rc, 0);
+  assert_non_null(first.session);
+  memset(&l, 0, sizeof l);
+  l.port = fx->port;
+  l.resume = first.session;
+  atomic_store(&go, 0);
+  assert_int_equal(pthread_create(&t, NULL, connect_when_told, &l), 0);
+  assert_int_equal(hr_server_tls_rotate_tickets(fx->server, 0), 0);
+  atomic_store_explicit(&go, 1, memory_order_relaxed);
+  pthread_join(t, NULL);
+  watchdog(0);
+  assert_int_equal(l.rc, 0);
+  assert_int_equal(l.reused, 1);
+  assert_true(l.n > 0);
+  SSL_SESSION_free(first.session);
+  SSL_SESSION_free(l.session);
+}
+
+/* A names table made here, read by the worker's server-name callback:
+ * only the names pointer's release/acquire orders the table (and the
+ * context it names) before their use. */
+static void test_names_published_complete(void **state) {
+  fx_t *fx = *state;
+  later_t l;
+  pthread_t t;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  start(fx);
+  memset(&l, 0, sizeof l);
+  l.port = fx->port;
+  l.sni = "second.test";
+  watchdog_say(60, "names published on one thread, used on another");
+  atomic_store(&go, 0);
+  assert_int_equal(pthread_create(&t, NULL, connect_when_told, &l), 0);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "second.test", &opts_b), 0);
+  atomic_store_explicit(&go, 1, memory_order_relaxed);
+  pthread_join(t, NULL);
+  watchdog(0);
+  assert_int_equal(l.rc, 0);
+  assert_string_equal(l.cn, "second.test");
+  assert_true(l.n > 0);
+  SSL_SESSION_free(l.session);
+}
+
 static int group_setup(void **state) {
   (void)state;
   if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
@@ -339,6 +431,8 @@ int main(void) {
       T(test_names_replaced_under_a_handshake),
       T(test_names_replaced_from_a_section_under_a_handshake),
       T(test_context_published_complete),
+      T(test_ticket_keys_published_complete),
+      T(test_names_published_complete),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
