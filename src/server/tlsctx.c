@@ -235,9 +235,13 @@ static void free_tickets(struct rcu_head *h) {
   HR__CB_DONE();
 }
 
-/* Rotates when the published keys are still `expected` (any when NULL),
- * so that two loops finding the keys expired at once rotate once. */
-static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
+/* Rotates when the published keys are still those of publication
+ * `expected` (any when 0), so that two loops finding the keys expired at
+ * once rotate once.  A serial, not the keys' pointer: the caller may have
+ * left the section in which it saw them (on_ticket), after which they may
+ * be freed and their block reused for newer keys, which a pointer compare
+ * would take for the expired ones and rotate away. */
+static int rotate_if(hr__tlsconf_t *conf, uint64_t expected) {
   hr__tickets_t *old, *nt = hr__mem_alloc(conf->mem, sizeof(*nt));
   int err;
   if (nt == NULL) return HR_ENOMEM;
@@ -251,7 +255,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
   nt->nkeys = 1;
   uv_mutex_lock(&conf->lock);
   old = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
-  if (expected != NULL && old != expected) {
+  if (expected != 0 && (old == NULL || old->serial != expected)) {
     uv_mutex_unlock(&conf->lock); /* another loop rotated first */
     OPENSSL_cleanse(nt->key, sizeof nt->key);
     hr__mem_free(conf->mem, nt);
@@ -261,6 +265,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
     nt->key[1] = old->key[0];
     nt->nkeys = 2;
   }
+  nt->serial = ++conf->tickets_serial;
   /* Release: pairs with the acquire load in on_ticket. */
   atomic_store_explicit(&conf->tickets, nt, memory_order_release);
   uv_mutex_unlock(&conf->lock);
@@ -271,7 +276,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
   return 0;
 }
 
-int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, NULL); }
+int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, 0); }
 
 /* Key lookup for a ticket being sealed (enc) or opened.  Returns what
  * OpenSSL's ticket callback expects: 1 (use it), 2 (opened with the
@@ -280,7 +285,8 @@ int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, NULL); }
 static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
                      EVP_CIPHER_CTX *ectx, EVP_MAC_CTX *hctx, int enc) {
   hr__tlsconf_t *conf = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), conf_index);
-  const hr__tickets_t *tk, *expired = NULL;
+  const hr__tickets_t *tk;
+  uint64_t expired = 0; /* the serial of keys found expired */
   const hr__tkey_t *k = NULL;
   OSSL_PARAM params[3];
   int rc = 0;
@@ -291,7 +297,7 @@ static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
   if (tk != NULL && enc) {
     k = &tk->key[0];
     rc = 1;
-    if (now_ms() - tk->created >= conf->rotate_ms) expired = tk;
+    if (now_ms() - tk->created >= conf->rotate_ms) expired = tk->serial;
     memcpy(name, k->name, sizeof k->name);
     if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1 ||
         EVP_EncryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k->aes, iv) != 1)
@@ -315,8 +321,11 @@ static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
   }
   hr__rcu_read_unlock();
   /* Time for new keys: made and published here, outside the section (the
-   * pointer is only compared, never read, after it). */
-  if (expired != NULL) rotate_if(conf, expired);
+   * keys are known by their serial after it, see rotate_if). */
+  if (expired != 0) {
+    HR__TP(HR__TP_TLS_TICKET_EXPIRED, conf);
+    rotate_if(conf, expired);
+  }
   return rc;
 }
 
@@ -398,6 +407,7 @@ void hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem) {
   atomic_init(&conf->names, NULL);
   atomic_init(&conf->used_call_rcu, 0);
   atomic_init(&conf->tickets, NULL);
+  conf->tickets_serial = 0;
   conf->rotate_ms = 12ull * 3600 * 1000;
   conf->cache_size = 0;
   conf->no_tickets = 0;

@@ -72,6 +72,7 @@ typedef struct hr__tickets_s {
   hr__tkey_t key[2]; /* [0] current, [1] previous */
   int nkeys;         /* 1 or 2 */
   uint64_t created;  /* uv_hrtime() / 1e6 when made */
+  uint64_t serial;   /* which publication made it: 1, 2, ... (see rotate_if) */
   /* Frees it: the server's allocator itself, not the server's hr__mem_t,
    * since a call_rcu callback may run after hr_server_free (one called
    * inside a read-side section cannot wait for it). */
@@ -83,6 +84,7 @@ typedef struct hr__tlsconf_s {
   _Atomic(hr__tlsnames_t *) names; /* published the same way; may be NULL */
   uv_mutex_t lock;        /* serialises replacements */
   _Atomic(hr__tickets_t *) tickets; /* published; NULL: no tickets */
+  uint64_t tickets_serial; /* the last publication's serial (under `lock`) */
   uint64_t rotate_ms;     /* ticket key lifetime */
   long cache_size;        /* TLS 1.2 session cache: 0 default, -1 none */
   int no_tickets;
