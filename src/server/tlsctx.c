@@ -192,14 +192,12 @@ static int conf_index = -1;
 static uv_once_t conf_index_once = UV_ONCE_INIT;
 
 #ifdef HR__TSAN
-char hr__tls_ref_edge;
-
-/* Runs inside the SSL_CTX_free that drops the last reference, before
- * OpenSSL frees the context: see HR__TLS_UNREF. */
+/* Runs inside the SSL_CTX_free that drops the last reference on `parent`,
+ * before OpenSSL frees it: see HR__TLS_UNREF. */
 static void ctx_freed(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
                       void *argp) {
-  (void)parent, (void)ptr, (void)ad, (void)idx, (void)argl, (void)argp;
-  __tsan_acquire(&hr__tls_ref_edge);
+  (void)ptr, (void)ad, (void)idx, (void)argl, (void)argp;
+  __tsan_acquire(parent);
 }
 #define CTX_FREED ctx_freed
 #else
@@ -428,10 +426,13 @@ typedef struct retired_s {
 
 static void free_retired(retired_t *r) {
   size_t i;
-  HR__TLS_UNREF();
+  HR__TLS_UNREF(r->ctx);
   SSL_CTX_free(r->ctx);
   if (r->names != NULL) {
-    for (i = 0; i < r->names->n; i++) SSL_CTX_free(r->names->e[i].ctx);
+    for (i = 0; i < r->names->n; i++) {
+      HR__TLS_UNREF(r->names->e[i].ctx);
+      SSL_CTX_free(r->names->e[i].ctx);
+    }
     a_free(r->alloc, r->names);
   }
 }

@@ -30,21 +30,27 @@
  * first word once it is complete) against every handshake's use
  * (HR__TLS_USED, an annotated read after the acquire load).  A relaxed
  * publication then shows as a race.  Since OpenSSL's reference counts are
- * unseen too, every reference hroute drops releases one address
- * (HR__TLS_UNREF, before SSL_free and SSL_CTX_free) and the context's
- * ex_data free callback, which runs when the last one goes, acquires it:
- * the free happens after every use. */
+ * unseen too, every reference hroute drops on a context releases that
+ * context's address (HR__TLS_UNREF(ctx), before SSL_free and
+ * SSL_CTX_free) and the context's ex_data free callback, which runs when
+ * the last one goes, acquires it: the free happens after every use made
+ * by a holder of a reference.  Per context: one address for all of them
+ * ordered every drop anywhere before every context's free, a TLS client's
+ * own contexts in the same process included. */
 #ifdef HR__TSAN
 void __tsan_read8(void *addr);
 void __tsan_write8(void *addr);
-extern char hr__tls_ref_edge;
 #define HR__TLS_BUILT(ctx) __tsan_write8(ctx)
 #define HR__TLS_USED(ctx) __tsan_read8(ctx)
-#define HR__TLS_UNREF() __tsan_release(&hr__tls_ref_edge)
+#define HR__TLS_UNREF(ctx)                  \
+  do {                                      \
+    SSL_CTX *hr__unref_ctx = (ctx);         \
+    if (hr__unref_ctx != NULL) __tsan_release(hr__unref_ctx); \
+  } while (0)
 #else
 #define HR__TLS_BUILT(ctx) ((void)(ctx))
 #define HR__TLS_USED(ctx) ((void)(ctx))
-#define HR__TLS_UNREF() ((void)0)
+#define HR__TLS_UNREF(ctx) ((void)(ctx))
 #endif
 
 /* The certificates a listener has by server name (SNI, RFC 6066 §3):
