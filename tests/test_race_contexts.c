@@ -11,7 +11,9 @@
  * matched before its route's removal whose body arrives after two sweeps:
  * the context must wait for it (the request is counted from its match, not
  * from its invocation), serve it, and no second one be made for the route
- * that is gone (contexts.pml's ONE_CONTEXT).
+ * that is gone (contexts.pml's ONE_CONTEXT).  And other routes' changes:
+ * a table that still has the route must not retire it (the writer's
+ * bookkeeping the model abstracts away).
  *
  * ctest-labels: tsan
  * ctest-needs: testpoints
@@ -57,6 +59,12 @@ static void h_loop(hr_request_t *req, hr_response_t *res, void *ctx) {
   int n = snprintf(b, sizeof b, "ctx %d", *(int *)ctx);
   (void)req;
   hr_response_send(res, 200, b, (size_t)n);
+}
+
+static void h_loop_plain(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_send(res, 200, "plain", 5);
 }
 
 static void get_loop(void) {
@@ -156,6 +164,26 @@ static void test_context_waits_for_a_matched_request(void **state) {
   assert_int_equal(atomic_load(&g.created), 1);
 }
 
+/* Another route's removal publishes a table that still has /loop: the
+ * writer's bookkeeping (writer_mark) must leave /loop's core unretired,
+ * so its context lives through the sweeps after it and keeps serving. */
+static void test_context_outlives_other_routes_changes(void **state) {
+  fx_t *fx = *state;
+  fx_route(fx, "GET", "/other", h_loop_plain, NULL);
+  start_loop_route(fx, "GET");
+  watchdog_say(60, "another route's removal against a context sweep");
+  assert_int_equal(hr_router_remove(fx->router, "GET", "/other"), 0);
+  assert_int_equal(hr_router_add(fx->router, "GET", "/new", h_loop_plain, NULL, NULL), 0);
+  wait_sweeps(2); /* the second began after both publications */
+  assert_int_equal(atomic_load(&g.destroyed), 0);
+  get_loop();
+  watchdog(0);
+  assert_int_equal(atomic_load(&g.held_status), 200);
+  assert_string_equal(g.held_body, "ctx 0");
+  assert_int_equal(atomic_load(&g.created), 1);
+  assert_int_equal(atomic_load(&g.destroyed), 0);
+}
+
 static int teardown(void **state) {
   hr__tp_set(NULL);
   return fx_teardown(state);
@@ -166,6 +194,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_context_outlives_sweeps_until_unpublished, fx_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_context_waits_for_a_matched_request, fx_setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_context_outlives_other_routes_changes, fx_setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

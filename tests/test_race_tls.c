@@ -13,6 +13,11 @@
  *   another thread replaces it: the old table must stay until the
  *   callback's section ends (ThreadSanitizer reports a free without a grace
  *   period, whichever thread gets there first).
+ * - The same, with the names replaced from inside a read-side section (the
+ *   old table goes to call_rcu) while the handshake goes on to finish and
+ *   serve a request: sections of the worker that began after the handover,
+ *   which order nothing (a read after the callback's section must still be
+ *   reported).
  * - A handshake uses a context another thread built and published: the
  *   release/acquire pair must order the build before the use (TSan, through
  *   the annotations of tlsctx.c, since OpenSSL is not instrumented).
@@ -30,6 +35,7 @@
 
 #include "fixture.h"
 #include "tlsfx.h"
+#include "util/rcu.h"
 #include "util/testpoint.h"
 
 static tf_cert_t cert_a, cert_b;
@@ -200,6 +206,70 @@ static void test_names_replaced_under_a_handshake(void **state) {
   expect_cn(fx->port, "second.test", "second.test");
 }
 
+/* ---- names replaced from inside a section under a handshake ------------- */
+
+/* A handshake with `sni`, then one request on the connection. */
+typedef struct hsget_s {
+  int port;
+  const char *sni;
+  char cn[64];
+  char resp[512];
+  long n;
+  int rc;
+} hsget_t;
+
+static void *handshake_and_get(void *arg) {
+  hsget_t *h = arg;
+  static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  tf_conn_t c;
+  h->n = -1;
+  h->rc = tf_connect(&c, h->port, &cert_a, &cert_b, 0, NULL, 0, h->sni);
+  if (h->rc == 0) {
+    h->rc = tf_peer_cn(&c, h->cn, sizeof h->cn);
+    if (tf_write(&c, req, sizeof req - 1) == 0)
+      h->n = tf_read_response(&c, h->resp, sizeof h->resp);
+    tf_close(&c);
+  }
+  return NULL;
+}
+
+/* The same table replaced by a writer inside a read-side section (as a
+ * handler is), so the old table goes to call_rcu: its grace period waits
+ * for the callback's section, which began before, and not for the
+ * sections the worker runs after it (the rest of the handshake, the
+ * request), which began after; the writer's own section keeps the grace
+ * period open until they are over.  The callback may use the table only
+ * inside its own section: what it reads after it is ordered before the
+ * free by nothing (ThreadSanitizer must not take the worker's later
+ * sections for an edge). */
+static void test_names_replaced_from_a_section_under_a_handshake(void **state) {
+  fx_t *fx = *state;
+  pthread_t t;
+  hsget_t h;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  start(fx);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "second.test", &opts_b), 0);
+  memset(&h, 0, sizeof h);
+  h.port = fx->port;
+  h.sni = "second.test";
+  watchdog_say(60, "names replaced from a section under a handshake");
+  atomic_store_explicit(&g.arm_sni, 1, memory_order_relaxed);
+  assert_int_equal(pthread_create(&t, NULL, handshake_and_get, &h), 0);
+  spin_until(&g.sni_paused, 1);
+  hr_router_read_lock();
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "third.test", &opts_a), 0);
+  atomic_store_explicit(&g.writer_waiting, 1, memory_order_relaxed);
+  pthread_join(t, NULL); /* the handshake and the request are over */
+  hr_router_read_unlock();
+  hr__rcu_barrier(); /* the old table's callback has run */
+  watchdog(0);
+  assert_int_equal(h.rc, 0);
+  assert_string_equal(h.cn, "second.test");
+  assert_true(h.n > 0);
+  assert_string_equal(strstr(h.resp, "\r\n\r\n") + 4, "served");
+  expect_cn(fx->port, "third.test", "localhost");
+}
+
 /* ---- a context built on one thread, used on another --------------------- */
 
 /* Connects once the test thread has published (a relaxed flag: no edge
@@ -245,6 +315,98 @@ static void test_context_published_complete(void **state) {
   assert_int_equal(atomic_load(&g.ssls), 2);
 }
 
+/* ---- ticket keys and names published on one thread, used on another ----- */
+
+/* A TLS client that waits for `go` (a relaxed flag: nothing of the
+ * publishing thread reaches it), then connects offering `resume` and
+ * `sni`, makes one request and keeps the session. */
+typedef struct later_s {
+  int port;
+  const char *sni;
+  SSL_SESSION *resume, *session;
+  char cn[64];
+  int rc, reused;
+  long n;
+  char resp[512];
+} later_t;
+
+static _Atomic int go;
+
+static void *connect_when_told(void *arg) {
+  later_t *l = arg;
+  static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  tf_conn_t c;
+  spin_until(&go, 1);
+  tf_resume = l->resume;
+  l->rc = tf_connect(&c, l->port, &cert_a, &cert_b, 0, NULL, 0, l->sni);
+  tf_resume = NULL;
+  if (l->rc != 0) return NULL;
+  l->reused = c.reused;
+  l->rc = tf_peer_cn(&c, l->cn, sizeof l->cn);
+  if (tf_write(&c, req, sizeof req - 1) == 0) l->n = tf_read_response(&c, l->resp, sizeof l->resp);
+  l->session = SSL_get1_session(c.ssl); /* TLS 1.3 tickets came with the response */
+  tf_close(&c);
+  return NULL;
+}
+
+/* New ticket keys made here, opened by the worker's handshake: only the
+ * keys pointer's release/acquire orders their making before their use.
+ * The session was sealed with the keys before: it must resume (the
+ * previous key opens it). */
+static void test_ticket_keys_published_complete(void **state) {
+  fx_t *fx = *state;
+  later_t first, l;
+  pthread_t t;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  start(fx);
+  memset(&first, 0, sizeof first);
+  first.port = fx->port;
+  watchdog_say(60, "ticket keys published on one thread, used on another");
+  atomic_store(&go, 1);
+  connect_when_told(&first);
+  assert_int_equal(first.rc, 0);
+  assert_non_null(first.session);
+  memset(&l, 0, sizeof l);
+  l.port = fx->port;
+  l.resume = first.session;
+  atomic_store(&go, 0);
+  assert_int_equal(pthread_create(&t, NULL, connect_when_told, &l), 0);
+  assert_int_equal(hr_server_tls_rotate_tickets(fx->server, 0), 0);
+  atomic_store_explicit(&go, 1, memory_order_relaxed);
+  pthread_join(t, NULL);
+  watchdog(0);
+  assert_int_equal(l.rc, 0);
+  assert_int_equal(l.reused, 1);
+  assert_true(l.n > 0);
+  SSL_SESSION_free(first.session);
+  SSL_SESSION_free(l.session);
+}
+
+/* A names table made here, read by the worker's server-name callback:
+ * only the names pointer's release/acquire orders the table (and the
+ * context it names) before their use. */
+static void test_names_published_complete(void **state) {
+  fx_t *fx = *state;
+  later_t l;
+  pthread_t t;
+  fx_route(fx, "GET", "/", ta_text, "served");
+  start(fx);
+  memset(&l, 0, sizeof l);
+  l.port = fx->port;
+  l.sni = "second.test";
+  watchdog_say(60, "names published on one thread, used on another");
+  atomic_store(&go, 0);
+  assert_int_equal(pthread_create(&t, NULL, connect_when_told, &l), 0);
+  assert_int_equal(hr_server_tls_add_name(fx->server, 0, "second.test", &opts_b), 0);
+  atomic_store_explicit(&go, 1, memory_order_relaxed);
+  pthread_join(t, NULL);
+  watchdog(0);
+  assert_int_equal(l.rc, 0);
+  assert_string_equal(l.cn, "second.test");
+  assert_true(l.n > 0);
+  SSL_SESSION_free(l.session);
+}
+
 static int group_setup(void **state) {
   (void)state;
   if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
@@ -267,7 +429,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_update_from_handler_while_another_waits),
       T(test_names_replaced_under_a_handshake),
+      T(test_names_replaced_from_a_section_under_a_handshake),
       T(test_context_published_complete),
+      T(test_ticket_keys_published_complete),
+      T(test_names_published_complete),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

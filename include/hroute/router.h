@@ -397,7 +397,13 @@ HR_EXTERN void hr_router_options_init(hr_router_options_t *opts);
 HR_EXTERN int hr_router_new(hr_router_t **out, const hr_router_options_t *opts);
 
 /** Frees the router, its groups and every route table it published.  No
- * server may still use it.  hr_router_free(NULL) is a no-op. */
+ * server may still use it, and no call on it may be running.  Any thread;
+ * also inside a read-side section (a handler freeing a router of its own),
+ * where no grace period can be waited for: the tables that still wait for
+ * one, and the router's own block, are then freed through its allocator
+ * by liburcu's call_rcu thread once that section and the others that
+ * could hold them have ended, so the allocator must outlive that.
+ * hr_router_free(NULL) is a no-op. */
 HR_EXTERN void hr_router_free(hr_router_t *router);
 
 /**

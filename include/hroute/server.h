@@ -307,8 +307,13 @@ HR_EXTERN int hr_server_close(hr_server_t *server, uint64_t deadline_ms,
  * which takes at most about `deadline_ms` milliseconds whatever handlers
  * still hold (their responses are abandoned).
  * Call from any thread that is not a worker (for example a signal handler's
- * loop on the main thread).  Returns 0, HR_ESTATE (not started), HR_ETHREAD
- * (called from a worker).
+ * loop on the main thread), outside read-side sections: a worker may wait
+ * for a grace period on its way out (a context's destroy callback that
+ * frees a router, a post that updates a certificate), which would wait for
+ * the caller's section while the caller waits for the worker.  So not
+ * from a handler of another server either.  Returns 0, HR_ESTATE (not
+ * started), HR_ETHREAD (called from a worker or inside a read-side
+ * section).
  */
 HR_EXTERN int hr_server_stop(hr_server_t *server, uint64_t deadline_ms);
 
@@ -373,7 +378,13 @@ HR_EXTERN int hr_server_route_health(hr_server_t *server, const char *liveness_p
 
 /** Frees the server, and with it the responses abandoned at a shutdown
  * deadline (their req and res are invalid from here on).  It must be new,
- * or closed / stopped completely.  hr_server_free(NULL) is a no-op. */
+ * or closed / stopped completely; one still running is left alone (the
+ * stop this call makes is refused on one of its own workers and inside a
+ * read-side section, see hr_server_stop).  Inside a read-side section (a
+ * handler of another server) the TLS contexts and ticket keys that still
+ * wait for a grace period are freed later, through the server's
+ * allocator, by liburcu's call_rcu thread.  hr_server_free(NULL) is a
+ * no-op. */
 HR_EXTERN void hr_server_free(hr_server_t *server);
 
 /**

@@ -16,6 +16,7 @@
 #include "hroute/error.h"
 #include "hroute/router.h"
 #include "util/mem.h"
+#include "util/rcu.h"
 
 /* Standard methods get small ids (a leaf indexes routes by them); others
  * are extension methods, compared as tokens. */
@@ -273,8 +274,8 @@ typedef struct hr__host_s {
 /* An immutable snapshot, in one block; it holds a reference on each of its
  * invokers until it is reclaimed after a grace period. */
 typedef struct hr__table_s {
-  struct rcu_head rcu;  /* for call_rcu */
-  hr__mem_t *mem;
+  hr__rcu_head_t rcu;   /* for call_rcu */
+  hr__mem_t *mem;       /* its router's `mem` (reclaim() finds the router by it) */
   hr__host_t def;
   const hr__host_t *hosts;
   size_t nhosts;
@@ -388,7 +389,13 @@ struct hr_router_s {
   } *answers;
   hr__table_t *retired;          /* writer side: replaced, not yet freed */
   size_t nretired;
-  int used_call_rcu;             /* some table went to call_rcu */
+  /* What keeps this struct (and `mem`, which every table, invoker and
+   * core frees through) allocated: one for the owner until
+   * hr_router_free, one per table handed to call_rcu until its callback
+   * has freed it.  Whoever drops the last frees the struct: hr_router_free
+   * itself, or, when it was called inside a read-side section (it cannot
+   * wait for the callbacks there), the last callback. */
+  _Atomic unsigned long holds;
 };
 
 /* The published table (acquire load, pairing with publish()'s release

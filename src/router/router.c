@@ -24,15 +24,21 @@
 #include "util/testpoint.h"
 #include "util/text.h"
 
-#ifdef HR__TSAN
-char hr__rcu_tsan_edge, hr__rcu_tsan_barrier_edge;
-#endif
-
 /* Replaced tables kept before one grace period frees them together. */
 #define HR__RETIRE_BATCH 16
 
-static void reclaim_list(hr__table_t *t);
+static void reclaim_list(hr_router_t *r, hr__table_t *t);
 static hr__table_t *take_batch(hr_router_t *r, int all);
+
+/* Drops a hold on the router struct (see `holds` in route.h); the last
+ * frees it.  acq_rel: every holder's use of the struct (a callback's
+ * frees through r->mem, the owner's teardown) happens before the free. */
+static void router_drop(hr_router_t *r) {
+  hr__mem_t mem;
+  if (atomic_fetch_sub_explicit(&r->holds, 1, memory_order_acq_rel) != 1) return;
+  mem = r->mem;
+  hr__mem_free(&mem, r);
+}
 
 void hr_route_options_init(hr_route_options_t *opts) {
   memset(opts, 0, sizeof(*opts));
@@ -87,6 +93,7 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
   }
   atomic_init(&r->table, t);
   atomic_init(&r->nlocals, 0);
+  atomic_init(&r->holds, 1);
   *out = r;
   return 0;
 }
@@ -94,13 +101,26 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
 void hr_router_free(hr_router_t *r) {
   hr_group_t *g;
   hr__mwreg_t *mw;
-  hr__mem_t mem;
+  hr__table_t *cur;
   if (r == NULL) return;
-  reclaim_list(take_batch(r, 1));
-  /* Wait for tables handed to call_rcu, if any (liburcu's call_rcu thread
-   * works in 10 ms batches, which is why it is not the usual path). */
-  if (r->used_call_rcu) hr__rcu_barrier();
-  hr__table_free(atomic_load_explicit(&r->table, memory_order_relaxed));
+  cur = atomic_load_explicit(&r->table, memory_order_relaxed);
+  if (urcu_bp_read_ongoing()) {
+    /* Inside a read-side section (a handler freeing a router of its own):
+     * no grace period can be waited for here, and liburcu's rcu_barrier
+     * refuses to run (it returns at once).  Every table goes to call_rcu,
+     * the current one too (this section may have matched in it), each
+     * with its hold on the struct, which the last callback frees. */
+    cur->retired_next = take_batch(r, 1);
+    reclaim_list(r, cur);
+  } else {
+    reclaim_list(r, take_batch(r, 1));
+    /* Wait for tables handed to call_rcu earlier, if any (liburcu's
+     * call_rcu thread works in 10 ms batches, which is why it is not the
+     * usual path).  Acquire: pairs with the callbacks' acq_rel drops, so
+     * that 1 means each has finished with the struct. */
+    if (atomic_load_explicit(&r->holds, memory_order_acquire) != 1) hr__rcu_barrier();
+    hr__table_free(cur);
+  }
   hr__mem_free(&r->mem, r->routes);
   while ((g = r->groups) != NULL) {
     r->groups = g->next;
@@ -117,8 +137,7 @@ void hr_router_free(hr_router_t *r) {
   }
   hr__registry_free(&r->registry);
   pthread_mutex_destroy(&r->lock);
-  mem = r->mem;
-  hr__mem_free(&mem, r);
+  router_drop(r); /* the owner's hold */
 }
 
 void hr_router_read_lock(void) { hr__rcu_read_lock(); }
@@ -146,29 +165,36 @@ void hr__router_loop_release(hr_router_t *r, int loop) {
 /* ---- publication --------------------------------------------------------- */
 
 static void reclaim(struct rcu_head *head) {
-  hr__table_t *t = caa_container_of(head, hr__table_t, rcu);
+  hr__table_t *t = caa_container_of(head, hr__table_t, rcu.head);
+  hr_router_t *r;
   HR__CB_BEGIN(head); /* the queue and the grace period: see util/rcu.h */
+  /* Every table frees through its router's mem (hr__table_build). */
+  r = caa_container_of(t->mem, hr_router_t, mem);
   hr__table_free(t);
+  router_drop(r); /* taken in reclaim_list */
   HR__CB_DONE();
 }
 
 /* Frees a list of replaced tables after a grace period.  Called without
  * the router lock: waiting for readers while holding it would deadlock with
  * a reader (a handler) that registers a route. */
-static void reclaim_list(hr__table_t *t) {
+static void reclaim_list(hr_router_t *r, hr__table_t *t) {
   hr__table_t *next;
   if (t == NULL) return;
   if (urcu_bp_read_ongoing()) {
     /* Waiting for a grace period from inside a read-side section would
-     * wait for ourselves: let call_rcu free them later. */
+     * wait for ourselves: let call_rcu free them later.  Each callback
+     * holds the router struct, whose mem it frees through, even when
+     * hr_router_free comes first.  Relaxed: the caller holds it already
+     * (the owner's hold), nothing is published by the count. */
     for (; t != NULL; t = next) {
       next = t->retired_next;
+      atomic_fetch_add_explicit(&r->holds, 1, memory_order_relaxed);
       hr__call_rcu(&t->rcu, reclaim);
     }
     return;
   }
-  urcu_bp_synchronize_rcu();
-  HR__GP_ACQUIRE(); /* the grace period: see util/rcu.h */
+  hr__synchronize_rcu();
   for (; t != NULL; t = next) {
     next = t->retired_next;
     hr__table_free(t);
@@ -179,7 +205,6 @@ static void reclaim_list(hr__table_t *t) {
 static hr__table_t *take_batch(hr_router_t *r, int all) {
   hr__table_t *t = r->retired;
   if (t == NULL || (!all && r->nretired < HR__RETIRE_BATCH)) return NULL;
-  if (urcu_bp_read_ongoing()) r->used_call_rcu = 1; /* see hr_router_free */
   r->retired = NULL;
   r->nretired = 0;
   return t;
@@ -189,7 +214,7 @@ static hr__table_t *take_batch(hr_router_t *r, int all) {
 static void unlock_and_reclaim(hr_router_t *r) {
   hr__table_t *batch = take_batch(r, 0);
   pthread_mutex_unlock(&r->lock);
-  reclaim_list(batch);
+  reclaim_list(r, batch);
 }
 
 /* Builds a table from `routes` and publishes it (lock held).  On success

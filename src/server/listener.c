@@ -88,7 +88,7 @@ static void serve(hr__worker_t *w, hr__listener_t *l, int fd) {
   ssl = l->tls != NULL ? hr__tlsconf_new_ssl(l->tls) : NULL;
   c = l->tls == NULL || ssl != NULL ? hr__conn_from_socket(w, fd, ssl, l->proxy) : NULL;
   if (c == NULL) {
-    HR__TLS_UNREF();
+    if (ssl != NULL) HR__TLS_UNREF(SSL_get_SSL_CTX(ssl)); /* the one it was made on */
     SSL_free(ssl);
     atomic_fetch_sub_explicit(&s->active_conns, 1, memory_order_relaxed);
     close(fd);

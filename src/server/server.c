@@ -15,6 +15,7 @@
 #include "server/proxy.h"
 #include "server/tlsctx.h"
 #include "server/worker.h"
+#include "util/rcu.h"
 
 void hr_server_options_init(hr_server_options_t *o) {
   memset(o, 0, sizeof(*o));
@@ -537,7 +538,12 @@ int hr_server_start(hr_server_t *s, unsigned nthreads) {
 
 int hr_server_stop(hr_server_t *s, uint64_t deadline_ms) {
   if (s == NULL || s->state != HR__SRV_THREADS) return HR_ESTATE;
-  if (is_worker_thread(s)) return HR_ETHREAD;
+  /* Joining waits for the workers, and a worker may wait for a grace
+   * period on its way out (a context's destroy callback, a post, an
+   * after-middleware that calls a writer outside a section), which waits
+   * for this thread's read-side section: inside one, both would wait
+   * forever. */
+  if (is_worker_thread(s) || urcu_bp_read_ongoing()) return HR_ETHREAD;
   stop_and_join(s, s->nworkers, deadline_ms);
   s->state = HR__SRV_DONE;
   return 0;
@@ -566,9 +572,11 @@ void hr_server_free(hr_server_t *s) {
   size_t k;
   if (s == NULL) return;
   if (s->state == HR__SRV_THREADS) hr_server_stop(s, 0);
-  if (s->state == HR__SRV_ATTACHED ||
+  /* Still running: on the host's loop, or on worker threads (a handler of
+   * this server's, whose stop was refused): freeing would crash them. */
+  if (s->state == HR__SRV_THREADS || s->state == HR__SRV_ATTACHED ||
       (s->state == HR__SRV_CLOSING && !s->attached_done))
-    return; /* still running on the host's loop: freeing would crash it */
+    return;
   release_abandoned(s);
   free_workers(s);
   for (k = 0; k < s->naddrs; k++) {

@@ -44,6 +44,10 @@ struct hr__tls_s {
   hr__transport_t *inner; /* the TCP transport, right behind this struct */
   hr__tlsloop_t *lp;
   SSL *ssl;
+  /* The context `ssl` was made on: OpenSSL's session context, which the
+   * SSL holds until it is freed, also after the server-name callback moved
+   * it to a named one (HR__TLS_UNREF). */
+  SSL_CTX *first_ctx;
   const char *in;         /* ciphertext for OpenSSL to read */
   size_t in_len;
   char *keep;             /* ciphertext left unread between events */
@@ -481,7 +485,10 @@ static void inner_write_done(void *owner, int status) {
 
 static void inner_closed(void *owner) {
   hr__tls_t *t = owner;
-  HR__TLS_UNREF();
+  if (t->ssl != NULL) {
+    HR__TLS_UNREF(t->first_ctx);
+    HR__TLS_UNREF(SSL_get_SSL_CTX(t->ssl)); /* a named one, if it moved */
+  }
   SSL_free(t->ssl);
   t->ssl = NULL;
   hr__mem_free(t->lp->mem, t->pend);
@@ -675,6 +682,7 @@ int hr__tls_init(hr__transport_t *tr, uv_loop_t *loop, int fd, SSL *ssl,
   SSL_set_bio(ssl, bio, bio); /* one reference, owned by the SSL now */
   SSL_set_accept_state(ssl);
   t->ssl = ssl;
+  t->first_ctx = SSL_get_SSL_CTX(ssl);
   t->lp = lp;
   t->base.ops = &tls_ops;
   t->base.ev = ev;

@@ -192,14 +192,12 @@ static int conf_index = -1;
 static uv_once_t conf_index_once = UV_ONCE_INIT;
 
 #ifdef HR__TSAN
-char hr__tls_ref_edge;
-
-/* Runs inside the SSL_CTX_free that drops the last reference, before
- * OpenSSL frees the context: see HR__TLS_UNREF. */
+/* Runs inside the SSL_CTX_free that drops the last reference on `parent`,
+ * before OpenSSL frees it: see HR__TLS_UNREF. */
 static void ctx_freed(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
                       void *argp) {
-  (void)parent, (void)ptr, (void)ad, (void)idx, (void)argl, (void)argp;
-  __tsan_acquire(&hr__tls_ref_edge);
+  (void)ptr, (void)ad, (void)idx, (void)argl, (void)argp;
+  __tsan_acquire(parent);
 }
 #define CTX_FREED ctx_freed
 #else
@@ -220,22 +218,33 @@ static int make_key(hr__tkey_t *k) {
              : HR_ETLS;
 }
 
+/* Frees through `a`, the server's allocator: what a call_rcu callback
+ * frees must not need the server, which may be gone by then (see
+ * hr__tlsconf_free). */
+static void a_free(const hr_allocator_t *a, void *p) {
+  if (p != NULL) a->free(a->ctx, p);
+}
+
 static void free_tickets(struct rcu_head *h) {
-  hr__tickets_t *t = (hr__tickets_t *)((char *)h - offsetof(hr__tickets_t, rcu));
+  hr__tickets_t *t = caa_container_of(h, hr__tickets_t, rcu.head);
   HR__CB_BEGIN(h); /* the queue and the grace period: see util/rcu.h */
   OPENSSL_cleanse(t->key, sizeof t->key);
-  hr__mem_free(t->mem, t);
+  a_free(t->alloc, t);
   HR__CB_DONE();
 }
 
-/* Rotates when the published keys are still `expected` (any when NULL),
- * so that two loops finding the keys expired at once rotate once. */
-static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
+/* Rotates when the published keys are still those of publication
+ * `expected` (any when 0), so that two loops finding the keys expired at
+ * once rotate once.  A serial, not the keys' pointer: the caller may have
+ * left the section in which it saw them (on_ticket), after which they may
+ * be freed and their block reused for newer keys, which a pointer compare
+ * would take for the expired ones and rotate away. */
+static int rotate_if(hr__tlsconf_t *conf, uint64_t expected) {
   hr__tickets_t *old, *nt = hr__mem_alloc(conf->mem, sizeof(*nt));
   int err;
   if (nt == NULL) return HR_ENOMEM;
   memset(nt, 0, sizeof(*nt));
-  nt->mem = conf->mem;
+  nt->alloc = conf->mem->a;
   nt->created = now_ms();
   if ((err = make_key(&nt->key[0])) != 0) {
     hr__mem_free(conf->mem, nt);
@@ -244,7 +253,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
   nt->nkeys = 1;
   uv_mutex_lock(&conf->lock);
   old = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
-  if (expected != NULL && old != expected) {
+  if (expected != 0 && (old == NULL || old->serial != expected)) {
     uv_mutex_unlock(&conf->lock); /* another loop rotated first */
     OPENSSL_cleanse(nt->key, sizeof nt->key);
     hr__mem_free(conf->mem, nt);
@@ -254,6 +263,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
     nt->key[1] = old->key[0];
     nt->nkeys = 2;
   }
+  nt->serial = ++conf->tickets_serial;
   /* Release: pairs with the acquire load in on_ticket. */
   atomic_store_explicit(&conf->tickets, nt, memory_order_release);
   uv_mutex_unlock(&conf->lock);
@@ -264,7 +274,7 @@ static int rotate_if(hr__tlsconf_t *conf, const hr__tickets_t *expected) {
   return 0;
 }
 
-int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, NULL); }
+int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, 0); }
 
 /* Key lookup for a ticket being sealed (enc) or opened.  Returns what
  * OpenSSL's ticket callback expects: 1 (use it), 2 (opened with the
@@ -273,7 +283,8 @@ int hr__tlsconf_rotate(hr__tlsconf_t *conf) { return rotate_if(conf, NULL); }
 static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
                      EVP_CIPHER_CTX *ectx, EVP_MAC_CTX *hctx, int enc) {
   hr__tlsconf_t *conf = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), conf_index);
-  const hr__tickets_t *tk, *expired = NULL;
+  const hr__tickets_t *tk;
+  uint64_t expired = 0; /* the serial of keys found expired */
   const hr__tkey_t *k = NULL;
   OSSL_PARAM params[3];
   int rc = 0;
@@ -284,7 +295,7 @@ static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
   if (tk != NULL && enc) {
     k = &tk->key[0];
     rc = 1;
-    if (now_ms() - tk->created >= conf->rotate_ms) expired = tk;
+    if (now_ms() - tk->created >= conf->rotate_ms) expired = tk->serial;
     memcpy(name, k->name, sizeof k->name);
     if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1 ||
         EVP_EncryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k->aes, iv) != 1)
@@ -308,8 +319,11 @@ static int on_ticket(SSL *ssl, unsigned char *name, unsigned char *iv,
   }
   hr__rcu_read_unlock();
   /* Time for new keys: made and published here, outside the section (the
-   * pointer is only compared, never read, after it). */
-  if (expired != NULL) rotate_if(conf, expired);
+   * keys are known by their serial after it, see rotate_if). */
+  if (expired != 0) {
+    HR__TP(HR__TP_TLS_TICKET_EXPIRED, conf);
+    rotate_if(conf, expired);
+  }
   return rc;
 }
 
@@ -391,6 +405,7 @@ void hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem) {
   atomic_init(&conf->names, NULL);
   atomic_init(&conf->used_call_rcu, 0);
   atomic_init(&conf->tickets, NULL);
+  conf->tickets_serial = 0;
   conf->rotate_ms = 12ull * 3600 * 1000;
   conf->cache_size = 0;
   conf->no_tickets = 0;
@@ -403,27 +418,30 @@ void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx) {
 /* What a replacement retires: a context, or a names table with the
  * references it holds (a new table takes references of its own). */
 typedef struct retired_s {
-  struct rcu_head rcu;
+  hr__rcu_head_t rcu;
   SSL_CTX *ctx;
   hr__tlsnames_t *names;
-  hr__mem_t *mem;
+  const hr_allocator_t *alloc; /* the server's allocator (see a_free) */
 } retired_t;
 
 static void free_retired(retired_t *r) {
   size_t i;
-  HR__TLS_UNREF();
+  HR__TLS_UNREF(r->ctx);
   SSL_CTX_free(r->ctx);
   if (r->names != NULL) {
-    for (i = 0; i < r->names->n; i++) SSL_CTX_free(r->names->e[i].ctx);
-    hr__mem_free(r->mem, r->names);
+    for (i = 0; i < r->names->n; i++) {
+      HR__TLS_UNREF(r->names->e[i].ctx);
+      SSL_CTX_free(r->names->e[i].ctx);
+    }
+    a_free(r->alloc, r->names);
   }
 }
 
 static void reclaim(struct rcu_head *h) {
-  retired_t *r = (retired_t *)((char *)h - offsetof(retired_t, rcu));
+  retired_t *r = caa_container_of(h, retired_t, rcu.head);
   HR__CB_BEGIN(h); /* the queue, and every reader that could have loaded it is done */
   free_retired(r);
-  hr__mem_free(r->mem, r);
+  a_free(r->alloc, r);
   HR__CB_DONE();
 }
 
@@ -440,15 +458,14 @@ static void retire(hr__tlsconf_t *conf, retired_t *r) {
     retired_t *q = hr__mem_alloc(conf->mem, sizeof(*q));
     if (q == NULL) return; /* leak it rather than free it under a reader */
     *q = *r;
-    q->mem = conf->mem;
+    q->alloc = conf->mem->a;
     atomic_store_explicit(&conf->used_call_rcu, 1, memory_order_relaxed);
     hr__call_rcu(&q->rcu, reclaim);
     return;
   }
   HR__TP(HR__TP_TLS_RETIRE_WAIT, conf);
-  urcu_bp_synchronize_rcu();
-  HR__GP_ACQUIRE();
-  r->mem = conf->mem;
+  hr__synchronize_rcu();
+  r->alloc = conf->mem->a;
   free_retired(r);
 }
 
@@ -517,7 +534,12 @@ SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf) {
 void hr__tlsconf_free(hr__tlsconf_t *conf) {
   retired_t r;
   hr__tickets_t *tk = atomic_load_explicit(&conf->tickets, memory_order_relaxed);
-  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed)) hr__rcu_barrier();
+  /* Inside a read-side section (a handler freeing a server of its own) no
+   * barrier can run (liburcu's returns at once): the callbacks still
+   * queued then run later, and use only the allocator. */
+  if (atomic_load_explicit(&conf->used_call_rcu, memory_order_relaxed) &&
+      !urcu_bp_read_ongoing())
+    hr__rcu_barrier();
   if (tk != NULL) {
     OPENSSL_cleanse(tk->key, sizeof tk->key);
     hr__mem_free(conf->mem, tk);
@@ -525,7 +547,7 @@ void hr__tlsconf_free(hr__tlsconf_t *conf) {
   memset(&r, 0, sizeof(r));
   r.ctx = atomic_load_explicit(&conf->ctx, memory_order_relaxed);
   r.names = atomic_load_explicit(&conf->names, memory_order_relaxed);
-  r.mem = conf->mem;
+  r.alloc = conf->mem->a;
   free_retired(&r);
   uv_mutex_destroy(&conf->lock);
 }

@@ -30,21 +30,27 @@
  * first word once it is complete) against every handshake's use
  * (HR__TLS_USED, an annotated read after the acquire load).  A relaxed
  * publication then shows as a race.  Since OpenSSL's reference counts are
- * unseen too, every reference hroute drops releases one address
- * (HR__TLS_UNREF, before SSL_free and SSL_CTX_free) and the context's
- * ex_data free callback, which runs when the last one goes, acquires it:
- * the free happens after every use. */
+ * unseen too, every reference hroute drops on a context releases that
+ * context's address (HR__TLS_UNREF(ctx), before SSL_free and
+ * SSL_CTX_free) and the context's ex_data free callback, which runs when
+ * the last one goes, acquires it: the free happens after every use made
+ * by a holder of a reference.  Per context: one address for all of them
+ * ordered every drop anywhere before every context's free, a TLS client's
+ * own contexts in the same process included. */
 #ifdef HR__TSAN
 void __tsan_read8(void *addr);
 void __tsan_write8(void *addr);
-extern char hr__tls_ref_edge;
 #define HR__TLS_BUILT(ctx) __tsan_write8(ctx)
 #define HR__TLS_USED(ctx) __tsan_read8(ctx)
-#define HR__TLS_UNREF() __tsan_release(&hr__tls_ref_edge)
+#define HR__TLS_UNREF(ctx)                  \
+  do {                                      \
+    SSL_CTX *hr__unref_ctx = (ctx);         \
+    if (hr__unref_ctx != NULL) __tsan_release(hr__unref_ctx); \
+  } while (0)
 #else
 #define HR__TLS_BUILT(ctx) ((void)(ctx))
 #define HR__TLS_USED(ctx) ((void)(ctx))
-#define HR__TLS_UNREF() ((void)0)
+#define HR__TLS_UNREF(ctx) ((void)(ctx))
 #endif
 
 /* The certificates a listener has by server name (SNI, RFC 6066 §3):
@@ -68,11 +74,15 @@ typedef struct hr__tkey_s {
 } hr__tkey_t;
 
 typedef struct hr__tickets_s {
-  struct rcu_head rcu;
+  hr__rcu_head_t rcu;
   hr__tkey_t key[2]; /* [0] current, [1] previous */
   int nkeys;         /* 1 or 2 */
   uint64_t created;  /* uv_hrtime() / 1e6 when made */
-  hr__mem_t *mem;
+  uint64_t serial;   /* which publication made it: 1, 2, ... (see rotate_if) */
+  /* Frees it: the server's allocator itself, not the server's hr__mem_t,
+   * since a call_rcu callback may run after hr_server_free (one called
+   * inside a read-side section cannot wait for it). */
+  const hr_allocator_t *alloc;
 } hr__tickets_t;
 
 typedef struct hr__tlsconf_s {
@@ -80,6 +90,7 @@ typedef struct hr__tlsconf_s {
   _Atomic(hr__tlsnames_t *) names; /* published the same way; may be NULL */
   uv_mutex_t lock;        /* serialises replacements */
   _Atomic(hr__tickets_t *) tickets; /* published; NULL: no tickets */
+  uint64_t tickets_serial; /* the last publication's serial (under `lock`) */
   uint64_t rotate_ms;     /* ticket key lifetime */
   long cache_size;        /* TLS 1.2 session cache: 0 default, -1 none */
   int no_tickets;
@@ -113,7 +124,9 @@ int hr__tlsconf_sessions(hr__tlsconf_t *conf, const hr_tls_options_t *o);
 int hr__tlsconf_rotate(hr__tlsconf_t *conf);
 /* A new server-side SSL on the published context, or NULL.  Loop thread. */
 SSL *hr__tlsconf_new_ssl(hr__tlsconf_t *conf);
-/* Drops the published context; waits for pending reclamations. */
+/* Drops the published context; waits for pending reclamations, except
+ * inside a read-side section, where none can be waited for: those run
+ * later, on liburcu's call_rcu thread, and need only the allocator. */
 void hr__tlsconf_free(hr__tlsconf_t *conf);
 
 #endif /* HR_SERVER_TLSCTX_H */

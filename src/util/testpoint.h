@@ -24,6 +24,8 @@ typedef enum hr__tp_e {
   HR__TP_TLS_RETIRE_WAIT, /* a TLS writer is about to wait for a grace period */
   HR__TP_TLS_SNI_NAMES,   /* the server-name callback loaded the names table */
   HR__TP_TLS_NEW_SSL,     /* an accepted connection made its SSL */
+  HR__TP_TLS_TICKET_EXPIRED, /* a handshake found the ticket keys expired, after its
+                                section, before it rotates them */
   HR__TP_LOOKUP_GEN,      /* a delegate lookup loaded the generation */
   HR__TP_LOOKUP_WALKED,   /* a lookup walked, before it stores the cache word */
   HR__TP_DELEGATE_ODD,    /* a registration made the generation odd */

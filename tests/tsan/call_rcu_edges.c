@@ -13,6 +13,16 @@
  *                         first.  A deliberate bug that TSan must report
  *                         (with `race:liburcu-bp.so.8` in the suppressions it
  *                         was hidden, since the free's stack is liburcu's).
+ *   call_rcu_edges later  the late read again, but the reader then runs
+ *                         another read-side section, which began after the
+ *                         object was handed over (so the grace period does
+ *                         not wait for it), and the writer keeps the grace
+ *                         period from ending until that section is over.
+ *                         The late read is still a bug TSan must report:
+ *                         a grace period orders only the sections that had
+ *                         begun when it began, so an annotation that let
+ *                         every unlock release one address for every
+ *                         reclamation to acquire hid it.
  *
  * The reader's late read and the writer's handing over are ordered in time
  * with relaxed flags only, so nothing but the annotated edges orders them.
@@ -27,14 +37,14 @@
 #include "util/rcu.h"
 
 typedef struct obj_s {
-  struct rcu_head rcu;
+  hr__rcu_head_t rcu;
   int value;
   int written_before_handover;
 } obj_t;
 
 static _Atomic(obj_t *) published;
-static _Atomic int loaded, handed_over;
-static int early;
+static _Atomic int loaded, handed_over, later_done;
+static int early, later;
 static int seen;
 
 static void spin(_Atomic int *f) {
@@ -42,7 +52,7 @@ static void spin(_Atomic int *f) {
 }
 
 static void free_obj(struct rcu_head *h) {
-  obj_t *o = caa_container_of(h, obj_t, rcu);
+  obj_t *o = caa_container_of(h, obj_t, rcu.head);
   HR__CB_BEGIN(h);
   if (o->written_before_handover != 1) abort();
   free(o);
@@ -57,9 +67,14 @@ static void *reader(void *arg) {
   seen = o->value;
   atomic_store_explicit(&loaded, 1, memory_order_relaxed);
   hr__rcu_read_unlock();
-  if (early) {
+  if (early || later) {
     spin(&handed_over);
     seen += o->value; /* the bug: after the section ended */
+  }
+  if (later) {
+    hr__rcu_read_lock(); /* begun after the handover: not waited for */
+    hr__rcu_read_unlock();
+    atomic_store_explicit(&later_done, 1, memory_order_relaxed);
   }
   return NULL;
 }
@@ -67,11 +82,13 @@ static void *reader(void *arg) {
 int main(int argc, char **argv) {
   pthread_t t;
   obj_t *o = calloc(1, sizeof(*o));
-  if (argc != 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "early") != 0)) {
-    fprintf(stderr, "usage: call_rcu_edges ok|early\n");
+  if (argc != 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "early") != 0 &&
+                    strcmp(argv[1], "later") != 0)) {
+    fprintf(stderr, "usage: call_rcu_edges ok|early|later\n");
     return 2;
   }
   early = strcmp(argv[1], "early") == 0;
+  later = strcmp(argv[1], "later") == 0;
   if (o == NULL) return 1;
   o->value = 7;
   atomic_store_explicit(&published, o, memory_order_release);
@@ -79,8 +96,16 @@ int main(int argc, char **argv) {
   spin(&loaded);
   atomic_store_explicit(&published, NULL, memory_order_release);
   o->written_before_handover = 1;
+  /* later: this thread's own section keeps the grace period open until
+   * the reader's second section has ended (that section began after the
+   * handover; this one before). */
+  if (later) hr__rcu_read_lock();
   hr__call_rcu(&o->rcu, free_obj);
   atomic_store_explicit(&handed_over, 1, memory_order_relaxed);
+  if (later) {
+    spin(&later_done);
+    hr__rcu_read_unlock();
+  }
   pthread_join(t, NULL);
   hr__rcu_barrier();
   printf("seen %d\n", seen);

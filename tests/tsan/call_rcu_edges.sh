@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Runs tests/tsan/call_rcu_edges.c both ways under ThreadSanitizer with the
+# Runs tests/tsan/call_rcu_edges.c three ways under ThreadSanitizer with the
 # project's suppressions: "ok" must run clean, "early" (a read after the
-# read-side section, freed by the call_rcu thread) must be reported.
+# read-side section, freed by the call_rcu thread) must be reported, and so
+# must "later" (the same read, then a section the grace period did not wait
+# for).
 #
 # Usage: call_rcu_edges.sh PROGRAM SUPPRESSIONS
 set -uo pipefail
@@ -23,4 +25,11 @@ if [[ $rc -ne 66 ]] || ! grep -qE 'ThreadSanitizer: (data race|heap-use-after-fr
   echo "FAIL: the early free through call_rcu was not reported (exit $rc):"; echo "$out"; exit 1
 fi
 echo "ok: the early free through call_rcu was reported:"
+grep -m1 -E 'ThreadSanitizer: (data race|heap-use-after-free)' <<<"$out"
+out=$(run later); rc=$?
+if [[ $rc -ne 66 ]] || ! grep -qE 'ThreadSanitizer: (data race|heap-use-after-free)' <<<"$out"; then
+  echo "FAIL: the read after the section, followed by a section the grace period did not"
+  echo "wait for, was not reported (exit $rc):"; echo "$out"; exit 1
+fi
+echo "ok: the read after the section was reported, a later section notwithstanding:"
 grep -m1 -E 'ThreadSanitizer: (data race|heap-use-after-free)' <<<"$out"
