@@ -260,15 +260,12 @@ static void test_tls_server_freed_inside_a_section(void **state) {
 
 static int group_setup(void **state) {
   (void)state;
-  if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
-  if (tf_cert_make(&cert_b, "second.test") != 0) return -1;
-  return 0;
+  return tf_cert_pair(&cert_a, &cert_b);
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  tf_cert_free(&cert_a);
-  tf_cert_free(&cert_b);
+  tf_cert_pair_free(&cert_a, &cert_b);
   return 0;
 }
 

@@ -409,8 +409,7 @@ static void test_names_published_complete(void **state) {
 
 static int group_setup(void **state) {
   (void)state;
-  if (tf_cert_make(&cert_a, "localhost") != 0) return -1;
-  if (tf_cert_make(&cert_b, "second.test") != 0) return -1;
+  if (tf_cert_pair(&cert_a, &cert_b) != 0) return -1;
   set_opts(&opts_a, &cert_a);
   set_opts(&opts_b, &cert_b);
   return 0;
@@ -418,8 +417,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  tf_cert_free(&cert_a);
-  tf_cert_free(&cert_b);
+  tf_cert_pair_free(&cert_a, &cert_b);
   return 0;
 }
 

@@ -249,3 +249,17 @@ void tf_close(tf_conn_t *c) {
   c->fd = -1;
   ERR_clear_error();
 }
+
+int tf_cert_pair(tf_cert_t *a, tf_cert_t *b) {
+  if (tf_cert_make(a, "localhost") != 0) return -1;
+  if (tf_cert_make(b, "second.test") != 0) {
+    tf_cert_free(a);
+    return -1;
+  }
+  return 0;
+}
+
+void tf_cert_pair_free(tf_cert_t *a, tf_cert_t *b) {
+  tf_cert_free(a);
+  tf_cert_free(b);
+}

@@ -34,6 +34,10 @@ extern const char *tf_preface;
 extern size_t tf_preface_len;
 extern int tf_preface_apart;
 void tf_cert_free(tf_cert_t *c);
+/* The two self-signed certificates most TLS tests use: CN "localhost"
+ * into *a and CN "second.test" into *b.  0 or -1 (both freed). */
+int tf_cert_pair(tf_cert_t *a, tf_cert_t *b);
+void tf_cert_pair_free(tf_cert_t *a, tf_cert_t *b);
 
 /* A client connection.  `max_version` 0 or TLS1_2_VERSION...; `alpn` NULL
  * or a wire-format list ("\x08http/1.1"); `sni` NULL or a host name. */
