@@ -220,14 +220,6 @@ static void test_server_freed_by_its_own_handler(void **state) {
 
 static tf_cert_t cert_a, cert_b;
 
-static void set_opts(hr_tls_options_t *o, const tf_cert_t *c) {
-  hr_tls_options_init(o);
-  o->cert_pem = c->cert_pem;
-  o->cert_pem_len = c->cert_len;
-  o->key_pem = c->key_pem;
-  o->key_pem_len = c->key_len;
-}
-
 static void test_tls_server_freed_inside_a_section(void **state) {
   hr_server_options_t so;
   hr_tls_options_t ta, tb;
@@ -235,8 +227,8 @@ static void test_tls_server_freed_inside_a_section(void **state) {
   hr_server_t *s;
   (void)state;
   atomic_store(&live, 0);
-  set_opts(&ta, &cert_a);
-  set_opts(&tb, &cert_b);
+  tf_tls_options(&ta, &cert_a);
+  tf_tls_options(&tb, &cert_b);
   assert_int_equal(hr_router_new(&r, NULL), 0);
   hr_server_options_init(&so);
   so.allocator = &poison;

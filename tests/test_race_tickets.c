@@ -122,11 +122,7 @@ static void test_expired_keys_replaced_before_the_rotation(void **state) {
   memset(&g, 0, sizeof g);
   atomic_store(&reuse, 0);
   assert_int_equal(tf_cert_make(&cert, "localhost"), 0);
-  hr_tls_options_init(&o);
-  o.cert_pem = cert.cert_pem;
-  o.cert_pem_len = cert.cert_len;
-  o.key_pem = cert.key_pem;
-  o.key_pem_len = cert.key_len;
+  tf_tls_options(&o, &cert);
   o.ticket_rotate_ms = 1;
   o.ctx_setup = one_ticket;
   fx->opts.allocator = &reusing;

@@ -56,14 +56,6 @@ static struct {
 
 static _Thread_local int is_writer; /* the test thread, while it updates */
 
-static void set_opts(hr_tls_options_t *o, const tf_cert_t *c) {
-  hr_tls_options_init(o);
-  o->cert_pem = c->cert_pem;
-  o->cert_pem_len = c->cert_len;
-  o->key_pem = c->key_pem;
-  o->key_pem_len = c->key_len;
-}
-
 static void hook(hr__tp_t tp, void *arg) {
   (void)arg;
   if (tp == HR__TP_TLS_RETIRE_WAIT && is_writer)
@@ -410,8 +402,8 @@ static void test_names_published_complete(void **state) {
 static int group_setup(void **state) {
   (void)state;
   if (tf_cert_pair(&cert_a, &cert_b) != 0) return -1;
-  set_opts(&opts_a, &cert_a);
-  set_opts(&opts_b, &cert_b);
+  tf_tls_options(&opts_a, &cert_a);
+  tf_tls_options(&opts_b, &cert_b);
   return 0;
 }
 

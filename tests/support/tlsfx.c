@@ -263,3 +263,11 @@ void tf_cert_pair_free(tf_cert_t *a, tf_cert_t *b) {
   tf_cert_free(a);
   tf_cert_free(b);
 }
+
+void tf_tls_options(hr_tls_options_t *o, const tf_cert_t *c) {
+  hr_tls_options_init(o);
+  o->cert_pem = c->cert_pem;
+  o->cert_pem_len = c->cert_len;
+  o->key_pem = c->key_pem;
+  o->key_pem_len = c->key_len;
+}

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <openssl/ssl.h>
 
+#include <hroute.h>
+
 /* A certificate for `cn` (also its subjectAltName DNS name, plus IP
  * 127.0.0.1) and its key, as PEM text.  Returns 0 or -1. */
 typedef struct tf_cert_s {
@@ -38,6 +40,9 @@ void tf_cert_free(tf_cert_t *c);
  * into *a and CN "second.test" into *b.  0 or -1 (both freed). */
 int tf_cert_pair(tf_cert_t *a, tf_cert_t *b);
 void tf_cert_pair_free(tf_cert_t *a, tf_cert_t *b);
+/* TLS listener options (hr_tls_options_init) presenting `c`; they borrow
+ * its PEM, which must outlive them. */
+void tf_tls_options(hr_tls_options_t *o, const tf_cert_t *c);
 
 /* A client connection.  `max_version` 0 or TLS1_2_VERSION...; `alpn` NULL
  * or a wire-format list ("\x08http/1.1"); `sni` NULL or a host name. */
