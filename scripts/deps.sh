@@ -17,7 +17,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl
           libwslay-dev python3-websockets node-ws python3-prometheus-client doxygen
-          haproxy wrk spin)
+          haproxy wrk spin libnghttp2-dev nghttp2-client python3-h2)
 
 for arg in "$@"; do
   case $arg in

@@ -141,6 +141,32 @@ typedef struct hr_server_options_s {
   hr_log_cb log;  /**< NULL: no logging */
   /** Passed to log unchanged. */
   void *log_ctx;
+  /** HTTP/2 (RFC 9113), on listeners that speak it (hr_listen_options_t.h2):
+   * streams a client may have open at once, announced in SETTINGS
+   * (SETTINGS_MAX_CONCURRENT_STREAMS, §6.5.2); a HEADERS frame past it is
+   * refused with RST_STREAM(REFUSED_STREAM).  100, as nginx and h2o; 0
+   * means 100.  The decoded header list of a request is bounded by
+   * max_header_bytes (each field counted as name + value + 32 bytes,
+   * §6.5.2, SETTINGS_MAX_HEADER_LIST_SIZE) and max_header_fields: past
+   * either, 431 on that stream. */
+  uint32_t h2_max_concurrent_streams;
+  /** HTTP/2: the flow-control window each request body starts with, in
+   * bytes (SETTINGS_INITIAL_WINDOW_SIZE, §6.9.2); the window is opened
+   * again only as the handler consumes the body.  65535; 0 means 65535;
+   * at most 2^31 - 1. */
+  uint32_t h2_initial_window_bytes;
+  /** HTTP/2: the largest frame payload the server accepts, in bytes
+   * (SETTINGS_MAX_FRAME_SIZE, §6.5.2): 16384 to 16777215.  16384; 0 means
+   * 16384. */
+  uint32_t h2_max_frame_bytes;
+  /** HTTP/2: stream resets a connection may cause -- RST_STREAM frames the
+   * client sends, and streams the server resets because of the client's
+   * errors -- as a token bucket: h2_reset_burst at once, refilled at
+   * h2_reset_rate a second.  Past it the connection ends with
+   * GOAWAY(ENHANCE_YOUR_CALM) (Rapid Reset, CVE-2023-44487; MadeYouReset,
+   * 2025).  200 and 33; 0 means those. */
+  uint32_t h2_reset_burst;
+  uint32_t h2_reset_rate; /**< resets a second refilled; see h2_reset_burst */
 } hr_server_options_t;
 
 /** Fills `opts` with the defaults above. */
@@ -200,7 +226,25 @@ typedef struct hr_listen_options_s {
    * the call.  With the PROXY protocol too, its header comes before the
    * TLS handshake, as HAProxy sends it. */
   const struct hr_tls_options_s *tls;
+  /** Which HTTP versions the listener speaks (hr_h2_mode_t): by default
+   * HTTP/2 on TLS listeners (offered by ALPN, RFC 9113 §3.2, preferred to
+   * http/1.1 when a client offers both) and HTTP/1.1 alone on plain
+   * ones. */
+  int h2;
 } hr_listen_options_t;
+
+/** hr_listen_options_t.h2: which HTTP versions a listener speaks. */
+typedef enum hr_h2_mode_e {
+  /** TLS: "h2" and "http/1.1" offered by ALPN; plain TCP: HTTP/1.1 only. */
+  HR_H2_AUTO = 0,
+  /** HTTP/1.1 only: TLS offers "http/1.1" alone. */
+  HR_H2_OFF = 1,
+  /** As HR_H2_AUTO, and on plain TCP also HTTP/2 with prior knowledge
+   * ("h2c", RFC 9113 §3.3): a connection whose first bytes are the client
+   * connection preface is served as HTTP/2, any other as HTTP/1.1.  The
+   * Upgrade: h2c path is not offered (RFC 9113 §3.1 deprecates it). */
+  HR_H2_ON = 2
+} hr_h2_mode_t;
 
 /** Fills `opts` with the defaults: HR_PROXY_OFF, no trusted networks.  Any
  * thread. */

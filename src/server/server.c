@@ -31,6 +31,11 @@ void hr_server_options_init(hr_server_options_t *o) {
   o->write_high_water_bytes = 65536;
   o->backlog = 511;
   o->max_form_pairs = 1000;
+  o->h2_max_concurrent_streams = 100;
+  o->h2_initial_window_bytes = 65535;
+  o->h2_max_frame_bytes = 16384;
+  o->h2_reset_burst = 200;
+  o->h2_reset_rate = 33;
 }
 
 int hr_server_new(hr_server_t **out, hr_router_t *router,
@@ -50,6 +55,14 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
       o.write_high_water_bytes == 0 || o.backlog <= 0)
     return HR_EINVAL;
   if (o.max_form_pairs == 0) o.max_form_pairs = 1000;
+  if (o.h2_max_concurrent_streams == 0) o.h2_max_concurrent_streams = 100;
+  if (o.h2_initial_window_bytes == 0) o.h2_initial_window_bytes = 65535;
+  if (o.h2_max_frame_bytes == 0) o.h2_max_frame_bytes = 16384;
+  if (o.h2_reset_burst == 0) o.h2_reset_burst = 200;
+  if (o.h2_reset_rate == 0) o.h2_reset_rate = 33;
+  if (o.h2_initial_window_bytes > 0x7fffffffu || o.h2_max_frame_bytes < 16384 ||
+      o.h2_max_frame_bytes > 16777215)
+    return HR_EINVAL;
   if ((unsigned)o.access_format > HR_ACCESS_JSON) return HR_EINVAL;
   hr__mem_init(&mem, o.allocator);
   s = hr__mem_alloc(&mem, sizeof(*s));
