@@ -70,6 +70,17 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
   hr__exchange_t *ex = c->ex;
   uint64_t body_len = 0;
   if (c->state == HR__C_CLOSED) return;
+  if (c->h2c_ok && c->requests_served == 0 && (ex == NULL || ex->req.version == 0)) {
+    /* A listener that takes h2c, and first bytes that are neither its
+     * client preface nor an HTTP/1.x request line: the peer may speak
+     * HTTP/2 with a preface we did not recognise, which is a connection
+     * error there (RFC 9113 §3.4): close, answering neither protocol. */
+    hr__stat_inc(&c->w->st_bad);
+    hr__log(c->w, HR_LOG_INFO, "closing: neither an HTTP/2 preface nor HTTP/1.x: %s",
+            reason != NULL ? reason : "");
+    hr__conn_close(c);
+    return;
+  }
   hr__conn_drain(c);
   hr__stat_inc(&c->w->st_bad);
   hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",

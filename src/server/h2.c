@@ -517,10 +517,9 @@ static int make_session(hr__h2_t *h2, hr__mem_t *mem) {
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
   /* The windows are opened by nghttp2_session_consume, as bodies are
-   * taken; closed streams are not kept for priorities (RFC 9113 §5.3.2
-   * deprecates them), so PRIORITY floods hold nothing. */
+   * taken.  Closed streams are kept (nghttp2 bounds how many) so that a
+   * frame on one is the stream error STREAM_CLOSED (§5.1), not ignored. */
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_no_closed_streams(opt, 1);
   rv = nghttp2_session_server_new3(&h2->ng, cbs, h2, opt, &m);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -530,7 +529,7 @@ static int make_session(hr__h2_t *h2, hr__mem_t *mem) {
 int hr__h2_start(hr__conn_t *c) {
   const hr_server_options_t *o = &c->w->server->opts;
   hr__h2_t *h2 = hr__mem_alloc(&c->w->mem, sizeof(*h2));
-  nghttp2_settings_entry iv[5];
+  nghttp2_settings_entry iv[4];
   if (h2 == NULL) return HR_ENOMEM;
   memset(h2, 0, sizeof(*h2));
   h2->c = c;
@@ -548,9 +547,7 @@ int hr__h2_start(hr__conn_t *c) {
   iv[2].value = o->h2_max_frame_bytes;
   iv[3].settings_id = NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE;
   iv[3].value = (uint32_t)o->max_header_bytes;
-  iv[4].settings_id = NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES;
-  iv[4].value = 1;
-  if (nghttp2_submit_settings(h2->ng, NGHTTP2_FLAG_NONE, iv, 5) != 0) {
+  if (nghttp2_submit_settings(h2->ng, NGHTTP2_FLAG_NONE, iv, 4) != 0) {
     nghttp2_session_del(h2->ng);
     hr__mem_free(&c->w->mem, h2);
     return HR_ENOMEM;
