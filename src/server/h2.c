@@ -533,6 +533,7 @@ int hr__h2_start(hr__conn_t *c) {
   if (h2 == NULL) return HR_ENOMEM;
   memset(h2, 0, sizeof(*h2));
   h2->c = c;
+  hr__h2scan_init(&h2->scan);
   h2->refilled = h2->idle_since = h2->last_read = uv_now(c->w->loop);
   h2->tokens_milli = (uint64_t)o->h2_reset_burst * 1000;
   if (make_session(h2, &c->w->mem) != 0) {
@@ -603,6 +604,38 @@ static void session_error(hr__h2_t *h2, ssize_t rv) {
       h2->ng, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
 }
 
+/* Hands n bytes to nghttp2, stopping at a HEADERS frame that opens a
+ * stream below one opened before (h2_scan.c): a connection error of type
+ * PROTOCOL_ERROR (RFC 9113 §5.1.1) unless nghttp2 still knows the stream
+ * (trailers after a reset).  Returns nghttp2's error, or 0. */
+static ssize_t feed(hr__h2_t *h2, const uint8_t *p, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    int32_t id;
+    size_t k = hr__h2scan(&h2->scan, p + off, n - off, &id);
+    /* Up to the suspect frame's header (which may have begun in an
+     * earlier read: then everything before it is read already). */
+    size_t upto = id != 0 && k >= 9 ? k - 9 : id != 0 ? 0 : k;
+    ssize_t rv = upto ? nghttp2_session_mem_recv(h2->ng, p + off, upto) : 0;
+    if (rv < 0) return rv;
+    if (h2->dead) return 0;
+    if (id != 0 && nghttp2_session_find_stream(h2->ng, id) == NULL) {
+      hr__stat_inc(&h2->c->w->st_bad);
+      hr__log(h2->c->w, HR_LOG_INFO, "HTTP/2: stream %d opened after a higher one",
+              (int)id);
+      nghttp2_session_terminate_session(h2->ng, NGHTTP2_PROTOCOL_ERROR);
+      return 0; /* nothing after it is read */
+    }
+    if (id != 0 && k > upto) {
+      rv = nghttp2_session_mem_recv(h2->ng, p + off + upto, k - upto);
+      if (rv < 0) return rv;
+      if (h2->dead) return 0;
+    }
+    off += k;
+  }
+  return 0;
+}
+
 void hr__h2_step(hr__conn_t *c) {
   hr__h2_t *h2 = c->h2;
   hr__h2s_t *st;
@@ -610,8 +643,7 @@ void hr__h2_step(hr__conn_t *c) {
     ssize_t rv;
     h2->last_read = uv_now(c->w->loop);
     h2->in_recv = 1;
-    rv = nghttp2_session_mem_recv(h2->ng, (const uint8_t *)c->rbuf + c->msg_start,
-                                  c->rlen - c->msg_start);
+    rv = feed(h2, (const uint8_t *)c->rbuf + c->msg_start, c->rlen - c->msg_start);
     h2->in_recv = 0;
     c->msg_start = c->rlen;
     if (h2->dead) {

@@ -43,6 +43,23 @@ typedef struct hr__h2piece_s {
 
 typedef struct hr__h2_s hr__h2_t;
 
+/* The client's frame boundaries as hroute watches them (h2_scan.c). */
+typedef struct hr__h2scan_s {
+  uint32_t skip;   /* bytes of the client preface still to pass */
+  uint32_t left;   /* payload bytes of the current frame still to pass */
+  uint8_t hdr[9];  /* a frame header read in pieces */
+  uint8_t have;    /* bytes of it so far */
+  int32_t max_id;  /* the highest stream a HEADERS frame named */
+} hr__h2scan_t;
+
+void hr__h2scan_init(hr__h2scan_t *s);
+/* Passes what it can of p[0..n).  Returns how many bytes it passed: all
+ * of them, or up to the end of the header of a HEADERS frame naming a
+ * stream lower than one named before (its identifier in *id, else 0),
+ * which the caller checks once nghttp2 has read every byte before that
+ * header; the next call goes on after it. */
+size_t hr__h2scan(hr__h2scan_t *s, const uint8_t *p, size_t n, int32_t *id);
+
 /* One stream (RFC 9113 §5.1) and its exchange. */
 typedef struct hr__h2s_s {
   hr__h2_t *h2;
@@ -68,6 +85,7 @@ typedef struct hr__h2s_s {
 struct hr__h2_s {
   nghttp2_session *ng;
   hr__conn_t *c;
+  hr__h2scan_t scan;
   hr__h2s_t *streams;          /* open streams with an exchange */
   hr__h2s_t *ready, *ready_tail;
   uint32_t nstreams;
