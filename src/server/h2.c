@@ -670,6 +670,10 @@ int hr__h2_busy(const hr__conn_t *c) {
   return c->h2->nstreams > 0 || nghttp2_session_want_write(c->h2->ng);
 }
 
+int hr__h2_wants_send(const hr__conn_t *c) {
+  return c->h2 != NULL && nghttp2_session_want_write(c->h2->ng);
+}
+
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
   const hr__h2_t *h2 = c->h2;
   const hr_server_options_t *o = &c->w->server->opts;
