@@ -99,10 +99,7 @@ static void stream_drop(hr__h2s_t *st, int body_status) {
   st->ex = NULL;
   ex->h2s = NULL;
   ex->dropped = 1;
-  if (ex->phase != HR__PH_HEAD) { /* a request, whatever its answer */
-    c->requests_served++;
-    hr__stat_inc(&c->w->st_requests);
-  }
+  if (ex->phase != HR__PH_HEAD) c->requests_served++; /* a request */
   if (!ex->handler_active || ex->res.state == HR__RES_DONE) {
     hr__exchange_release(ex);
     return;
