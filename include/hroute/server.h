@@ -145,8 +145,12 @@ typedef struct hr_server_options_s {
   void *log_ctx;
   /** HTTP/2 (RFC 9113), on listeners that speak it (hr_listen_options_t.h2):
    * streams a client may have open at once, announced in SETTINGS
-   * (SETTINGS_MAX_CONCURRENT_STREAMS, §6.5.2); a HEADERS frame past it is
-   * refused with RST_STREAM(REFUSED_STREAM).  100, as nginx and h2o; 0
+   * (SETTINGS_MAX_CONCURRENT_STREAMS, §6.5.2).  A HEADERS frame past it
+   * is refused with RST_STREAM(REFUSED_STREAM) while the client has not
+   * acknowledged the setting; after that, nghttp2 1.52 ends the
+   * connection with GOAWAY(PROTOCOL_ERROR) (where §5.1.2 asks for a stream
+   * error; only a client that ignores the limit it acknowledged meets
+   * it).  100, as nginx and h2o; 0
    * means 100.  The decoded header list of a request is bounded by
    * max_header_bytes (each field counted as name + value + 32 bytes,
    * §6.5.2, SETTINGS_MAX_HEADER_LIST_SIZE) and max_header_fields: past

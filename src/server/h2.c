@@ -388,6 +388,12 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
     case NGHTTP2_RST_STREAM:
       spend(h2);
       break;
+    case NGHTTP2_WINDOW_UPDATE:
+      h2->last_progress = uv_now(h2->c->w->loop); /* room for our DATA */
+      break;
+    case NGHTTP2_GOAWAY:
+      h2->peer_goaway = 1;
+      break;
     default:
       break;
   }
@@ -419,6 +425,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *frame, void *ud) {
   hr__h2_t *h2 = ud;
   hr__h2s_t *st;
+  if (frame->hd.type == NGHTTP2_DATA) h2->last_progress = uv_now(h2->c->w->loop);
   if (frame->hd.type == NGHTTP2_RST_STREAM) {
     st = stream_of(h2, frame->hd.stream_id);
     /* A reset nghttp2 made for a fault of the client's (MadeYouReset)
@@ -531,7 +538,7 @@ int hr__h2_start(hr__conn_t *c) {
   memset(h2, 0, sizeof(*h2));
   h2->c = c;
   hr__h2scan_init(&h2->scan);
-  h2->refilled = h2->idle_since = h2->last_read = uv_now(c->w->loop);
+  h2->refilled = h2->idle_since = h2->last_read = h2->last_progress = uv_now(c->w->loop);
   h2->tokens_milli = (uint64_t)o->h2_reset_burst * 1000;
   if (make_session(h2, &c->w->mem) != 0) {
     hr__mem_free(&c->w->mem, h2);
@@ -658,8 +665,11 @@ void hr__h2_step(hr__conn_t *c) {
   for (st = h2->streams; st != NULL; st = st->next)
     if (st->ex != NULL) hr__exchange_keep(st->ex);
   /* GOAWAY sent or received and no stream left, or the session ended:
-   * what is queued goes out, then FIN. */
-  if (!nghttp2_session_want_read(h2->ng) && !nghttp2_session_want_write(h2->ng))
+   * what is queued goes out, then FIN.  After the drain's notice alone
+   * (2^31-1) the connection waits for the final GOAWAY, which names the
+   * last stream processed (RFC 9113 §6.8), at the shutdown. */
+  if (!nghttp2_session_want_read(h2->ng) && !nghttp2_session_want_write(h2->ng) &&
+      (!h2->notice_sent || h2->goaway_sent || h2->peer_goaway || h2->calm))
     hr__conn_drain(c);
 }
 
@@ -667,8 +677,33 @@ int hr__h2_busy(const hr__conn_t *c) {
   return c->h2->nstreams > 0 || nghttp2_session_want_write(c->h2->ng);
 }
 
-int hr__h2_wants_send(const hr__conn_t *c) {
-  return c->h2 != NULL && nghttp2_session_want_write(c->h2->ng);
+int hr__h2_wants_kick(const hr__conn_t *c) {
+  const hr__h2_t *h2 = c->h2;
+  size_t half = c->w->server->opts.write_high_water_bytes / 2;
+  const hr__h2s_t *st;
+  if (h2 == NULL) return 0;
+  if (nghttp2_session_want_write(h2->ng)) return 1;
+  for (st = h2->streams; st != NULL; st = st->next)
+    if (st->ex != NULL && st->ex->res.want_drain && st->ex->res.drain_cb != NULL &&
+        st->queued <= half)
+      return 1;
+  return 0;
+}
+
+/* Whether the stream has body to send that the client's flow-control
+ * windows hold back (RFC 9113 §6.9). */
+static int window_shut(const hr__h2_t *h2, const hr__h2s_t *st) {
+  if (!st->has_data || st->reset || (st->head == NULL && st->fready == st->fpos))
+    return 0;
+  return nghttp2_session_get_stream_remote_window_size(h2->ng, st->id) <= 0 ||
+         nghttp2_session_get_remote_window_size(h2->ng) <= 0;
+}
+
+static void earliest(hr__tlist_t *list, uint64_t *due, hr__tlist_t l, uint64_t d) {
+  if (*list == HR__TL_NONE || d < *due) {
+    *list = l;
+    *due = d;
+  }
 }
 
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
@@ -681,13 +716,15 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
     *due = h2->idle_since + o->keepalive_timeout_ms;
     return;
   }
-  /* A request whose body is still to come, and no 100 Continue owed. */
-  for (st = h2->streams; st != NULL; st = st->next)
-    if (st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending) {
-      *list = HR__TL_BODY;
-      *due = h2->last_read + o->body_timeout_ms;
-      return;
-    }
+  for (st = h2->streams; st != NULL; st = st->next) {
+    /* A request whose body is still to come, and no 100 Continue owed. */
+    if (st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending)
+      earliest(list, due, HR__TL_BODY, h2->last_read + o->body_timeout_ms);
+    /* A response the client's windows hold back: as output that makes no
+     * progress (a zero window, a client that stopped opening it). */
+    if (window_shut(h2, st))
+      earliest(list, due, HR__TL_WRITE, h2->last_progress + o->write_timeout_ms);
+  }
 }
 
 void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {

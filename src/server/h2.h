@@ -94,6 +94,7 @@ struct hr__h2_s {
   uint32_t nstreams;
   uint64_t last_read;          /* loop time of the last bytes read */
   uint64_t idle_since;         /* loop time the last stream closed */
+  uint64_t last_progress;      /* loop time DATA went out or a window opened */
   /* The reset budget (hr_server_options_t.h2_reset_burst/rate): tokens,
    * in thousandths, refilled from `refilled` (loop time). */
   uint64_t tokens_milli, refilled;
@@ -102,6 +103,7 @@ struct hr__h2_s {
   unsigned in_recv : 1;        /* inside nghttp2_session_mem_recv */
   unsigned dead : 1;           /* closed inside it: freed when it returns */
   unsigned calm : 1;           /* ended with ENHANCE_YOUR_CALM */
+  unsigned peer_goaway : 1;    /* the client sent GOAWAY */
 };
 
 /* h2.c: the session on a connection (conn.c calls these). */
@@ -119,14 +121,16 @@ int hr__h2_start(hr__conn_t *c);
 void hr__h2_step(hr__conn_t *c);
 /* Whether streams are open or frames wait to be sent. */
 int hr__h2_busy(const hr__conn_t *c);
-/* Whether the session has frames it could send now (it stopped taking
- * them at the output queue's high-water mark). */
-int hr__h2_wants_send(const hr__conn_t *c);
+/* Whether the connection has work for its next turn: frames the session
+ * could send now (it stopped taking them at the output queue's
+ * high-water mark), or a writer waiting for room that now has it. */
+int hr__h2_wants_kick(const hr__conn_t *c);
 /* The deadline the connection waits for: *list (HR__TL_NONE: none) and
  * *due (loop time). */
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due);
 /* That deadline passed: idle -> GOAWAY and close; a request body that
- * stopped -> 408 on its stream. */
+ * stopped -> 408 on its stream; a response the client's windows held
+ * back, or output that made no progress -> close. */
 void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list);
 /* The server drains (GOAWAY with 2^31-1, RFC 9113 §6.8) or shuts down
  * (GOAWAY with the last stream processed; the connection ends when the
