@@ -1332,12 +1332,16 @@ report() {
 # With --plot: the charts of the CSV, into PLOT_DIR (bench/plot.sh), each
 # captioned with what was measured how.
 plot_charts() {
-  local caption model https=
+  local caption model https='' client=wrk per_run="$DURATION per run"
   model=$(cpu_model)
-  if ((TLS)); then https=" over HTTPS"; fi
+  if ((H2)); then
+    https=" over HTTP/2 ($H2_TRANSPORTS)" client=h2load per_run="$H2_REQUESTS requests per run"
+  elif ((TLS)); then
+    https=" over HTTPS"
+  fi
   caption="hroute $(commit_id); GET $URL_PATH$https, $CONNECTIONS connections,"
-  caption+=" $DURATION per run, $ROUNDS round(s)"$'\n'
-  caption+="server cpus $SERVER_CPUS, wrk cpus $CLIENT_CPUS; $(nproc) core(s)${model:+ ($model)}"
+  caption+=" $per_run, $ROUNDS round(s)"$'\n'
+  caption+="server cpus $SERVER_CPUS, $client cpus $CLIENT_CPUS; $(nproc) core(s)${model:+ ($model)}"
   echo "charts:"
   bash "$BENCH_DIR/plot.sh" --caption "$caption" "$CSV_PATH" "$PLOT_DIR" | sed 's/^/  /' ||
     die "drawing the charts failed"
