@@ -146,7 +146,7 @@ h2_start_servers() {
 # --h2c (its HTTP/2 server side); without it hroute is left out, with a
 # warning, and the peers are measured alone.
 h2_runs() {
-  local transport round streams peer pid port
+  local transport round streams
   if want_hroute && ! "$HELLO" --help 2>&1 | grep -q -- '--h2c'; then
     note "warning: this hello has no --h2c (no HTTP/2 serving yet): hroute left out"
     NO_HROUTE=1
@@ -158,15 +158,10 @@ h2_runs() {
     h2_start_servers
     for ((round = 1; round <= ROUNDS; round++)); do
       for streams in "${H2_STREAM_LIST[@]}"; do
-        if want_hroute; then measure hroute "$HELLO_PID" "$HELLO_PORT" "h2m$streams" "$round"; fi
-        for peer in $(peers); do
-          read -r pid port < <(peer_pid_port "$peer")
-          measure "$peer" "$pid" "$port" "h2m$streams" "$round"
-        done
+        measure_servers measure "h2m$streams" "$round"
       done
     done
-    if want_hroute; then stop_hello; fi
-    for peer in $(peers); do stop_peer "$peer"; done
+    stop_servers
   done
   if want_idle; then
     for transport in "${H2_TRANSPORT_LIST[@]}"; do

@@ -1349,6 +1349,25 @@ plot_charts() {
 
 # ---- main -----------------------------------------------------------------
 
+# Runs `$1 SERVER PID PORT $2 $3` (measure or measure_handshakes: mode $2,
+# round $3) for hroute, unless $4 is "peers", and each benchmarked peer in
+# turn.
+measure_servers() {
+  local fn=$1 mode=$2 round=$3 which=${4:-all} peer pid port
+  if [[ $which == all ]] && want_hroute; then "$fn" hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
+  for peer in $(peers); do
+    read -r pid port < <(peer_pid_port "$peer")
+    "$fn" "$peer" "$pid" "$port" "$mode" "$round"
+  done
+}
+
+# Stops hello and the peers of the measured rounds.
+stop_servers() {
+  local peer
+  if want_hroute; then stop_hello; fi
+  for peer in $(peers); do stop_peer "$peer"; done
+}
+
 # The HTTP/1.1 runs (--h2: h2_runs in bench/h2.sh): hello and the peers
 # started and warmed up, the measured rounds, then the idle line.
 wrk_runs() {
@@ -1372,24 +1391,16 @@ wrk_runs() {
       # Right after the plain keep-alive run, so that the two are compared
       # under the same conditions (the machine's speed drifts).
       if want_hroute && [[ $mode == keepalive ]] && ((CHURN > 0)); then measure_churn "$round"; fi
-      for peer in $(peers); do
-        read -r pid port < <(peer_pid_port "$peer")
-        measure "$peer" "$pid" "$port" "$mode" "$round"
-      done
+      measure_servers measure "$mode" "$round" peers
     done
     if want_handshakes; then
       for mode in "${HS_MODES[@]}"; do
-        if want_hroute; then measure_handshakes hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
-        for peer in $(peers); do
-          read -r pid port < <(peer_pid_port "$peer")
-          measure_handshakes "$peer" "$pid" "$port" "$mode" "$round"
-        done
+        measure_servers measure_handshakes "$mode" "$round"
       done
     fi
   done
 
-  if want_hroute; then stop_hello; fi
-  for peer in $(peers); do stop_peer "$peer"; done
+  stop_servers
   # Fresh servers, after the throughput runs, so that neither disturbs the
   # other.
   if want_idle; then run_idle; fi
