@@ -89,7 +89,8 @@ HR_EXTERN int hr_request_form_pair(hr_request_t *req, size_t index, hr_span_t *k
 HR_EXTERN int hr_request_form_get(hr_request_t *req, hr_span_t key, size_t *cursor,
                                   hr_span_t *value);
 
-/** The HTTP version as 10 (HTTP/1.0) or 11 (HTTP/1.1). */
+/** The HTTP version as 10 (HTTP/1.0), 11 (HTTP/1.1) or 20 (HTTP/2,
+ * RFC 9113). */
 HR_EXTERN int hr_request_version(const hr_request_t *req);
 
 /** Number of field lines in the header section (repeated fields count once

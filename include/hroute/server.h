@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /** @file
- * The HTTP/1.1 server (RFC 9112): listeners, persistent connections,
- * pipelining, limits and timeouts, graceful shutdown.  It serves a router
+ * The HTTP server: HTTP/1.1 (RFC 9112) and HTTP/2 (RFC 9113, by ALPN on
+ * TLS listeners and with prior knowledge on plain ones that allow it,
+ * hr_listen_options_t.h2): listeners, persistent connections,
+ * pipelining, streams, limits and timeouts, graceful shutdown.  It serves a router
  * either from a libuv loop the host owns (hr_server_attach) or from its own
  * worker threads, one loop each, sharing each listening socket or with one
  * SO_REUSEPORT socket each (hr_server_start).  All workers share one
@@ -229,7 +231,8 @@ typedef struct hr_listen_options_s {
   /** Which HTTP versions the listener speaks (hr_h2_mode_t): by default
    * HTTP/2 on TLS listeners (offered by ALPN, RFC 9113 §3.2, preferred to
    * http/1.1 when a client offers both) and HTTP/1.1 alone on plain
-   * ones. */
+   * ones.  A value outside hr_h2_mode_t: the listen call answers
+   * HR_EINVAL. */
   int h2;
 } hr_listen_options_t;
 
@@ -242,7 +245,10 @@ typedef enum hr_h2_mode_e {
   /** As HR_H2_AUTO, and on plain TCP also HTTP/2 with prior knowledge
    * ("h2c", RFC 9113 §3.3): a connection whose first bytes are the client
    * connection preface is served as HTTP/2, any other as HTTP/1.1.  The
-   * Upgrade: h2c path is not offered (RFC 9113 §3.1 deprecates it). */
+   * Upgrade: h2c path is not offered (RFC 9113 §3.1 deprecates it).
+   * First bytes that are neither the preface nor an HTTP/1.x request line
+   * close the connection without an answer (to an HTTP/2 client an
+   * invalid preface is a connection error, §3.4). */
   HR_H2_ON = 2
 } hr_h2_mode_t;
 

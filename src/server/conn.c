@@ -468,6 +468,10 @@ void hr__conn_settle(hr__conn_t *c) {
       !hr__out_writing(c) &&
       hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2)
     hr__conn_kick(c);
+  else if (c->h2 != NULL && c->state == HR__C_OPEN && !hr__out_writing(c) &&
+           hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2 &&
+           hr__h2_wants_send(c))
+    hr__conn_kick(c); /* the session stopped at the mark: more frames */
   else if (c->upgraded && c->state == HR__C_OPEN && hr__stream_wants_drain(c) &&
            !hr__out_writing(c) &&
            hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2)

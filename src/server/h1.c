@@ -272,7 +272,6 @@ static void finish_exchange(hr__conn_t *c, hr__exchange_t *ex) {
   int keep = ex->req.keep_alive && !ex->close_after && !hr__worker_ending(c->w);
   hr_stream_t *up = ex->upgrade;
   c->requests_served++;
-  hr__stat_inc(&c->w->st_requests);
   c->msg_start = (uint32_t)ex->rpos;
   c->ex = NULL;
   ex->upgrade = NULL;

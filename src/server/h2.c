@@ -99,10 +99,7 @@ static void stream_drop(hr__h2s_t *st, int body_status) {
   st->ex = NULL;
   ex->h2s = NULL;
   ex->dropped = 1;
-  if (ex->phase != HR__PH_HEAD) { /* a request, whatever its answer */
-    c->requests_served++;
-    hr__stat_inc(&c->w->st_requests);
-  }
+  if (ex->phase != HR__PH_HEAD) c->requests_served++; /* a request */
   if (!ex->handler_active || ex->res.state == HR__RES_DONE) {
     hr__exchange_release(ex);
     return;
@@ -668,6 +665,10 @@ void hr__h2_step(hr__conn_t *c) {
 
 int hr__h2_busy(const hr__conn_t *c) {
   return c->h2->nstreams > 0 || nghttp2_session_want_write(c->h2->ng);
+}
+
+int hr__h2_wants_send(const hr__conn_t *c) {
+  return c->h2 != NULL && nghttp2_session_want_write(c->h2->ng);
 }
 
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {

@@ -68,6 +68,9 @@ typedef struct hr__h2s_s {
   struct hr__h2s_s *prev, *next; /* the session's open streams */
   struct hr__h2s_s *ready_next;  /* the session's ready list */
   hr__h2piece_t *head, *tail;  /* the response body not yet framed */
+  struct hr__h2fjob_s *fjob;   /* the head file piece, read on the thread pool */
+  char *fbuf;                  /* what such a read brought, fbuf[fpos..fready) */
+  size_t fpos, fready;
   uint64_t queued;             /* bytes of memory pieces in it */
   size_t list_bytes;           /* decoded header list: name + value + 32 each */
   int fail_status;             /* the request is refused with this (431) */
@@ -116,6 +119,9 @@ int hr__h2_start(hr__conn_t *c);
 void hr__h2_step(hr__conn_t *c);
 /* Whether streams are open or frames wait to be sent. */
 int hr__h2_busy(const hr__conn_t *c);
+/* Whether the session has frames it could send now (it stopped taking
+ * them at the output queue's high-water mark). */
+int hr__h2_wants_send(const hr__conn_t *c);
 /* The deadline the connection waits for: *list (HR__TL_NONE: none) and
  * *due (loop time). */
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due);
@@ -140,7 +146,8 @@ void hr__h2_close(hr__conn_t *c);
  * read callback). */
 ssize_t hr__h2_read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *user);
-/* Releases every piece still queued (the stream closed). */
+/* Releases every piece still queued, and what a file read holds (the
+ * stream closed). */
 void hr__h2_pieces_free(hr__h2s_t *st);
 /* The server answers `status` on the exchange's stream in place of its
  * handler (proto->fail); the exchange is done with the stream from then

@@ -12,6 +12,8 @@
  * no more than what the handler queued below the high-water mark.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,7 +46,125 @@ static void pop(hr__h2s_t *st) {
   piece_release(st, pc);
 }
 
+/* ---- file pieces read on the thread pool --------------------------------- */
+
+/* A read of the file piece at the head of a stream's body, on libuv's
+ * thread pool, as the HTTP/1.1 output queue reads files for TLS (out.c):
+ * the job owns its buffer and a descriptor of its own while it runs, and
+ * holds the connection record; a stream that closes meanwhile forgets it
+ * (st NULL), and the job frees what it holds when it is back. */
+typedef struct hr__h2fjob_s {
+  uv_work_t work;
+  hr__conn_t *c;
+  hr__h2s_t *st;
+  char *buf;
+  size_t len;
+  int fd;
+  off_t off;
+  ssize_t n; /* bytes read, or a negative errno */
+} hr__h2fjob_t;
+
+static void fjob_run(uv_work_t *w) {
+  hr__h2fjob_t *j = w->data;
+  do
+    j->n = pread(j->fd, j->buf, j->len, j->off);
+  while (j->n < 0 && errno == EINTR);
+  if (j->n < 0) j->n = -errno;
+}
+
+static void fjob_done(uv_work_t *w, int status) {
+  hr__h2fjob_t *j = w->data;
+  hr__conn_t *c = j->c;
+  hr__h2s_t *st = j->st;
+  close(j->fd);
+  if (st == NULL) {
+    hr__mem_free(&c->w->mem, j->buf);
+  } else {
+    st->fjob = NULL;
+    if (status < 0 && j->n >= 0) j->n = status;
+    if (j->n <= 0) { /* it shrank, or failed: the body cannot be framed */
+      hr__mem_free(&c->w->mem, j->buf);
+      hr__h2_reset(st, NGHTTP2_INTERNAL_ERROR);
+    } else {
+      st->fbuf = j->buf;
+      st->fpos = 0;
+      st->fready = (size_t)j->n;
+      if (st->deferred) {
+        st->deferred = 0;
+        nghttp2_session_resume_data(st->h2->ng, st->id);
+      }
+      hr__conn_kick(c);
+    }
+  }
+  hr__mem_free(&c->w->mem, j);
+  hr__conn_unhold(c);
+}
+
+/* Starts reading the next piece of file piece `pc`.  Returns 0, or -1
+ * (the caller reads on the loop). */
+static int fjob_start(hr__h2s_t *st, hr__h2piece_t *pc) {
+  hr__conn_t *c = st->h2->c;
+  uint64_t left = pc->len - pc->off;
+  hr__h2fjob_t *j = hr__mem_alloc(&c->w->mem, sizeof(*j));
+  if (j == NULL) return -1;
+  memset(j, 0, sizeof(*j));
+  j->len = left < HR__FILE_POOL_PIECE ? (size_t)left : HR__FILE_POOL_PIECE;
+  j->buf = hr__mem_alloc(&c->w->mem, j->len);
+  j->fd = j->buf != NULL ? fcntl(pc->fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (j->fd < 0) {
+    hr__mem_free(&c->w->mem, j->buf);
+    hr__mem_free(&c->w->mem, j);
+    return -1;
+  }
+  j->c = c;
+  j->st = st;
+  j->off = (off_t)(pc->foff + pc->off);
+  j->work.data = j;
+  if (uv_queue_work(c->w->loop, &j->work, fjob_run, fjob_done) != 0) {
+    close(j->fd);
+    hr__mem_free(&c->w->mem, j->buf);
+    hr__mem_free(&c->w->mem, j);
+    return -1;
+  }
+  st->fjob = j;
+  hr__conn_hold(c);
+  return 0;
+}
+
+/* Up to `want` bytes of file piece `pc` into `buf`: from what a job read,
+ * on the loop for a short rest (as out.c's HR__POOL_SENDFILE), or not yet
+ * (a job is started or running: 0).  Returns the bytes, or -1 when the
+ * file ended early or failed. */
+static ssize_t file_bytes(hr__h2s_t *st, hr__h2piece_t *pc, uint8_t *buf, size_t want) {
+  uint64_t left = pc->len - pc->off;
+  ssize_t r;
+  if (st->fready > st->fpos) {
+    size_t k = st->fready - st->fpos < want ? st->fready - st->fpos : want;
+    memcpy(buf, st->fbuf + st->fpos, k);
+    st->fpos += k;
+    if (st->fpos == st->fready) {
+      hr__mem_free(&st->h2->c->w->mem, st->fbuf);
+      st->fbuf = NULL;
+      st->fpos = st->fready = 0;
+    }
+    return (ssize_t)k;
+  }
+  if (st->fjob != NULL) return 0;
+  if (left >= HR__POOL_SENDFILE && fjob_start(st, pc) == 0) return 0;
+  do
+    r = pread(pc->fd, buf, want, (off_t)(pc->foff + pc->off));
+  while (r < 0 && errno == EINTR);
+  return r > 0 ? r : -1;
+}
+
 void hr__h2_pieces_free(hr__h2s_t *st) {
+  if (st->fjob != NULL) { /* it frees its buffer when it is back */
+    st->fjob->st = NULL;
+    st->fjob = NULL;
+  }
+  hr__mem_free(&st->h2->c->w->mem, st->fbuf);
+  st->fbuf = NULL;
+  st->fpos = st->fready = 0;
   while (st->head != NULL) pop(st);
 }
 
@@ -86,10 +206,14 @@ ssize_t hr__h2_read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     uint64_t left = pc->len - pc->off;
     size_t take = left < length - n ? (size_t)left : length - n;
     if (take > 0 && pc->kind == HR__H2P_FILE) {
-      ssize_t r = pread(pc->fd, buf + n, take, (off_t)(pc->foff + pc->off));
+      ssize_t r = file_bytes(st, pc, buf + n, take);
       /* A file that ended before its length, or failed: the stream cannot
        * be framed as announced (RST_STREAM INTERNAL_ERROR). */
-      if (r <= 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      if (r < 0) {
+        st->reset = 1; /* the server's own reset, not the client's fault */
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
+      if (r == 0) break; /* read on the thread pool: fjob_done resumes */
       take = (size_t)r;
     } else if (take > 0) {
       memcpy(buf + n, pc->p + pc->off, take);
@@ -136,7 +260,9 @@ static int conn_specific(const char *name, size_t len) {
 
 /* Whether the "N: V\r\n" lines of `lines` name `name` (any case). */
 static int lines_name(hr_span_t lines, const char *name, size_t len) {
-  const char *p = lines.ptr, *end = lines.ptr + lines.len;
+  const char *p = lines.ptr, *end;
+  if (lines.len == 0) return 0;
+  end = lines.ptr + lines.len;
   while (p < end) {
     const char *colon = memchr(p, ':', (size_t)(end - p));
     const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -169,7 +295,9 @@ static int nv_add(nvset_t *s, const char *name, size_t nlen, const char *value,
  * leaving out connection-specific ones and, when `unless` is given, those
  * whose name it has too (a handler's field replaces the route's). */
 static int nv_lines(nvset_t *s, hr_span_t lines, const hr_span_t *unless) {
-  const char *p = lines.ptr, *end = lines.ptr + lines.len;
+  const char *p = lines.ptr, *end;
+  if (lines.len == 0) return 0;
+  end = lines.ptr + lines.len;
   while (p < end) {
     const char *colon = memchr(p, ':', (size_t)(end - p));
     const char *eol = memchr(p, '\n', (size_t)(end - p));

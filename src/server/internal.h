@@ -600,7 +600,7 @@ typedef enum { HR__SRV_NEW = 0, HR__SRV_ATTACHED, HR__SRV_THREADS,
  * (exchange.c, ended()) and from nowhere else.  Fixed when the server is
  * made (hr_server_new). */
 typedef void (*hr__ex_observer_fn)(hr__exchange_t *ex);
-#define HR__MAX_OBSERVERS 4
+#define HR__MAX_OBSERVERS 5
 
 struct hr_server_s {
   hr__mem_t mem;
@@ -674,6 +674,10 @@ void hr__listener_close(hr__listener_t *l, uv_close_cb cb);
 int hr__worker_tls_loop(hr__worker_t *w);
 void hr__worker_conn_gone(hr__worker_t *w);
 void hr__worker_exchange_gone(hr__worker_t *w);
+/* An exchange's observer (hr__ex_observer_fn): the worker counts a
+ * completed response (hr_server_stats_t.requests), whichever protocol
+ * carried it. */
+void hr__worker_ended(hr__exchange_t *ex);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
 /* Any thread: queues run(target, fn, udata) for the worker's loop thread,
  * never run inside this call.  Allocates one node with the server's

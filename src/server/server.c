@@ -72,8 +72,10 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   s->router = router;
   s->opts = o;
   /* The exchange's observers (hr__ex_observer_fn), in the order they run:
-   * the after-middleware see the outcome before the access log writes it. */
+   * the after-middleware see the outcome (hr__invoke_end sets it) before
+   * the worker counts it and the access log writes it. */
   s->observers[s->nobservers++] = hr__invoke_end;
+  s->observers[s->nobservers++] = hr__worker_ended;
   if (o.access_log != NULL) s->observers[s->nobservers++] = hr__access_log;
   s->head_limits.max_request_line = o.max_request_line_bytes;
   s->head_limits.max_header = o.max_header_bytes;

@@ -300,6 +300,10 @@ void hr__worker_conn_gone(hr__worker_t *w) {
 
 void hr__worker_exchange_gone(hr__worker_t *w) { maybe_close_handles(w); }
 
+void hr__worker_ended(hr__exchange_t *ex) {
+  if (ex->outcome.completed) hr__stat_inc(&ex->w->st_requests);
+}
+
 /* The deadline passed: every connection closes now, and every response a
  * handler still holds is abandoned, so the worker can finish whatever the
  * handlers do. */
