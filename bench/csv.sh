@@ -15,8 +15,10 @@
 # The columns, in order:
 #   run                   the measurement: keepalive, pipeline16,
 #                         keepalive+churn, tls1.3, tls1.2-resume, idle,
-#                         idle-tls (run.sh); static1k, static1m (static.sh);
-#                         ws-echo64B, idle-ws (ws.sh)
+#                         idle-tls (run.sh); h2-m10, h2-m1, h2c-m10,
+#                         h2c-m1, idle-h2, idle-h2c (run.sh --h2: h2load
+#                         -m N over TLS and h2c); static1k, static1m
+#                         (static.sh); ws-echo64B, idle-ws (ws.sh)
 #   server                hroute or a peer (nginx, h2o, floor, node-ws)
 #   round                 1, 2, ... (the idle runs have one round)
 #   requests_per_s        as the client counted them; for the tls runs one

@@ -57,9 +57,24 @@
 # round, latency p50 and p99 by server, memory per idle connection by
 # server.
 #
+# --h2 does it over HTTP/2 with h2load (nghttp2-client) instead of wrk
+# (bench/h2.sh holds that half): for each transport of --h2-transports,
+# "tls" (h2 by ALPN, the --tls certificate; runs h2-mN) and "h2c"
+# (cleartext with prior knowledge, hello --h2c; runs h2c-mN), hello and the
+# compared peers (nginx with "listen ... http2" and the same certificate,
+# h2o_hello, which speaks both) are started, checked to answer over HTTP/2,
+# warmed up and measured round by round in turn with `h2load -n
+# --h2-requests -c --connections -m N` for each N of --h2-streams (200000
+# requests, 10 and 1 streams by default), h2load pinned to --client-cpus.
+# Same table, ratios hroute/peer and CSV; p50 and p99 from h2load's
+# per-request log.  The idle lines become idle-h2 and idle-h2c
+# (bench/idle_client --h2).  floor, the churn run and the handshake runs
+# are HTTP/1.1 only and left out; --h2 excludes --tls.
+#
 #   bench/run.sh                                   # hroute alone, defaults
 #   bench/run.sh --duration 3s --compare nginx,h2o,floor --rounds 3
 #   bench/run.sh --tls --duration 3s --rounds 3 --compare nginx
+#   bench/run.sh --h2 --compare nginx,h2o          # HTTP/2: h2 over TLS, h2c
 #   bench/run.sh --duration 2s --rounds 3 --compare nginx --plot docs/img
 #   bench/run.sh --static --compare nginx        # files: bench/static.sh
 #   bench/run.sh --websocket                     # WebSocket: bench/ws.sh
@@ -77,6 +92,8 @@ BUILD_DIR="$ROOT/build/release"
 PEER_DIR="$BUILD_DIR/bench-peers"
 # shellcheck source=bench/csv.sh
 . "$BENCH_DIR/csv.sh"
+# shellcheck source=bench/h2.sh
+. "$BENCH_DIR/h2.sh"
 
 # ---- options and their defaults -------------------------------------------
 
@@ -106,6 +123,14 @@ CURL_TLS=()       # curl's arguments for the certificate, with --tls
 IDLE_NAME=idle    # the idle line's name: idle-tls with --tls
 CSV_PATH=$ROOT/bench/results/rounds.csv # --csv: one row per measured round
 PLOT_DIR=         # --plot: draw the charts of CSV_PATH into this directory
+H2=0              # --h2: over HTTP/2 with h2load (bench/h2.sh)
+H2_REQUESTS=200000 # --h2-requests: requests per h2load run
+H2_STREAMS=10,1   # --h2-streams: h2load -m values, one run each
+H2_STREAM_LIST=() # H2_STREAMS as a list
+H2_TRANSPORTS=tls,h2c # --h2-transports: h2 over TLS, cleartext h2c
+H2_TRANSPORT_LIST=()  # H2_TRANSPORTS as a list
+H2_RUN=           # the current transport's run prefix: h2 (TLS) or h2c
+NO_HROUTE=0       # --h2 with a hello that speaks no HTTP/2: peers only
 
 # ---- state shared with the cleanup trap -----------------------------------
 
@@ -173,6 +198,17 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --hs-clients N       with --tls: bench/tls_handshakes processes, pinned to
                        --client-cpus, one connection at a time each
                        (default $HS_CLIENTS)
+  --h2                 over HTTP/2 with h2load instead of wrk (bench/h2.sh):
+                       h2 over TLS (self-signed ECDSA P-256, ALPN) and h2c
+                       (hello --h2c, prior knowledge); nginx ("listen ...
+                       http2") and h2o can be compared; the idle lines
+                       idle-h2 and idle-h2c.  --duration, --depth, --churn,
+                       --tls and the handshake runs do not apply
+  --h2-requests N      with --h2: requests per h2load run, h2load -n
+                       (default $H2_REQUESTS)
+  --h2-streams LIST    with --h2: streams per connection, h2load -m, one run
+                       each, comma-separated (default $H2_STREAMS)
+  --h2-transports LIST with --h2: tls, h2c or both (default $H2_TRANSPORTS)
   --csv FILE           write every measured round as a CSV row to FILE
                        (default bench/results/rounds.csv; columns: see
                        bench/csv.sh); its path is printed at the end
@@ -237,10 +273,12 @@ parse_args() {
       --help | -h) usage; exit 0 ;;
       --no-build) BUILD=0; shift; continue ;;
       --tls) TLS=1; shift; continue ;;
+      --h2) H2=1; shift; continue ;;
       --*=*) value=${opt#*=}; opt=${opt%%=*}; shift ;;
       --duration | --connections | --threads | --server-threads | --path | --port | \
         --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn | \
-        --idle-conns | --handshakes | --hs-clients | --csv | --plot)
+        --idle-conns | --handshakes | --hs-clients | --csv | --plot | --h2-requests | \
+        --h2-streams | --h2-transports)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -264,6 +302,9 @@ parse_args() {
       --hs-clients) HS_CLIENTS=$value ;;
       --csv) CSV_PATH=$value ;;
       --plot) PLOT_DIR=$value ;;
+      --h2-requests) H2_REQUESTS=$value ;;
+      --h2-streams) H2_STREAMS=$value ;;
+      --h2-transports) H2_TRANSPORTS=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -296,6 +337,7 @@ parse_args() {
   fi
   parse_handshakes
   parse_compare
+  if ((H2)); then h2_parse_args; fi
   if ((TLS)); then
     SCHEME=https
     IDLE_NAME=idle-tls
@@ -370,7 +412,7 @@ in_peers() {
   return 1
 }
 
-want_hroute() { [[ -z $ONLY || $ONLY == hroute ]]; }
+want_hroute() { ((NO_HROUTE == 0)) && [[ -z $ONLY || $ONLY == hroute ]]; }
 # True when peer $1 is benchmarked (in PEERS, and not excluded by --only).
 want_peer() { [[ -z $ONLY || $ONLY == "$1" ]] && in_peers "$1"; }
 want_nginx() { want_peer nginx; }
@@ -522,7 +564,8 @@ ensure_deps() {
   if ((BUILD)) && { want_peer h2o || want_peer floor || want_idle || want_handshakes; }; then
     tools+=(cc)
   fi
-  ((TLS)) && tools+=(openssl)
+  ((TLS || H2)) && tools+=(openssl)
+  ((H2)) && tools+=(h2load)
   if [[ -x $ROOT/scripts/deps.sh ]] || [[ -f $ROOT/scripts/deps.sh ]]; then
     bash "$ROOT/scripts/deps.sh" --bench
   fi
@@ -577,9 +620,14 @@ build_peers() {
         # shellcheck disable=SC2207 # word splitting wanted
         flags=($(pkg-config --cflags --libs libssl libcrypto 2>/dev/null || echo -lssl -lcrypto))
       fi
-      if [[ $name == h2o_hello ]]; then
+      if [[ $name == idle_client ]]; then # its --h2
         # shellcheck disable=SC2207 # word splitting wanted
-        flags=($(pkg-config --cflags --libs libh2o-evloop 2>/dev/null || echo -lh2o-evloop))
+        flags+=($(pkg-config --cflags --libs libnghttp2 2>/dev/null || echo -lnghttp2))
+      fi
+      if [[ $name == h2o_hello ]]; then # its --tls calls OpenSSL too
+        # shellcheck disable=SC2207 # word splitting wanted
+        flags=($(pkg-config --cflags --libs libh2o-evloop libssl libcrypto 2>/dev/null ||
+                 echo -lh2o-evloop -lssl -lcrypto))
       fi
       "${CC:-cc}" -O2 -Wall -Wextra -o "$PEER_DIR/$name" "$src" "${flags[@]}" \
         >"$TMP/build.$name.log" 2>&1 || {
@@ -615,11 +663,11 @@ hello_tls_args() {
   if ((TLS)); then echo --tls-cert "$TMP/tls/cert.pem" --tls-key "$TMP/tls/key.pem"; fi
 }
 
-# With --tls, makes the self-signed ECDSA P-256 certificate that hello and
-# nginx serve, $TMP/tls/cert.pem and key.pem (CN localhost, SAN localhost
-# and 127.0.0.1), and points curl at it.
+# With --tls (or --h2), makes the self-signed ECDSA P-256 certificate that
+# hello, nginx (and h2o with --h2) serve, $TMP/tls/cert.pem and key.pem (CN
+# localhost, SAN localhost and 127.0.0.1), and points curl at it.
 make_certificate() {
-  ((TLS)) || return 0
+  ((TLS || H2)) || return 0
   mkdir -p "$TMP/tls"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -keyout "$TMP/tls/key.pem" -out "$TMP/tls/cert.pem" -subj /CN=localhost \
@@ -629,12 +677,12 @@ make_certificate() {
 }
 
 # Starts hello, with the extra arguments $@ if any (and the certificate's
-# with --tls).
+# with --tls, --h2c for --h2's cleartext runs).
 start_hello() {
   next_port HELLO_PORT hello
   # shellcheck disable=SC2046 # no arguments or four words without spaces
   taskset -c "$SERVER_CPUS" "$HELLO" --host 127.0.0.1 --port "$HELLO_PORT" \
-    --threads "$SERVER_THREADS" --stats $(hello_tls_args) $(hello_reuseport_args) "$@" \
+    --threads "$SERVER_THREADS" --stats $(hello_tls_args) $(hello_h2_args) $(hello_reuseport_args) "$@" \
     2>"$TMP/hello.log" &
   HELLO_PID=$!
   wait_ready hello "$HELLO_PID" "$SCHEME://127.0.0.1:$HELLO_PORT$URL_PATH" "$TMP/hello.log"
@@ -720,6 +768,7 @@ write_nginx_conf() {
     tls+="ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305;"$'\n'
     tls+="        ssl_session_tickets on;"$'\n'
   fi
+  if ((H2)); then listen+="${listen:+ }http2"; fi # h2 by ALPN with ssl, else h2c
   # Keep nginx's temp directories in the temp dir too (only for the modules
   # this nginx was built with: naming another one is a config error).
   for m in client_body proxy fastcgi uwsgi scgi; do
@@ -753,8 +802,10 @@ start_nginx() {
 }
 
 start_h2o() {
+  local tls=()
+  ((TLS)) && tls=(--tls "$TMP/tls/cert.pem" "$TMP/tls/key.pem") # --h2 only
   next_port H2O_PORT h2o
-  taskset -c "$SERVER_CPUS" "$PEER_DIR/h2o_hello" "$H2O_PORT" "$SERVER_THREADS" \
+  taskset -c "$SERVER_CPUS" "$PEER_DIR/h2o_hello" "${tls[@]}" "$H2O_PORT" "$SERVER_THREADS" \
     2>"$TMP/h2o.log" &
   H2O_PID=$!
   wait_ready h2o "$H2O_PID" "$SCHEME://127.0.0.1:$H2O_PORT$URL_PATH" "$TMP/h2o.log"
@@ -831,8 +882,9 @@ hello_idle_args() {
 # Measures server $1 (process $2, port $3, started afresh, idle): its RSS,
 # then IDLE_CONNS idle persistent connections after one request each
 # (bench/idle_client), its RSS once steady (two equal readings 200 ms apart,
-# at most 2 s), and appends "SERVER BYTES_PER_CONNECTION" to $TMP/idle, or
-# "SERVER error" after noting what went wrong; and a row to the CSV (errors:
+# at most 2 s), and appends "LINE SERVER BYTES_PER_CONNECTION" to $TMP/idle
+# (LINE: the idle line's name), or "LINE SERVER error" after noting what
+# went wrong; and a row to the CSV (errors:
 # the connections that were not open at the second reading).
 measure_idle() {
   local server=$1 pid=$2 port=$3 before after prev i line to from
@@ -842,6 +894,7 @@ measure_idle() {
   mkfifo "$TMP/idle.in" "$TMP/idle.out"
   local tls_arg=()
   ((TLS)) && tls_arg=(--tls)
+  ((H2)) && tls_arg+=(--h2)
   taskset -c "$CLIENT_CPUS" "$PEER_DIR/idle_client" "${tls_arg[@]}" "$port" "$IDLE_CONNS" /hello/x \
     <"$TMP/idle.in" >"$TMP/idle.out" 2>"$TMP/idle.$server.log" &
   IDLE_PID=$!
@@ -869,13 +922,13 @@ measure_idle() {
   kill -0 "$pid" 2>/dev/null || { note "error: $server died during the idle measurement"; ok=0; }
 
   if ((ok == IDLE_CONNS && open == IDLE_CONNS)); then
-    echo "$server $(((after - before) / IDLE_CONNS))" >>"$TMP/idle"
+    echo "$IDLE_NAME $server $(((after - before) / IDLE_CONNS))" >>"$TMP/idle"
     csv_row run="$IDLE_NAME" server="$server" round=1 \
       bytes_per_connection=$(((after - before) / IDLE_CONNS)) errors=0
     note "$IDLE_NAME  $server: RSS $before -> $after bytes with $IDLE_CONNS idle connections:" \
       "$(((after - before) / IDLE_CONNS)) B each"
   else
-    echo "$server error" >>"$TMP/idle"
+    echo "$IDLE_NAME $server error" >>"$TMP/idle"
     csv_row run="$IDLE_NAME" server="$server" round=1 errors=$((IDLE_CONNS - open))
     IDLE_FAILED=1
     if ((ok < IDLE_CONNS)); then
@@ -892,7 +945,6 @@ measure_idle() {
 # each started, measured and stopped in turn.
 run_idle() {
   local p pid port
-  : >"$TMP/idle"
   if want_hroute; then
     # shellcheck disable=SC2046 # no arguments or two words
     start_hello $(hello_idle_args)
@@ -966,18 +1018,28 @@ measure() {
   local server=$1 pid=$2 port=$3 mode=$4 round=$5
   local run=keepalive out cpu0 cpu1 c0 c1 rps p50 p99 requests errors served allocs cpu_us summary
   if [[ $mode == pipeline ]]; then run="pipeline$DEPTH"; fi
+  if [[ $mode == h2m* ]]; then run="$H2_RUN-m${mode#h2m}"; fi # --h2: h2load -m N
   run=${6:-$run}
   out="$TMP/wrk.$server.$run.$round"
 
   if [[ $server == hroute ]]; then c0=$(hello_counters "$port"); fi
   cpu0=$(cpu_ticks "$pid")
-  run_wrk "$port" "$DURATION" "$mode" "$out"
+  if [[ $mode == h2m* ]]; then
+    run_h2load "$port" "$H2_REQUESTS" "${mode#h2m}" "$out"
+  else
+    run_wrk "$port" "$DURATION" "$mode" "$out"
+  fi
   cpu1=$(cpu_ticks "$pid")
   if [[ $server == hroute ]]; then c1=$(hello_counters "$port"); fi
   kill -0 "$pid" 2>/dev/null || die "$server died during the $run run"
 
-  read -r rps p50 p99 requests errors < <(parse_wrk "$out") ||
-    die "cannot parse wrk output: $(cat "$out")"
+  if [[ $mode == h2m* ]]; then
+    read -r rps p50 p99 requests errors < <(parse_h2load "$out") ||
+      die "$server: cannot parse h2load output: $(head -c 2000 "$out")"
+  else
+    read -r rps p50 p99 requests errors < <(parse_wrk "$out") ||
+      die "cannot parse wrk output: $(cat "$out")"
+  fi
   # Requests the server completed: its own counter where it has one (this
   # includes responses wrk had not read when it stopped), else wrk's count.
   served=$requests
@@ -1137,7 +1199,7 @@ cpu_model() {
 }
 
 header_line() {
-  local commit cores model churn_note='' peer_note='' p v
+  local commit cores model churn_note='' peer_note='' p v client=wrk per_run="$DURATION per run"
   if want_hroute && ((CHURN > 0)); then
     churn_note="; keepalive+churn: hello --churn $CHURN (route replacements/s)"
   fi
@@ -1150,15 +1212,20 @@ header_line() {
     peer_note+="${peer_note:+, }$p${v:+ ($v)}"
   done
   [[ -z $peer_note ]] || peer_note="; peers: $peer_note"
-  if ((TLS)); then
+  if ((H2)); then
+    client=h2load per_run="$H2_REQUESTS requests per run"
+    peer_note+="; HTTP/2 ($H2_TRANSPORTS): h2 over TLS by ALPN, self-signed ECDSA P-256"
+    peer_note+=" ($(openssl version 2>/dev/null | awk '{ print $1, $2 }')), h2c by prior knowledge;"
+    peer_note+=" h2load -c $CONNECTIONS -m $H2_STREAMS"
+  elif ((TLS)); then
     peer_note+="; HTTPS: self-signed ECDSA P-256, wrk over TLS ($(openssl version 2>/dev/null | awk '{ print $1, $2 }'))"
   fi
   commit=$(commit_id)
   cores=$(nproc)
   model=$(cpu_model)
   echo "hroute bench: commit $commit; $cores core(s)${model:+ ($model)};" \
-    "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), wrk cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
-    "$CONNECTIONS connections; $DURATION per run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note$peer_note"
+    "server cpus $SERVER_CPUS ($SERVER_THREADS thread(s)), $client cpus $CLIENT_CPUS ($WRK_THREADS thread(s));" \
+    "$CONNECTIONS connections; $per_run; $ROUNDS round(s), medians shown; GET $URL_PATH$churn_note$peer_note"
 }
 
 # Prints the table of medians per server and run, hroute's ratios to each
@@ -1199,7 +1266,7 @@ report() {
       np = split(peer_list, peer, " ")
       nrows = 0
       for (r = 1; r <= nruns; r++) {
-        if (runs[r] != "keepalive" && runs[r] != pipe_run) continue
+        if (runs[r] != "keepalive" && runs[r] != pipe_run && runs[r] !~ /^h2c?-m[0-9]+$/) continue
         for (what = 1; what <= 2; what++) {
           row = ""; any = 0
           for (i = 1; i <= np; i++) {
@@ -1249,24 +1316,32 @@ report() {
     }' "$TMP/results"
   report_handshakes
   if [[ -s $TMP/idle ]]; then
-    local what=
-    if ((TLS)); then what="TLS "; fi
-    awk -v n="$IDLE_CONNS" -v name="$IDLE_NAME" -v what="$what" '
-      { line = line (line == "" ? "" : ", ") $1 " " ($2 == "error" ? "ERROR" : $2 " B") }
-      END { printf "%s: server RSS per idle %skeep-alive connection (%d connections, one request" \
-              " each): %s\n", name, what, n, line }' "$TMP/idle"
+    # A line per idle line name, in the order measured.
+    awk -v n="$IDLE_CONNS" '
+      !($1 in line) { names[++nn] = $1 }
+      { line[$1] = line[$1] (line[$1] == "" ? "" : ", ") $2 " " ($3 == "error" ? "ERROR" : $3 " B") }
+      END {
+        what["idle-tls"] = "TLS "; what["idle-h2"] = "HTTP/2 (TLS) "; what["idle-h2c"] = "HTTP/2 (h2c) "
+        for (i = 1; i <= nn; i++)
+          printf "%s: server RSS per idle %skeep-alive connection (%d connections, one request" \
+            " each): %s\n", names[i], what[names[i]], n, line[names[i]]
+      }' "$TMP/idle"
   fi
 }
 
 # With --plot: the charts of the CSV, into PLOT_DIR (bench/plot.sh), each
 # captioned with what was measured how.
 plot_charts() {
-  local caption model https=
+  local caption model https='' client=wrk per_run="$DURATION per run"
   model=$(cpu_model)
-  if ((TLS)); then https=" over HTTPS"; fi
+  if ((H2)); then
+    https=" over HTTP/2 ($H2_TRANSPORTS)" client=h2load per_run="$H2_REQUESTS requests per run"
+  elif ((TLS)); then
+    https=" over HTTPS"
+  fi
   caption="hroute $(commit_id); GET $URL_PATH$https, $CONNECTIONS connections,"
-  caption+=" $DURATION per run, $ROUNDS round(s)"$'\n'
-  caption+="server cpus $SERVER_CPUS, wrk cpus $CLIENT_CPUS; $(nproc) core(s)${model:+ ($model)}"
+  caption+=" $per_run, $ROUNDS round(s)"$'\n'
+  caption+="server cpus $SERVER_CPUS, $client cpus $CLIENT_CPUS; $(nproc) core(s)${model:+ ($model)}"
   echo "charts:"
   bash "$BENCH_DIR/plot.sh" --caption "$caption" "$CSV_PATH" "$PLOT_DIR" | sed 's/^/  /' ||
     die "drawing the charts failed"
@@ -1274,9 +1349,64 @@ plot_charts() {
 
 # ---- main -----------------------------------------------------------------
 
-main() {
+# Runs `$1 SERVER PID PORT $2 $3` (measure or measure_handshakes: mode $2,
+# round $3) for hroute, unless $4 is "peers", and each benchmarked peer in
+# turn.
+measure_servers() {
+  local fn=$1 mode=$2 round=$3 which=${4:-all} peer pid port
+  if [[ $which == all ]] && want_hroute; then "$fn" hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
+  for peer in $(peers); do
+    read -r pid port < <(peer_pid_port "$peer")
+    "$fn" "$peer" "$pid" "$port" "$mode" "$round"
+  done
+}
+
+# Stops hello and the peers of the measured rounds.
+stop_servers() {
+  local peer
+  if want_hroute; then stop_hello; fi
+  for peer in $(peers); do stop_peer "$peer"; done
+}
+
+# The HTTP/1.1 runs (--h2: h2_runs in bench/h2.sh): hello and the peers
+# started and warmed up, the measured rounds, then the idle line.
+wrk_runs() {
   local round mode peer pid port
 
+  if want_hroute; then
+    start_hello
+    run_wrk "$HELLO_PORT" "$WARMUP" keepalive "$TMP/warmup.hroute"
+  fi
+  for peer in $(peers); do
+    start_peer "$peer"
+    read -r pid port < <(peer_pid_port "$peer")
+    run_wrk "$port" "$WARMUP" keepalive "$TMP/warmup.$peer"
+  done
+
+  : >"$TMP/results"
+  csv_open "$CSV_PATH" || exit 1
+  for ((round = 1; round <= ROUNDS; round++)); do
+    for mode in keepalive pipeline; do
+      if want_hroute; then measure hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
+      # Right after the plain keep-alive run, so that the two are compared
+      # under the same conditions (the machine's speed drifts).
+      if want_hroute && [[ $mode == keepalive ]] && ((CHURN > 0)); then measure_churn "$round"; fi
+      measure_servers measure "$mode" "$round" peers
+    done
+    if want_handshakes; then
+      for mode in "${HS_MODES[@]}"; do
+        measure_servers measure_handshakes "$mode" "$round"
+      done
+    fi
+  done
+
+  stop_servers
+  # Fresh servers, after the throughput runs, so that neither disturbs the
+  # other.
+  if want_idle; then run_idle; fi
+}
+
+main() {
   parse_args "$@"
   if [[ $SERVER_CPUS == "$CLIENT_CPUS" ]]; then
     if (($(nproc) == 1)); then
@@ -1304,45 +1434,8 @@ main() {
 
   if want_hroute; then build_hello; fi
   build_peers
-  if want_hroute; then
-    start_hello
-    run_wrk "$HELLO_PORT" "$WARMUP" keepalive "$TMP/warmup.hroute"
-  fi
-  for peer in $(peers); do
-    start_peer "$peer"
-    read -r pid port < <(peer_pid_port "$peer")
-    run_wrk "$port" "$WARMUP" keepalive "$TMP/warmup.$peer"
-  done
-
-  : >"$TMP/results"
-  csv_open "$CSV_PATH" || exit 1
-  for ((round = 1; round <= ROUNDS; round++)); do
-    for mode in keepalive pipeline; do
-      if want_hroute; then measure hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
-      # Right after the plain keep-alive run, so that the two are compared
-      # under the same conditions (the machine's speed drifts).
-      if want_hroute && [[ $mode == keepalive ]] && ((CHURN > 0)); then measure_churn "$round"; fi
-      for peer in $(peers); do
-        read -r pid port < <(peer_pid_port "$peer")
-        measure "$peer" "$pid" "$port" "$mode" "$round"
-      done
-    done
-    if want_handshakes; then
-      for mode in "${HS_MODES[@]}"; do
-        if want_hroute; then measure_handshakes hroute "$HELLO_PID" "$HELLO_PORT" "$mode" "$round"; fi
-        for peer in $(peers); do
-          read -r pid port < <(peer_pid_port "$peer")
-          measure_handshakes "$peer" "$pid" "$port" "$mode" "$round"
-        done
-      done
-    fi
-  done
-
-  if want_hroute; then stop_hello; fi
-  for peer in $(peers); do stop_peer "$peer"; done
-  # Fresh servers, after the throughput runs, so that neither disturbs the
-  # other.
-  if want_idle; then run_idle; fi
+  : >"$TMP/idle"
+  if ((H2)); then h2_runs; else wrk_runs; fi
   echo
   report
   if [[ -n $PLOT_DIR ]]; then plot_charts; fi

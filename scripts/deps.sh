@@ -5,11 +5,14 @@
 # only those that are missing. With everything present it installs nothing
 # and prints nothing, so scripts/test.sh can run it every time.
 #
-# Usage: scripts/deps.sh [--bench] [--fuzz]
+# Usage: scripts/deps.sh [--bench] [--fuzz] [--h2spec]
 #   --bench   also nginx-light, curl and gnuplot-nox (bench/; gnuplot draws
 #             the charts of bench/run.sh --plot; wrk is always installed:
 #             the haproxy_drain test loads HAProxy with it)
 #   --fuzz    also clang and its runtime libraries (HROUTE_FUZZ=ON)
+#   --h2spec  also Go and the Go libraries that h2spec 2.0.0 builds
+#             against offline (scripts/h2spec.sh; the build script and
+#             source are in shared/conformance/)
 #
 # Runs apt-get as root, or through sudo for another user.
 
@@ -23,7 +26,11 @@ for arg in "$@"; do
   case $arg in
     --bench) packages+=(nginx-light curl gnuplot-nox) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    -h|--help) sed -n '4,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --h2spec) packages+=(golang-go golang-github-fatih-color-dev golang-github-spf13-cobra-dev
+                         golang-golang-x-net-dev golang-github-mattn-go-colorable-dev
+                         golang-github-mattn-go-isatty-dev golang-github-spf13-pflag-dev
+                         golang-golang-x-sys-dev golang-github-inconshreveable-mousetrap-dev) ;;
+    -h|--help) sed -n '4,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "deps.sh: unknown argument: $arg" >&2; exit 2 ;;
   esac
 done

@@ -12,6 +12,10 @@
 #   fuzz   clang + libFuzzer: every tests/fuzz target for a bounded run
 #   mutate scripts/mutate.sh: every concurrency mutant of tests/mutants must
 #          be caught by its test (each caught mutant counts as a pass)
+#   h2spec scripts/h2spec.sh: HTTP/2 conformance of examples/hello, h2c and
+#          TLS (each h2spec case counts); only when Go and its libraries can
+#          be installed (scripts/deps.sh --h2spec) and h2spec's source is
+#          beside the repository (../shared/conformance)
 # --quick runs the first stage only. Missing Debian packages are installed
 # first (scripts/deps.sh). Exits non-zero when any stage fails, and ends with
 # one summary line counting the tests of all stages.
@@ -24,7 +28,7 @@ quick=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
-    -h|--help) sed -n '4,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '4,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument: $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -154,6 +158,38 @@ mutate_stage() {
   echo "mutate: $((SECONDS - start)) s"
 }
 
+# HTTP/2 conformance: each h2spec case passed or failed counts as a test.
+# Skipped when Go cannot be installed or h2spec's source is not there.
+h2spec_stage() {
+  local log=build/h2spec.log rc=0 start=$SECONDS line passed=0 failed=0 skipped=0
+  banner "h2spec: scripts/h2spec.sh"
+  local source_dir=${H2SPEC_SOURCE_DIR:-../shared/conformance}
+  if [[ ! -f $source_dir/build_h2spec.sh && -z ${H2SPEC:-} ]]; then
+    summaries+=("h2spec: skipped (no $source_dir/build_h2spec.sh)")
+    return 0
+  fi
+  if ! scripts/deps.sh --h2spec; then
+    summaries+=("h2spec: skipped (Go and its libraries cannot be installed)")
+    return 0
+  fi
+  mkdir -p build
+  HROUTE_JOBS=$jobs scripts/h2spec.sh 2>&1 | tee "$log" || rc=$?
+  line=$(grep -E '^h2spec: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n 1 || true)
+  if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
+    passed=${BASH_REMATCH[1]} failed=${BASH_REMATCH[2]} skipped=${BASH_REMATCH[3]}
+  fi
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  total_skipped=$((total_skipped + skipped))
+  summaries+=("h2spec: $passed passed, $failed failed, $skipped skipped")
+  if [[ $rc -ne 0 ]]; then
+    failed_stages+=("h2spec")
+    # It failed without a failed case to show for it (a build failure).
+    [[ $failed -eq 0 ]] && total_failed=$((total_failed + 1))
+  fi
+  echo "h2spec: $((SECONDS - start)) s"
+}
+
 finish() {
   banner "summary"
   local s
@@ -192,6 +228,7 @@ run_stages() {
   fi
 
   mutate_stage
+  h2spec_stage
 }
 
 run_stages

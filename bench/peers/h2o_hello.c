@@ -10,8 +10,12 @@
  * libh2o's own event loop (the "evloop" flavour, epoll) on 127.0.0.1:PORT,
  * one process per worker (SO_REUSEPORT listeners; the workers end with the
  * first process), and keeps idle persistent connections open for 300 s.
+ * With --tls CERT KEY (PEM files) every connection is TLS (1.2 or 1.3,
+ * hello's ECDHE+AEAD ciphers) and ALPN offers "h2" and "http/1.1": the
+ * HTTP/2 peer of bench/run.sh --h2.  Without it, cleartext connections are
+ * HTTP/1.1 (or h2c by Upgrade).
  *
- *   h2o_hello PORT [WORKERS]
+ *   h2o_hello [--tls CERT KEY] PORT [WORKERS]
  */
 #define _GNU_SOURCE
 #define H2O_USE_EPOLL 1
@@ -26,6 +30,8 @@
 #include <unistd.h>
 
 #include <h2o.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #define IDLE_TIMEOUT_MS 300000
 
@@ -76,6 +82,31 @@ static void on_accept(h2o_socket_t *listener, const char *err) {
     h2o_accept(&accept_ctx, sock);
 }
 
+/* The TLS context of --tls: certificate chain and key from PEM files,
+ * TLS 1.2 and 1.3, ALPN h2 then http/1.1.  NULL (and a message) on error. */
+static SSL_CTX *tls_context(const char *cert, const char *key) {
+  /* hello's TLS 1.2 list (src/server/tlsctx.c): ECDHE with AEAD only. */
+  static const char ciphers[] =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+      "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+      "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+  SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+  if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_cipher_list(ctx, ciphers) != 1 ||
+      SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1) {
+    fprintf(stderr, "h2o_hello: TLS setup failed: %s\n",
+            ERR_reason_error_string(ERR_get_error()));
+    SSL_CTX_free(ctx);
+    return NULL;
+  }
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION);
+  h2o_ssl_register_alpn_protocols(ctx, h2o_alpn_protocols);
+  return ctx;
+}
+
 static int listen_on(int port) {
   struct sockaddr_in addr;
   int fd, on = 1;
@@ -95,14 +126,22 @@ static int listen_on(int port) {
 }
 
 int main(int argc, char **argv) {
-  int port = argc > 1 ? atoi(argv[1]) : 0;
-  int workers = argc > 2 ? atoi(argv[2]) : 1;
+  const char *cert = NULL, *key = NULL;
+  int port, workers;
   h2o_hostconf_t *host;
   h2o_handler_t *handler;
   int fd, i;
 
+  if (argc > 3 && strcmp(argv[1], "--tls") == 0) {
+    cert = argv[2];
+    key = argv[3];
+    argc -= 3;
+    argv += 3;
+  }
+  port = argc > 1 ? atoi(argv[1]) : 0;
+  workers = argc > 2 ? atoi(argv[2]) : 1;
   if (argc < 2 || argc > 3 || port <= 0 || port > 65535 || workers < 1 || workers > 256) {
-    fprintf(stderr, "usage: h2o_hello PORT [WORKERS]\n");
+    fprintf(stderr, "usage: h2o_hello [--tls CERT KEY] PORT [WORKERS]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -121,6 +160,7 @@ int main(int argc, char **argv) {
   h2o_config_init(&config);
   config.server_name = h2o_iovec_init(H2O_STRLIT("")); /* no Server field */
   config.http1.req_timeout = IDLE_TIMEOUT_MS;
+  config.http2.idle_timeout = IDLE_TIMEOUT_MS;
   host = h2o_config_register_host(&config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
   handler = h2o_create_handler(h2o_config_register_path(host, "/", 0), sizeof(*handler));
   handler->on_req = on_req;
@@ -128,11 +168,13 @@ int main(int argc, char **argv) {
   h2o_context_init(&ctx, h2o_evloop_create(), &config);
   accept_ctx.ctx = &ctx;
   accept_ctx.hosts = config.hosts;
+  if (cert != NULL && (accept_ctx.ssl_ctx = tls_context(cert, key)) == NULL)
+    return 1;
   if ((fd = listen_on(port)) < 0)
     return 1;
   h2o_socket_read_start(h2o_evloop_socket_create(ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ),
                         on_accept);
-  fprintf(stderr, "h2o_hello: listening on 127.0.0.1:%d\n", port);
+  fprintf(stderr, "h2o_hello: listening on 127.0.0.1:%d%s\n", port, cert != NULL ? " (TLS)" : "");
   while (h2o_evloop_run(ctx.loop, INT32_MAX) == 0)
     ;
   return 1;
