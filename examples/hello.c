@@ -17,7 +17,7 @@
  *   hello [--host ADDR] [--port N] [--threads N] [--reuseport] [--stats]
  *         [--churn N] [--keepalive-timeout MS] [--max-connections N]
  *         [--tls-cert FILE --tls-key FILE] [--access-log FILE] [--static DIR]
- *         [--proxy-from CIDR] [--drain-grace MS]
+ *         [--proxy-from CIDR] [--drain-grace MS] [--h2c]
  *   curl http://127.0.0.1:8080/hello/John      ->  Hello, John
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
@@ -59,6 +59,7 @@ typedef struct options_s {
   const char *proxy_from; /* take a PROXY protocol header from this network */
   int reuseport;          /* one SO_REUSEPORT socket per worker thread */
   long drain_grace_ms;    /* SIGTERM: keep accepting this long while draining */
+  int h2c;                /* plain TCP: HTTP/2 with prior knowledge too */
 } options_t;
 
 static void usage(FILE *out) {
@@ -68,7 +69,7 @@ static void usage(FILE *out) {
           "             [--keepalive-timeout MS] [--max-connections N]\n"
           "             [--tls-cert FILE --tls-key FILE] [--access-log FILE]\n"
           "             [--static DIR] [--proxy-from CIDR] [--reuseport]\n"
-          "             [--drain-grace MS]\n"
+          "             [--drain-grace MS] [--h2c]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -96,6 +97,8 @@ static void usage(FILE *out) {
           "                 ranges, validators, index.html)\n"
           "  --proxy-from CIDR  require a PROXY protocol header (v1 or v2) from\n"
           "                 peers in CIDR, as behind HAProxy's send-proxy\n"
+          "  --h2c          also serve HTTP/2 with prior knowledge on the plain port\n"
+          "                 (HTTPS offers h2 by ALPN in any case)\n"
           "  --reuseport    with --threads > 1: a socket per thread with SO_REUSEPORT\n"
           "                 (the kernel spreads connections; other processes of the\n"
           "                 same user may join the port); default: one shared socket\n"
@@ -165,6 +168,7 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->tls_key = NULL;
   opts->reuseport = 0;
   opts->drain_grace_ms = 0;
+  opts->h2c = 0;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -182,6 +186,10 @@ static int parse_options(int argc, char **argv, options_t *opts) {
     }
     if (strcmp(argv[i], "--reuseport") == 0) {
       opts->reuseport = 1;
+      continue;
+    }
+    if (strcmp(argv[i], "--h2c") == 0) {
+      opts->h2c = 1;
       continue;
     }
     if ((r = option_value(argc, argv, &i, "--host", &value)) != 0) {
@@ -760,6 +768,8 @@ int main(int argc, char **argv) {
     hr_listen_options_t lo;
     hr_listen_options_init(&lo);
     if (opts.tls_cert != NULL) lo.tls = &app.tls;
+    /* TLS offers h2 by ALPN by default; plain TCP takes h2c on request. */
+    if (opts.h2c) lo.h2 = HR_H2_ON;
     if (opts.proxy_from != NULL) {
       /* Behind a load balancer: the client's address comes in the header. */
       lo.proxy = HR_PROXY_REQUIRED;

@@ -40,21 +40,24 @@ static void h_info(hr_request_t *req, hr_response_t *res, void *udata) {
   hr_response_send(res, 200, body, (size_t)n);
 }
 
-static void start_tls(fx_t *fx, const tf_cert_t *cert) {
+/* A TLS listener with `cert`, speaking HTTP/2 too unless h2 is HR_H2_OFF. */
+static void start_tls_h2(fx_t *fx, const tf_cert_t *cert, int h2) {
   hr_tls_options_t o;
-  hr_tls_options_init(&o);
-  o.cert_pem = cert->cert_pem;
-  o.cert_pem_len = cert->cert_len;
-  o.key_pem = cert->key_pem;
-  o.key_pem_len = cert->key_len;
+  hr_listen_options_t lo;
+  tf_tls_options(&o, cert);
+  hr_listen_options_init(&lo);
+  lo.tls = &o;
+  lo.h2 = h2;
   fx_route(fx, "GET", "/info", h_info, NULL);
   fx_route(fx, "GET", "/hello/:name", ta_text, "hello");
   assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
-  assert_int_equal(hr_server_listen_tls(fx->server, "127.0.0.1", 0, &o), 0);
+  assert_int_equal(hr_server_listen_ex(fx->server, "127.0.0.1", 0, &lo), 0);
   assert_int_equal(hr_server_start(fx->server, 2), 0);
   fx->started = 1;
   fx->port = hr_server_port(fx->server, 0);
 }
+
+static void start_tls(fx_t *fx, const tf_cert_t *cert) { start_tls_h2(fx, cert, HR_H2_AUTO); }
 
 static void get(tf_conn_t *c, const char *path, const char *want_body) {
   char req[256], buf[4096];
@@ -81,10 +84,29 @@ static void test_handshakes_and_info(void **state) {
   tf_close(&c);
 }
 
-static void test_alpn_h2_only_refused(void **state) {
+/* ALPN (RFC 7301, RFC 9113 §3.2): a listener that speaks HTTP/2 picks "h2"
+ * over "http/1.1"; one with HR_H2_OFF refuses a client that offers only
+ * "h2" and picks "http/1.1" from both. */
+static void test_alpn_h2_preferred(void **state) {
   fx_t *fx = *state;
   tf_conn_t c;
+  const unsigned char *alpn = NULL;
+  unsigned alen = 0;
   start_tls(fx, &cert_a);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x08http/1.1\x02h2", 12, NULL), 0);
+  SSL_get0_alpn_selected(c.ssl, &alpn, &alen);
+  assert_int_equal(alen, 2);
+  assert_memory_equal(alpn, "h2", 2);
+  tf_close(&c);
+  assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x08http/1.1", 9, NULL), 0);
+  get(&c, "/info", "TLSv1.3|http/1.1|");
+  tf_close(&c);
+}
+
+static void test_alpn_h2_off(void **state) {
+  fx_t *fx = *state;
+  tf_conn_t c;
+  start_tls_h2(fx, &cert_a, HR_H2_OFF);
   assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x02h2", 3, NULL), -1);
   assert_int_equal(tf_connect(&c, fx->port, &cert_a, NULL, 0, "\x02h2\x08http/1.1", 12, NULL), 0);
   get(&c, "/info", "TLSv1.3|http/1.1|");
@@ -679,7 +701,8 @@ static int group_teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_handshakes_and_info),
-      T(test_alpn_h2_only_refused),
+      T(test_alpn_h2_preferred),
+      T(test_alpn_h2_off),
       T(test_pipelined_one_record_per_byte),
       T(test_plain_http_to_tls_port),
       T(test_stopped_mid_handshake),

@@ -168,7 +168,10 @@ void hr__access_log(hr__exchange_t *ex) {
     n += put_escaped(line + n, e.method, 1);
     PUTS("\",\"target\":\"");
     n += put_escaped(line + n, e.target, 1);
-    PUTS(e.version == 10 ? "\",\"version\":\"HTTP/1.0" : e.version == 11 ? "\",\"version\":\"HTTP/1.1" : "\",\"version\":\"");
+    PUTS(e.version == 10   ? "\",\"version\":\"HTTP/1.0"
+         : e.version == 11 ? "\",\"version\":\"HTTP/1.1"
+         : e.version == 20 ? "\",\"version\":\"HTTP/2.0"
+                           : "\",\"version\":\"");
     PUTS("\",\"host\":\"");
     n += put_escaped(line + n, e.host, 1);
     PUTS("\",\"status\":");
@@ -191,7 +194,7 @@ void hr__access_log(hr__exchange_t *ex) {
       n += put_escaped(line + n, e.method, 0);
       PUTS(" ");
       n += put_escaped(line + n, e.target, 0);
-      if (e.version) PUTS(e.version == 10 ? " HTTP/1.0" : " HTTP/1.1");
+      if (e.version) PUTS(e.version == 10 ? " HTTP/1.0" : e.version == 11 ? " HTTP/1.1" : " HTTP/2.0");
     } else {
       PUTS("-");
     }

@@ -23,6 +23,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "server/h2.h"
 #include "server/internal.h"
 #include "util/rcu.h"
 
@@ -73,6 +74,7 @@ static void conn_free(hr__conn_t *c) {
   if (c->rbuf != NULL) hr__pool_put(&w->rpool, c->rbuf);
   hr__out_discard(c);
   if (c->proxy_slot) hr__proxied_free(c);
+  hr__h2_close(c); /* closed already, unless it never was */
   hr__mem_free(&w->mem, c);
   hr__worker_conn_gone(w);
 }
@@ -91,6 +93,7 @@ void hr__conn_drop_exchange(hr__conn_t *c, int body_status) {
   hr__exchange_t *ex = c->ex;
   if (ex == NULL) return;
   c->ex = NULL;
+  ex->dropped = 1;
   if (!ex->handler_active || ex->res.state == HR__RES_DONE) {
     hr__exchange_release(ex);
     return;
@@ -126,6 +129,7 @@ void hr__conn_close(hr__conn_t *c) {
   c->t->ops->close(c->t, cut); /* on_closed follows, never inside */
   hr__out_discard(c);
   hr__conn_drop_exchange(c, HR_ECLOSED);
+  hr__h2_close(c); /* every stream's exchange, as the one above */
   if (c->upgraded) hr__stream_gone(c); /* its owner hears of it */
 }
 
@@ -149,6 +153,10 @@ void hr__conn_shutdown(hr__conn_t *c) {
   if (c->state != HR__C_OPEN) return;
   if (c->upgraded) { /* its owner ends it, or it closes now */
     hr__stream_shutdown(c);
+    return;
+  }
+  if (c->h2 != NULL) { /* GOAWAY; it ends when its streams have */
+    hr__h2_shutdown(c);
     return;
   }
   if (c->ex == NULL && hr__out_queued(c) == 0 && !hr__out_writing(c)) {
@@ -216,6 +224,17 @@ static void on_read(void *owner, ssize_t nread) {
       return;
     }
     if (c->state == HR__C_SHUT) { /* done lingering */
+      hr__conn_close(c);
+      return;
+    }
+    if (c->h2 != NULL) {
+      /* An HTTP/2 client that stops sending has left: its streams are
+       * over.  What is queued still goes out, then FIN. */
+      if (hr__out_queued(c) > 0 || hr__out_writing(c)) {
+        hr__conn_drain(c);
+        hr__conn_settle(c);
+        return;
+      }
       hr__conn_close(c);
       return;
     }
@@ -329,7 +348,15 @@ static void update_timer(hr__conn_t *c) {
     arm(c, HR__TL_WRITE, c->out->write_since + o->write_timeout_ms);
   else if (c->upgraded)
     hr__timer_clear(&c->timer); /* no HTTP deadline for a stream */
-  else if (ex == NULL)
+  else if (c->h2 != NULL) {
+    hr__tlist_t list;
+    uint64_t due = 0;
+    hr__h2_deadline(c, &list, &due);
+    if (list == HR__TL_NONE)
+      hr__timer_clear(&c->timer);
+    else
+      arm(c, list, due);
+  } else if (ex == NULL)
     arm_from_now(c, c->requests_served > 0 ? HR__TL_IDLE : HR__TL_HEADER,
                  c->requests_served > 0 ? o->keepalive_timeout_ms
                                         : o->header_timeout_ms);
@@ -387,7 +414,9 @@ static int put_off(hr__conn_t *c, hr__tlist_t list) {
 void hr__conn_timeout(hr__conn_t *c, hr__tlist_t list) {
   hr__exchange_t *ex = c->ex;
   if ((c->state == HR__C_OPEN || c->state == HR__C_DRAINING) && put_off(c, list)) return;
-  if (c->state == HR__C_OPEN && list == HR__TL_HEADER && ex != NULL &&
+  if (c->state == HR__C_OPEN && c->h2 != NULL)
+    hr__h2_timeout(c, list);
+  else if (c->state == HR__C_OPEN && list == HR__TL_HEADER && ex != NULL &&
       c->rlen != c->msg_start)
     hr__h1_fail(c, 408, "header section not received in time");
   else if (c->state == HR__C_OPEN && list == HR__TL_BODY)
@@ -445,6 +474,40 @@ void hr__conn_settle(hr__conn_t *c) {
     hr__conn_kick(c); /* the stream's writer hears of it on the next turn */
 }
 
+/* Which HTTP the connection speaks, chosen at its first bytes: HTTP/2
+ * when TLS's ALPN chose "h2", or where h2c is allowed when they are the
+ * client preface (RFC 9113 §3.3, §3.4); else HTTP/1.1.  Returns 1 to go
+ * on, 0 to wait for more bytes (or the connection closed). */
+static int choose_protocol(hr__conn_t *c) {
+  int h2 = -1;
+  if (!c->h2c_ok) {
+    hr_tls_info_t info;
+    if (c->t->ops->tls_info(c->t, &info) == 0 && info.alpn.len == 2 &&
+        memcmp(info.alpn.ptr, "h2", 2) == 0)
+      h2 = 1;
+  } else {
+    if (c->rbuf == NULL) return 0;
+    h2 = hr__h2_preface(c->rbuf + c->msg_start, c->rlen - c->msg_start);
+    if (h2 == 0) return 0; /* a prefix of the preface so far */
+  }
+  c->proto_open = 0;
+  if (h2 == 1 && hr__h2_start(c) != 0) {
+    hr__conn_close(c);
+    return 0;
+  }
+  return 1;
+}
+
+/* One step of the connection's protocol.  Returns 1 to step again. */
+static int protocol_step(hr__conn_t *c) {
+  if (c->proto_open && !choose_protocol(c)) return 0;
+  if (c->h2 != NULL) {
+    hr__h2_step(c);
+    return 0;
+  }
+  return hr__h1_step(c);
+}
+
 static void conn_process(hr__conn_t *c) {
   hr__exchange_t *ex;
   if (c->in_process || c->state == HR__C_CLOSED) return;
@@ -453,7 +516,7 @@ static void conn_process(hr__conn_t *c) {
    * unlock; an exchange that outlives it keeps its invokers by reference
    * (hr__exchange_keep). */
   hr__rcu_read_lock();
-  while (c->state == HR__C_OPEN && (c->proxy_wait ? hr__proxy_step(c) : hr__h1_step(c)))
+  while (c->state == HR__C_OPEN && (c->proxy_wait ? hr__proxy_step(c) : protocol_step(c)))
     ;
   ex = c->ex;
   if (ex != NULL) hr__exchange_keep(ex);
@@ -461,7 +524,7 @@ static void conn_process(hr__conn_t *c) {
   c->in_process = 0;
   if (c->state == HR__C_CLOSED) return;
   /* The peer sent its last byte: a request cut short cannot complete. */
-  if (c->peer_eof && c->state == HR__C_OPEN) {
+  if (c->peer_eof && c->state == HR__C_OPEN && c->h2 == NULL) {
     if (ex == NULL || ex->phase == HR__PH_HEAD) {
       if (c->rbuf != NULL && c->msg_start != c->rlen)
         hr__h1_fail(c, 400, "connection closed in the middle of a request");
@@ -477,6 +540,9 @@ static void conn_process(hr__conn_t *c) {
 void hr__conn_resume(hr__conn_t *c) {
   hr__exchange_t *ex = c->ex;
   if (c->state == HR__C_CLOSED) return;
+  if (c->h2 != NULL && !hr__out_writing(c) &&
+      hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2 && hr__h2_drains(c))
+    return;
   if (ex != NULL && ex->res.want_drain && ex->res.drain_cb != NULL &&
       !hr__out_writing(c) &&
       hr__out_queued_memory(c) <= opts_of(c)->write_high_water_bytes / 2) {
@@ -577,6 +643,15 @@ hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx) {
   return hr__conn_new(w, hr__sink_size(), 0, init_sink, &a);
 }
 
+hr__conn_t *hr__vconn_new_h2c(hr__worker_t *w, hr__sink_cb sink, void *ctx) {
+  hr__conn_t *c = hr__vconn_new(w, sink, ctx);
+  if (c != NULL) {
+    c->proto_open = 1;
+    c->h2c_ok = 1;
+  }
+  return c;
+}
+
 size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n) {
   if (c->state == HR__C_CLOSED) return 0;
   return hr__sink_feed(c->t, p, n);
@@ -591,5 +666,5 @@ int hr__vconn_closed(const hr__conn_t *c) { return c->state == HR__C_CLOSED; }
 
 hr__conn_t *hr__vconn_new_tls(hr__worker_t *w, int fd, void *ssl) {
   if (hr__worker_tls_loop(w) != 0) return NULL;
-  return hr__conn_from_socket(w, fd, ssl, NULL);
+  return hr__conn_from_socket(w, fd, ssl, NULL, 1);
 }

@@ -23,39 +23,6 @@
 /* Bytes kept free after a header section for the body to stream through. */
 #define HR__BODY_ROOM 4096
 
-/* ---- the server's own answers -------------------------------------------- */
-
-/* The body of a server answer with `status`: the host's error_body hook
- * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
- * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type
- * value.  Returns the length.  The hook runs inside a read-side section. */
-#define HR__ERROR_BODY_MAX 1024
-static size_t error_body(const hr_answers_t *an, int status, char *buf,
-                         const char **ctype) {
-  size_t n = 0, i;
-  const char *reason = hr_status_reason(status);
-  hr__rcu_read_lock();
-  if (status >= 400 && an->error_body != NULL) { /* not for redirects */
-    const char *ct = NULL;
-    n = an->error_body(an->error_body_udata, status, buf, HR__ERROR_BODY_MAX, &ct);
-    if (n > HR__ERROR_BODY_MAX || ct == NULL) n = 0;
-    /* A field value (visible bytes, spaces inside), at most 200 bytes, or
-     * the default text. */
-    for (i = 0; n > 0 && ct[i] != '\0'; i++)
-      if ((unsigned char)ct[i] < 0x20 || ct[i] == 0x7f || i >= 200) n = 0;
-    if (ct[0] == '\0' || ct[0] == ' ') n = 0;
-    if (n > 0) *ctype = ct;
-  }
-  hr__rcu_read_unlock();
-  if (n == 0) {
-    n = strlen(reason);
-    memcpy(buf, reason, n);
-    buf[n++] = '\n';
-    *ctype = "text/plain";
-  }
-  return n;
-}
-
 /* An error answer that ends the connection, straight into the output;
  * *body_len gets the length of its body. */
 static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
@@ -77,7 +44,7 @@ static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
     none = hr__router_table(c->w->server->router)->def.answers;
     hr__rcu_read_unlock();
   }
-  n = error_body(an, status, body, &ctype);
+  n = hr__error_body(an, status, body, &ctype);
   fl = snprintf(field, sizeof field, "Content-Type: %s\r\n", ctype);
   memset(&h, 0, sizeof(h));
   h.status = status;
@@ -103,6 +70,17 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
   hr__exchange_t *ex = c->ex;
   uint64_t body_len = 0;
   if (c->state == HR__C_CLOSED) return;
+  if (c->h2c_ok && c->requests_served == 0 && (ex == NULL || ex->req.version == 0)) {
+    /* A listener that takes h2c, and first bytes that are neither its
+     * client preface nor an HTTP/1.x request line: the peer may speak
+     * HTTP/2 with a preface we did not recognise, which is a connection
+     * error there (RFC 9113 §3.4): close, answering neither protocol. */
+    hr__stat_inc(&c->w->st_bad);
+    hr__log(c->w, HR_LOG_INFO, "closing: neither an HTTP/2 preface nor HTTP/1.x: %s",
+            reason != NULL ? reason : "");
+    hr__conn_close(c);
+    return;
+  }
   hr__conn_drain(c);
   hr__stat_inc(&c->w->st_bad);
   hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",
@@ -127,111 +105,6 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
     ex->sent_bytes = body_len;
   }
   hr__conn_drop_exchange(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
-}
-
-/* The before-middleware of the router's own answers: the router-level
- * ones without a prefix, for every host or the request's (the host's
- * fallback invoker in the request's table), as a route's before-chain
- * runs.  Returns 1 when one answered (or the connection went away
- * meanwhile), else 0. */
-static int run_fallback_before(hr__exchange_t *ex) {
-  const hr_route_t *f;
-  size_t i;
-  int answered = 0;
-  hr__exchange_view(ex);
-  f = ex->fallback;
-  ex->handler_active = 1; /* a middleware may answer later */
-  for (i = 0; f != NULL && i < f->nbefore && !answered; i++) {
-    const hr__mw_t *mw = &f->before[i];
-    answered = mw->before(&ex->req, &ex->res, mw->udata) == HR_ANSWERED || ex->conn == NULL;
-  }
-  if (!answered) ex->handler_active = 0;
-  return answered;
-}
-
-/* Answers with the server's own response (404, 405, redirects, the
- * automatic OPTIONS answer, 501) on the keep-alive path, after the
- * before-middleware that apply to it; the request body, if any, is read
- * and discarded.  Middleware, handler and body all come from the table
- * the request was matched in, whatever a middleware publishes meanwhile. */
-static void answer_internal(hr__exchange_t *ex) {
-  hr_response_t *res = &ex->res;
-  int status = ex->internal_status;
-  char body[HR__ERROR_BODY_MAX];
-  const char *ctype = NULL;
-  const hr_answers_t *an;
-  hr_handler_cb custom = NULL;
-  void *custom_udata = NULL;
-  size_t n = 0;
-  int rc = 0;
-  ex->discard_body = 1;
-  ex->handler_active = 0;
-  ex->internal_answer = 1;
-  if (ex->internal_allow.len)
-    rc = hr_response_add_field(res, HR_SPAN_LIT("Allow"), ex->internal_allow);
-  if (rc == 0 && ex->internal_location.len)
-    rc = hr_response_add_field(res, HR_SPAN_LIT("Location"), ex->internal_location);
-  if (rc != 0) {
-    hr__h1_fail(ex->conn, 503, "out of memory");
-    return;
-  }
-  if (status >= 400) hr__stat_inc(&ex->w->st_bad);
-  if (run_fallback_before(ex)) return;
-  /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
-   * route's handler, inside a read-side section as handlers are. */
-  an = &ex->answers;
-  if (status == 404 && an->not_found != NULL) {
-    custom = an->not_found;
-    custom_udata = an->not_found_udata;
-  } else if (status == 405 && an->method_not_allowed != NULL) {
-    custom = an->method_not_allowed;
-    custom_udata = an->method_not_allowed_udata;
-  }
-  if (custom != NULL) {
-    ex->handler_active = 1;
-    hr__rcu_read_lock();
-    custom(&ex->req, res, custom_udata);
-    hr__rcu_read_unlock();
-    return;
-  }
-  if (status != 200) /* OPTIONS: the Allow field is the answer */
-    n = error_body(an, status, body, &ctype);
-  if (ctype != NULL &&
-      hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype)) != 0) {
-    hr__h1_fail(ex->conn, 503, "out of memory");
-    return;
-  }
-  hr_response_send(res, status, body, n);
-}
-
-void hr__h1_answer_status(hr__exchange_t *ex, int status) {
-  ex->internal_status = status;
-  ex->internal_allow.len = 0;
-  ex->internal_location.len = 0;
-  answer_internal(ex);
-}
-
-/* ---- the header section -------------------------------------------------- */
-
-/* Matches the request in the table current now, which the exchange keeps
- * for every answer the router gives it (hr__exchange_view_from); the
- * decoding buffer comes from the arena only when the target needs one.
- * Returns 0 or HR_ENOMEM.  Inside the step's read-side section. */
-static int route_request(hr__exchange_t *ex, hr_match_t *m) {
-  hr_request_t *r = &ex->req;
-  hr_router_t *router = ex->w->server->router;
-  const hr__table_t *t = hr__router_table(router); /* the one load */
-  int rc;
-  hr__exchange_view_from(ex, t);
-  rc = hr__router_match_in(router, t, r->method, r->host, r->target, NULL, 0, m);
-  if (rc == HR_ENOSPC) {
-    /* m->need suffices for this same table. */
-    size_t n = m->need;
-    char *buf = hr__arena_alloc(&ex->arena, n);
-    if (buf == NULL) return HR_ENOMEM;
-    rc = hr__router_match_in(router, t, r->method, r->host, r->target, buf, n, m);
-  }
-  return rc == HR_ENOSPC ? HR_ENOMEM : rc;
 }
 
 /* Request-line and field checks that need the whole section.  Returns NULL
@@ -276,115 +149,17 @@ static const char *check_request(hr__exchange_t *ex, int *status) {
   return NULL;
 }
 
-/* No route answers: the server will (404, 405, redirect, OPTIONS).  Returns
- * 0 to go on, -1 to stop. */
-static int no_route(hr__conn_t *c, hr__exchange_t *ex, const hr_match_t *m,
-                    int body_expected) {
-  hr_request_t *r = &ex->req;
-  if (m->status == 400) {
-    hr__h1_fail(c, 400, "malformed or unsafe path");
-    return -1;
-  }
-  if (r->has_length && r->content_length > ex->body_limit) {
-    hr__h1_fail(c, 413, "body larger than the limit");
-    return -1;
-  }
-  ex->discard_body = 1;
-  ex->internal_status = m->status;
-  ex->internal_allow = m->allow;
-  if (m->allow.len) {
-    /* m->allow may point into the route table, which a replacement frees
-     * once this read-side section ends, and the answer may wait for the
-     * body, read in a later one: the exchange keeps its own copy. */
-    char *a = hr__arena_alloc(&ex->arena, m->allow.len);
-    if (a == NULL) {
-      hr__h1_fail(c, 503, "out of memory");
-      return -1;
-    }
-    memcpy(a, m->allow.ptr, m->allow.len);
-    ex->internal_allow.ptr = a;
-  }
-  ex->internal_location = m->location; /* in the arena (route_request) */
-  if (r->expect_continue && body_expected) {
-    /* Answer now without reading the body, then close (RFC 9110 §10.1.1). */
-    ex->close_after = 1;
-    ex->dispatched = 1;
-    answer_internal(ex);
-    return -1;
-  }
-  /* Otherwise the answer waits for the end of the message, so a body that
-   * breaks the framing rules still gets its 400. */
-  return 0;
-}
-
-/* The header section has been parsed.  Returns 0 to go on, -1 when the
- * connection is failing or must stop. */
+/* The header section has been parsed: the request line and fields are
+ * checked here, the rest is the exchange's (dispatch.c).  Returns 0 to go
+ * on, -1 when the connection is failing or must stop. */
 static int headers_complete(hr__conn_t *c, hr__exchange_t *ex) {
-  hr_request_t *r = &ex->req;
-  hr_match_t m;
-  int status, body_expected;
+  int status;
   const char *why = check_request(ex, &status);
   if (why != NULL) {
     hr__h1_fail(c, status, why);
     return -1;
   }
-  body_expected = r->chunked || (r->has_length && r->content_length > 0);
-  ex->body_limit = c->w->server->opts.max_body_bytes;
-  if (route_request(ex, &m) != 0) {
-    hr__h1_fail(c, 503, "out of memory");
-    return -1;
-  }
-  if (m.status != 200 || m.route == NULL) return no_route(c, ex, &m, body_expected);
-  r->route = m.route;
-  hr__invoke_hold_ctx(ex);
-  r->nparams = m.nparams;
-  memcpy(r->params, m.params, m.nparams * sizeof(hr_param_t));
-  if (m.route->max_body_bytes) ex->body_limit = m.route->max_body_bytes;
-  if (r->has_length && r->content_length > ex->body_limit) {
-    hr__h1_fail(c, 413, "body larger than the limit");
-    return -1;
-  }
-  if (r->route->nhead_mw > 0) {
-    /* Head middleware: before 100 Continue and before the body.  While it
-     * runs the client may still hold the body back, so an answer now
-     * closes the connection after it (h1_proto.c, h1_head). */
-    int held = r->expect_continue && body_expected && r->version == 11;
-    r->continue_pending = (unsigned)held;
-    if (hr__invoke_head(ex)) {
-      ex->dispatched = 1;   /* the handler does not run */
-      ex->discard_body = 1; /* whatever body comes is dropped */
-      return c->ex != ex || c->state == HR__C_CLOSED ? -1 : 0;
-    }
-    r->continue_pending = 0;
-  }
-  if (r->expect_continue && body_expected && r->version == 11) {
-    /* A streaming handler decides: 100 Continue goes out when it asks for
-     * the body (hr_request_read_body); a buffered route takes it now. */
-    if (r->route->body_mode == HR_BODY_STREAM)
-      r->continue_pending = 1;
-    else if (hr__h1_continue(c) != 0) {
-      hr__h1_fail(c, 503, "out of memory");
-      return -1;
-    }
-  }
-  if (r->route->body_mode == HR_BODY_BUFFER && r->has_length &&
-      r->content_length > 0) {
-    /* Start small and grow as bytes arrive: a peer announcing a large body
-     * it never sends must not make the server hold that much memory. */
-    size_t first = r->content_length < 16384 ? (size_t)r->content_length : 16384;
-    r->body = hr__arena_alloc(&ex->arena, first);
-    if (r->body == NULL) {
-      hr__h1_fail(c, 503, "out of memory");
-      return -1;
-    }
-    r->body_cap = first;
-  }
-  if (r->route->body_mode == HR_BODY_STREAM) {
-    ex->dispatched = 1;
-    hr__invoke(ex);
-    if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
-  }
-  return 0;
+  return hr__dispatch_head(ex);
 }
 
 /* Scans and parses a header section.  Returns 1 to continue with the body,
@@ -491,24 +266,6 @@ static int step_body(hr__conn_t *c, hr__exchange_t *ex) {
   return r;
 }
 
-/* The message is complete: run the handler (buffered routes) or end the
- * body stream. */
-static void message_complete(hr__exchange_t *ex) {
-  hr_request_t *r = &ex->req;
-  if (!ex->dispatched) {
-    ex->dispatched = 1;
-    if (r->route != NULL)
-      hr__invoke(ex);
-    else
-      answer_internal(ex);
-    return;
-  }
-  if (r->route != NULL && r->body_cb != NULL && !r->body_done) {
-    hr_span_t none = {NULL, 0};
-    r->body_done = 1;
-    r->body_cb(r, none, 1, r->body_udata);
-  }
-}
 
 /* The response is complete and so is the message: next request. */
 static void finish_exchange(hr__conn_t *c, hr__exchange_t *ex) {
@@ -554,7 +311,7 @@ static int step(hr__conn_t *c, hr__exchange_t *ex) {
     ex->phase = HR__PH_DONE;
   }
   if (!ex->msg_complete) return 0;
-  message_complete(ex);
+  hr__dispatch_complete(ex);
   if (c->ex != ex || c->state != HR__C_OPEN || res->state != HR__RES_DONE ||
       ex->handler_active)
     return 0;

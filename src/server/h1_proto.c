@@ -104,6 +104,10 @@ static int h1_end(hr__exchange_t *ex) {
 
 static int h1_continue(hr__exchange_t *ex) { return hr__h1_continue(ex->conn); }
 
+static void h1_fail(hr__exchange_t *ex, int status, const char *reason) {
+  hr__h1_fail(ex->conn, status, reason);
+}
+
 static void h1_done(hr__exchange_t *ex) { hr__conn_response_done(ex->conn); }
 
 static void h1_lost(hr__exchange_t *ex) { hr__conn_framing_lost(ex->conn); }
@@ -122,7 +126,8 @@ const hr__proto_t hr__h1_proto = {
     .file = h1_file,
     .end = h1_end,
     .send_continue = h1_continue,
-    .answer_status = hr__h1_answer_status,
+    .answer_status = hr__dispatch_answer_status,
+    .fail = h1_fail,
     .done = h1_done,
     .lost = h1_lost,
     .cut = h1_cut,

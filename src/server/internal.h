@@ -153,6 +153,7 @@ struct hr__exchange_s {
   hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
   const char *peer_text;    /* detached with an access log: the peer, in the arena */
   struct hr_stream_s *upgrade; /* answered 101: the stream, until the exchange ends */
+  struct hr__h2s_s *h2s;      /* HTTP/2: its stream (h2.h), in the arena */
   uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
   /* What the router answers this request with, from the one route table
@@ -176,6 +177,7 @@ struct hr__exchange_s {
   unsigned framing_lost : 1;  /* the response cannot go on: close */
   unsigned close_after : 1;   /* the connection ends after this response */
   unsigned free_pending : 1;  /* released while held: freed at the unhold */
+  unsigned dropped : 1;       /* its connection or stream is done with it */
   uint8_t holds;              /* library frames on the stack that use it */
   int sent_status;            /* what the server answered in its place */
 
@@ -245,7 +247,8 @@ struct hr__conn_s {
   hr__conn_t *prev, *next; /* worker's list */
   hr__conn_t *resume_next; /* worker's resume list */
   hr__tnode_t timer;
-  hr__exchange_t *ex;     /* the current exchange, or NULL */
+  hr__exchange_t *ex;     /* HTTP/1.1: the current exchange, or NULL */
+  struct hr__h2_s *h2;    /* HTTP/2: the session (h2.h), or NULL */
   hr__out_t *out;         /* output queue while there is output, or NULL */
   char *rbuf;             /* read buffer while bytes are pending, or NULL */
   uint32_t rlen;          /* bytes in rbuf */
@@ -262,6 +265,10 @@ struct hr__conn_s {
   unsigned peer_eof : 1;
   unsigned counted : 1;   /* holds a max_connections slot */
   unsigned upgraded : 1;  /* handed over as a byte stream (stream.c) */
+  /* The HTTP version is still to be chosen at the first bytes: by ALPN
+   * on TLS, or by the client preface where h2c is allowed (h2c_ok). */
+  unsigned proto_open : 1;
+  unsigned h2c_ok : 1;
   /* PROXY protocol (proxied.c): the record has a slot for what the header
    * said; the header is still to be read or ruled out; the peer is
    * trusted to send one; it must. */
@@ -371,10 +378,43 @@ void hr__streams_free(hr__worker_t *w);
 int hr__h1_step(hr__conn_t *c);
 /* Answers `status` and ends the connection after it (RFC 9112 §9.6). */
 void hr__h1_fail(hr__conn_t *c, int status, const char *reason);
-/* The server answers `status` itself on the keep-alive path. */
-void hr__h1_answer_status(hr__exchange_t *ex, int status);
 /* 100 Continue (RFC 9110 §15.2.1) into the output queue. */
 int hr__h1_continue(hr__conn_t *c);
+
+/* Whether the exchange's connection or stream is done with it: closed,
+ * or the exchange dropped (a handler running then hears of it through
+ * its abort callback; the library's own steps stop). */
+static inline int hr__ex_gone(const hr__exchange_t *ex) {
+  return ex->conn == NULL || ex->dropped || ex->conn->state == HR__C_CLOSED;
+}
+
+/* dispatch.c: from the end of a header section to the handler, whatever
+ * the protocol. */
+/* Routes the request whose header section its protocol parsed and checked
+ * (method, target, host, fields, version, length, msg_complete when no
+ * body follows), then the limits, head middleware, 100 Continue and, for
+ * a streaming route, the handler.  Returns 0 to go on, -1 when the
+ * exchange failed (answered through proto->fail) or is gone. */
+int hr__dispatch_head(hr__exchange_t *ex);
+/* `len` bytes of message body: into the buffer, to the streaming handler,
+ * or dropped.  Returns 0, 413 (over the body limit), 503 (out of memory)
+ * or -1 (the exchange is gone: the handler closed it). */
+int hr__dispatch_body(hr__exchange_t *ex, const char *at, size_t len);
+/* The message is complete: the handler of a buffered route, the server's
+ * own answer, or the last call of a streaming body. */
+void hr__dispatch_complete(hr__exchange_t *ex);
+/* Answers with the server's own response for ex->internal_status (404,
+ * 405, redirects, OPTIONS, 501) after the before-middleware that apply. */
+void hr__dispatch_answer(hr__exchange_t *ex);
+/* The same for `status` (a typed parameter that names no resource: 404;
+ * no context: 503): the protocols' answer_status. */
+void hr__dispatch_answer_status(hr__exchange_t *ex, int status);
+/* The body of a server answer with `status`: the host's error_body hook
+ * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
+ * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type
+ * value.  Returns the length.  The hook runs inside a read-side section. */
+#define HR__ERROR_BODY_MAX 1024
+size_t hr__error_body(const hr_answers_t *an, int status, char *buf, const char **ctype);
 
 /* parse.c */
 extern const llhttp_settings_t hr__parser_settings;
@@ -415,6 +455,9 @@ void hr__worker_ctx_sweep(hr__worker_t *w, int all);
  * pending, or it closed).  Close with hr__conn_close; the connection is
  * freed on the loop. */
 hr__conn_t *hr__vconn_new(hr__worker_t *w, hr__sink_cb sink, void *ctx);
+/* The same, served as HTTP/2 when its first bytes are the client
+ * preface (h2c), as HTTP/1.1 otherwise. */
+hr__conn_t *hr__vconn_new_h2c(hr__worker_t *w, hr__sink_cb sink, void *ctx);
 size_t hr__vconn_feed(hr__conn_t *c, const char *p, size_t n);
 void hr__vconn_eof(hr__conn_t *c);
 int hr__vconn_closed(const hr__conn_t *c);
@@ -455,6 +498,7 @@ typedef struct hr__listener_s {
   struct hr__tlsconf_s *tls; /* TLS listener: its published context */
   const struct hr__proxyconf_s *proxy; /* PROXY protocol listener, or NULL */
   int fd;
+  unsigned h2 : 1; /* speaks HTTP/2 (hr_listen_options_t.h2) */
   /* Connections accepted per readable event: a socket every worker polls
    * takes one at a time, so that they share the new connections. */
   unsigned batch;
@@ -544,6 +588,7 @@ typedef struct hr__addr_s {
   struct hr__proxyconf_s *proxy; /* PROXY protocol, or NULL */
   int given;                     /* a socket the host passed, or -1 */
   unsigned reuseport : 1;        /* a socket per worker, with SO_REUSEPORT */
+  unsigned h2 : 1;               /* TLS: offers h2 by ALPN; TCP: h2c too */
 } hr__addr_t;
 
 typedef enum { HR__SRV_NEW = 0, HR__SRV_ATTACHED, HR__SRV_THREADS,
@@ -610,11 +655,13 @@ static inline int hr__worker_ending(const hr__worker_t *w) {
 
 /* listener.c */
 /* A connection over the connected, non-blocking socket `fd`: TCP, or TLS
- * with `ssl` (an SSL *; the loop must have its TLS state).  fd and ssl
+ * with `ssl` (an SSL *; the loop must have its TLS state).  `h2`: the
+ * listener speaks HTTP/2 (TLS: when ALPN chose "h2"; TCP: h2c with prior
+ * knowledge).  fd and ssl
  * become the connection's; NULL when out of memory (the caller still owns
  * them then). */
 hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
-                                 const struct hr__proxyconf_s *pc);
+                                 const struct hr__proxyconf_s *pc, int h2);
 /* Takes the listening socket `fd` (it is the listener's on success). */
 int hr__listener_init(hr__worker_t *w, hr__listener_t *l, int fd);
 int hr__listener_start(hr__listener_t *l); /* accepting from now on */

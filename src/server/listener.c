@@ -55,7 +55,7 @@ static int init_tls(hr__transport_t *t, void *arg,
 void hr__listener_share(hr__listener_t *l) { l->batch = 1; }
 
 hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
-                                 const hr__proxyconf_t *pc) {
+                                 const hr__proxyconf_t *pc, int h2) {
   hr__conn_t *c;
   tcp_arg_t a;
   a.loop = w->loop;
@@ -68,6 +68,10 @@ hr__conn_t *hr__conn_from_socket(hr__worker_t *w, int fd, void *ssl,
   c = ssl != NULL ? hr__conn_new(w, hr__tls_size(), pc != NULL, init_tls, &a)
                   : hr__conn_new(w, hr__tcp_size(), pc != NULL, init_tcp, &a);
   if (c != NULL && pc != NULL) hr__proxy_accepted(c, pc, fd);
+  if (c != NULL && h2) {
+    c->proto_open = 1;
+    c->h2c_ok = ssl == NULL;
+  }
   return c;
 }
 
@@ -86,7 +90,7 @@ static void serve(hr__worker_t *w, hr__listener_t *l, int fd) {
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   ssl = l->tls != NULL ? hr__tlsconf_new_ssl(l->tls) : NULL;
-  c = l->tls == NULL || ssl != NULL ? hr__conn_from_socket(w, fd, ssl, l->proxy) : NULL;
+  c = l->tls == NULL || ssl != NULL ? hr__conn_from_socket(w, fd, ssl, l->proxy, l->h2) : NULL;
   if (c == NULL) {
     if (ssl != NULL) HR__TLS_UNREF(SSL_get_SSL_CTX(ssl)); /* the one it was made on */
     SSL_free(ssl);

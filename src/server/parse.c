@@ -188,39 +188,20 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     hr__frame_scan_after_data(&c->fscan);
     c->gap_start = at + len;
   }
-  c->body_data += len;
-  if (c->body_data > c->body_limit) {
-    c->fail_status = 413;
-    llhttp_set_error_reason(p, "body larger than the limit");
-    return HPE_USER;
-  }
-  if (c->discard_body) return 0;
-  if (r->route != NULL && r->route->body_mode == HR_BODY_STREAM) {
-    if (r->body_cb != NULL && !r->body_done) {
-      hr_span_t chunk = {at, len};
-      r->body_cb(r, chunk, 0, r->body_udata);
-      if (c->conn == NULL || c->conn->state == HR__C_CLOSED) return HPE_USER;
-    }
-    return 0;
-  }
-  if (r->body_cap - r->body_len < len) {
-    size_t cap = r->body_cap ? r->body_cap * 2 : 1024;
-    char *b;
-    while (cap < r->body_len + len) cap *= 2;
-    if (cap > c->body_limit && c->body_limit >= r->body_len + len)
-      cap = (size_t)c->body_limit;
-    b = hr__arena_grow(&c->arena, r->body, r->body_cap, cap);
-    if (b == NULL) {
+  switch (hr__dispatch_body(c, at, len)) {
+    case 0:
+      return 0;
+    case 413:
+      c->fail_status = 413;
+      llhttp_set_error_reason(p, "body larger than the limit");
+      return HPE_USER;
+    case 503:
       c->fail_status = 503;
       llhttp_set_error_reason(p, "out of memory");
       return HPE_USER;
-    }
-    r->body = b;
-    r->body_cap = cap;
+    default: /* the exchange is gone (its handler closed the connection) */
+      return HPE_USER;
   }
-  memcpy(r->body + r->body_len, at, len);
-  r->body_len += len;
-  return 0;
 }
 
 static int on_message_complete(llhttp_t *p) {

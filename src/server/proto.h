@@ -24,7 +24,7 @@
 typedef struct hr__exchange_s hr__exchange_t;
 
 typedef struct hr__proto_s {
-  const char *name; /* "http/1.1" */
+  const char *name; /* "http/1.1", "h2" */
   /* The response head: `status` (RFC 9110 §15), the route's pre-rendered
    * fields, the handler's fields and Date.  `length` >= 0: the body's
    * length in bytes; < 0: unknown, sent in pieces (`chunked`: h1 chunks)
@@ -45,6 +45,11 @@ typedef struct hr__proto_s {
   /* The server's own answer with `status`, in place of the handler's (a
    * typed parameter that names no resource: 404; no context: 503). */
   void (*answer_status)(hr__exchange_t *ex, int status);
+  /* A request the server refuses with `status` (a 4xx or 503; `reason`
+   * for the log) in place of anything else: h1 answers and closes the
+   * connection (RFC 9112 §9.6: its framing is in doubt); h2 answers on
+   * the stream, or resets it when a response has begun. */
+  void (*fail)(hr__exchange_t *ex, int status, const char *reason);
   /* The response is complete: the protocol goes on (h1: the next
    * pipelined request). */
   void (*done)(hr__exchange_t *ex);
@@ -63,5 +68,7 @@ typedef struct hr__proto_s {
 
 /* HTTP/1.1 (RFC 9112), h1_proto.c. */
 extern const hr__proto_t hr__h1_proto;
+/* HTTP/2 (RFC 9113), h2_proto.c: an exchange is a stream. */
+extern const hr__proto_t hr__h2_proto;
 
 #endif /* HR_SERVER_PROTO_H */

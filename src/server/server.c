@@ -151,7 +151,8 @@ static void tlsconf_free(hr_server_t *s, hr__tlsconf_t *conf) {
 
 /* The TLS listener of `opts` (*out NULL for none): certificate loaded and
  * checked now.  Returns 0, HR_EINVAL, HR_ETLS, HR_ENOMEM. */
-static int tlsconf_of(hr_server_t *s, const hr_tls_options_t *opts, hr__tlsconf_t **out) {
+static int tlsconf_of(hr_server_t *s, const hr_tls_options_t *opts, int h2,
+                      hr__tlsconf_t **out) {
   SSL_CTX *ctx;
   hr__tlsconf_t *conf;
   int err;
@@ -159,6 +160,7 @@ static int tlsconf_of(hr_server_t *s, const hr_tls_options_t *opts, hr__tlsconf_
   if (opts == NULL) return 0;
   if ((conf = hr__mem_alloc(&s->mem, sizeof(*conf))) == NULL) return HR_ENOMEM;
   hr__tlsconf_init(conf, &s->mem);
+  conf->h2 = h2; /* before the first context: its ALPN callback reads it */
   if ((err = hr__tlsconf_sessions(conf, opts)) == 0 &&
       (err = hr__tlsctx_build(opts, conf, &ctx)) == 0)
     hr__tlsconf_set_default(conf, ctx);
@@ -183,8 +185,10 @@ static int add_address(hr_server_t *s, hr__addr_t *a, const hr_listen_options_t 
   /* A passed socket is one socket: no other can join it. */
   if (o->reuseport && a->given >= 0) return HR_EINVAL;
   a->reuseport = (unsigned)o->reuseport;
+  if (o->h2 != HR_H2_AUTO && o->h2 != HR_H2_OFF && o->h2 != HR_H2_ON) return HR_EINVAL;
+  a->h2 = (unsigned)(o->h2 == HR_H2_ON || (o->h2 == HR_H2_AUTO && o->tls != NULL));
   if ((err = proxyconf_of(s, o, &a->proxy)) != 0) return err;
-  if ((err = tlsconf_of(s, o->tls, &a->tls)) == 0 && (err = push_address(s, a)) == 0) return 0;
+  if ((err = tlsconf_of(s, o->tls, o->h2 != HR_H2_OFF, &a->tls)) == 0 && (err = push_address(s, a)) == 0) return 0;
   tlsconf_free(s, a->tls);
   proxyconf_free(s, a->proxy);
   return err;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * TLS contexts: hroute's defaults (TLS 1.2 and 1.3, ECDHE + AEAD ciphers
- * for TLS 1.2, no renegotiation, no compression, ALPN http/1.1, buffers
+ * for TLS 1.2, no renegotiation, no compression, ALPN h2 or http/1.1, buffers
  * released while idle), certificate chain and key from files or memory,
  * checked against each other, and their publication (see tlsctx.h).
  */
@@ -25,25 +25,31 @@ static const char tls12_ciphers[] =
 
 void hr_tls_options_init(hr_tls_options_t *o) { memset(o, 0, sizeof(*o)); }
 
-/* ALPN (RFC 7301): http/1.1 when offered; a client that offers only other
- * protocols is refused with no_application_protocol; none offered, none
- * chosen. */
+/* ALPN (RFC 7301): "h2" when offered and the listener speaks HTTP/2
+ * (`arg`, its hr__tlsconf_t, says; RFC 9113 §3.2), else "http/1.1" when
+ * offered; a client that offers neither is refused with
+ * no_application_protocol; none offered, none chosen. */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned int inlen, void *arg) {
+  const hr__tlsconf_t *conf = arg;
+  const unsigned char *h1 = NULL;
   unsigned int i = 0;
   (void)ssl;
-  (void)arg;
   while (i < inlen) {
     unsigned int n = in[i];
     if (i + 1 + n > inlen) break;
-    if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+    if (n == 2 && memcmp(in + i + 1, "h2", 2) == 0 && conf != NULL && conf->h2) {
       *out = in + i + 1;
-      *outlen = 8;
+      *outlen = 2;
       return SSL_TLSEXT_ERR_OK;
     }
+    if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) h1 = in + i + 1;
     i += 1 + n;
   }
-  return SSL_TLSEXT_ERR_ALERT_FATAL;
+  if (h1 == NULL) return SSL_TLSEXT_ERR_ALERT_FATAL;
+  *out = h1;
+  *outlen = 8;
+  return SSL_TLSEXT_ERR_OK;
 }
 
 static int load_chain(SSL_CTX *ctx, const hr_tls_options_t *o) {
@@ -365,7 +371,7 @@ int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **o
     err = HR_ETLS;
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-  SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+  SSL_CTX_set_alpn_select_cb(ctx, alpn_select, conf);
   if (conf != NULL) {
     SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
     SSL_CTX_set_tlsext_servername_arg(ctx, conf);
@@ -409,6 +415,7 @@ void hr__tlsconf_init(hr__tlsconf_t *conf, hr__mem_t *mem) {
   conf->rotate_ms = 12ull * 3600 * 1000;
   conf->cache_size = 0;
   conf->no_tickets = 0;
+  conf->h2 = 0;
 }
 
 void hr__tlsconf_set_default(hr__tlsconf_t *conf, SSL_CTX *ctx) {

@@ -94,6 +94,7 @@ typedef struct hr__tlsconf_s {
   uint64_t rotate_ms;     /* ticket key lifetime */
   long cache_size;        /* TLS 1.2 session cache: 0 default, -1 none */
   int no_tickets;
+  int h2;                 /* ALPN offers "h2" (set before the first context) */
   _Atomic int used_call_rcu; /* hr__tlsconf_free waits for reclamations */
   hr__mem_t *mem;         /* the server's allocator */
 } hr__tlsconf_t;

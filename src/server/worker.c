@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "http/head.h"
+#include "server/h2.h"
 #include "server/tls.h"
 #include "server/worker.h"
 #include "util/testpoint.h"
@@ -230,6 +231,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   for (i = 0; i < w->nlisteners; i++) {
     if ((err = hr__listener_init(w, &w->listeners[i], w->fds[i])) != 0) goto fail;
     w->listeners[i].tls = s->addrs[i].tls;
+    w->listeners[i].h2 = s->addrs[i].h2;
     w->listeners[i].proxy = s->addrs[i].proxy;
     if (s->nworkers > 1 && !s->addrs[i].reuseport) hr__listener_share(&w->listeners[i]);
     w->fds[i] = -1; /* owned by the listener now */
@@ -346,6 +348,7 @@ static void on_grace_end(uv_timer_t *t) {
 }
 
 void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms) {
+  hr__conn_t *c;
   if (w->stopping || w->draining || !w->base_handles) return;
   /* From now on every response says "Connection: close" and its
    * connection ends after it (h1.c, response.c).  Idle keep-alive
@@ -355,6 +358,9 @@ void hr__worker_drain(hr__worker_t *w, uint64_t grace_ms, uint64_t deadline_ms) 
    * Those still idle when the grace period ends close then. */
   w->draining = 1;
   w->drain_deadline_ms = deadline_ms;
+  /* HTTP/2 clients hear it at once: GOAWAY with 2^31-1 (RFC 9113 §6.8). */
+  for (c = w->conns; c != NULL; c = c->next)
+    if (c->h2 != NULL) hr__h2_notice(c);
   uv_timer_start(&w->shutdown_timer, on_grace_end, grace_ms, 0);
 }
 
