@@ -319,7 +319,11 @@ int h2c_send_body(h2c_t *c, int32_t id, const void *p, size_t n, int end) {
 }
 
 int h2c_open_window(h2c_t *c, int32_t id, int32_t n) {
-  int rc = nghttp2_submit_window_update(c->session, NGHTTP2_FLAG_NONE, 0, n);
+  int rc;
+  /* nghttp2 opens a stream when its HEADERS frame is serialised, and
+   * ignores a window update for a stream it has not opened yet. */
+  if (produce(c) != 0) return c->session_error;
+  rc = nghttp2_submit_window_update(c->session, NGHTTP2_FLAG_NONE, 0, n);
   return rc != 0 ? rc : nghttp2_submit_window_update(c->session, NGHTTP2_FLAG_NONE, id, n);
 }
 

@@ -88,8 +88,9 @@ int32_t h2c_get(h2c_t *c, const char *method, const char *path);
 int h2c_send_body(h2c_t *c, int32_t id, const void *p, size_t n, int end);
 /* Manual windows: queues WINDOW_UPDATE frames that open stream `id`'s
  * window and the connection's by n bytes each (1 to 2^31 - 1), so the
- * server may send n more DATA bytes on that stream.  Returns 0 or an
- * nghttp2 error code. */
+ * server may send n more DATA bytes on that stream (a stream submitted
+ * but not yet sent is serialised first, so the update reaches it).
+ * Returns 0 or an nghttp2 error code. */
 int h2c_open_window(h2c_t *c, int32_t id, int32_t n);
 /* Runs until every stream in ids[0..n) is closed, the connection ends, or
  * RC_TIMEOUT_MS passes without progress.  Returns 1 when they all closed,
