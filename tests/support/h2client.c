@@ -227,7 +227,12 @@ static int new_session(h2c_t *c, const h2c_options_t *o) {
   if (o->initial_window >= 0)
     iv[niv++] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
                                          (uint32_t)o->initial_window};
-  return nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, niv) == 0 ? 0 : -1;
+  if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, niv) != 0) return -1;
+  if (o->connection_window > 65535 &&
+      nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0,
+                                            o->connection_window) != 0)
+    return -1;
+  return 0;
 }
 
 h2c_t *h2c_connect(int port, const h2c_options_t *o) {

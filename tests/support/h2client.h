@@ -33,6 +33,9 @@ typedef struct h2c_options_s {
   /* SETTINGS_INITIAL_WINDOW_SIZE announced for the server's streams, in
    * bytes (0 is a zero window); -1 (the default) announces none: 65535. */
   int64_t initial_window;
+  /* > 65535: the connection's window the client opens at once, in bytes
+   * (at most 2^31 - 1); else the default 65535. */
+  int32_t connection_window;
   /* 1: the client never opens a flow-control window by itself; only
    * h2c_open_window does.  0 (default): nghttp2 opens them as data arrives. */
   int manual_window;

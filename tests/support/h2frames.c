@@ -122,6 +122,37 @@ int h2f_encode_request(nghttp2_hd_deflater *enc, h2_bytes_t *out,
   return h2f_encode(enc, out, f, 4 + n);
 }
 
+/* An HPACK integer with an n-bit prefix (RFC 7541 §5.1) whose first byte
+ * carries `high` in the bits above the prefix. */
+static void hpack_int(h2_bytes_t *out, uint8_t high, int nbits, uint32_t v) {
+  uint32_t max = (1u << nbits) - 1;
+  uint8_t b;
+  if (v < max) {
+    b = (uint8_t)(high | v);
+    h2_bytes_add(out, &b, 1);
+    return;
+  }
+  b = (uint8_t)(high | max);
+  h2_bytes_add(out, &b, 1);
+  for (v -= max; v >= 128; v >>= 7) {
+    b = (uint8_t)(0x80 | (v & 0x7f));
+    h2_bytes_add(out, &b, 1);
+  }
+  b = (uint8_t)v;
+  h2_bytes_add(out, &b, 1);
+}
+
+void h2f_hpack_literal(h2_bytes_t *out, const char *name, const char *value) {
+  size_t nlen = strlen(name), vlen = strlen(value);
+  hpack_int(out, 0x40, 6, 0); /* literal with incremental indexing, new name */
+  hpack_int(out, 0x00, 7, (uint32_t)nlen);
+  h2_bytes_add(out, name, nlen);
+  hpack_int(out, 0x00, 7, (uint32_t)vlen);
+  h2_bytes_add(out, value, vlen);
+}
+
+void h2f_hpack_indexed(h2_bytes_t *out, uint32_t index) { hpack_int(out, 0x80, 7, index); }
+
 void h2f_headers(h2_bytes_t *b, int32_t stream, uint8_t flags,
                  const uint8_t *block, size_t len, size_t max_frame) {
   uint8_t type = NGHTTP2_HEADERS;

@@ -74,6 +74,13 @@ int h2f_encode_request(nghttp2_hd_deflater *enc, h2_bytes_t *out,
                        const char *method, const char *scheme,
                        const char *path, const char *authority,
                        const h2f_field_t *extra, size_t n);
+/* HPACK by hand (RFC 7541), for blocks the deflater would not write: a
+ * field as a literal with incremental indexing and a new name, neither
+ * Huffman-coded (§6.2.1), which enters the dynamic table whatever its
+ * size (the deflater leaves large ones out); and an indexed field (§6.1),
+ * one byte for indexes below 127. */
+void h2f_hpack_literal(h2_bytes_t *out, const char *name, const char *value);
+void h2f_hpack_indexed(h2_bytes_t *out, uint32_t index);
 /* A header block split into frames of at most `max_frame` payload bytes:
  * HEADERS (with `flags`: NGHTTP2_FLAG_END_STREAM or 0) then CONTINUATION
  * frames, END_HEADERS on the last one. */

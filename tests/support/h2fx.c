@@ -115,8 +115,11 @@ h2_stream_t *h2fx_request(h2c_t *c, const char *method, const char *path) {
   assert_true(id > 0);
   st = h2c_wait1(c, id);
   if (st == NULL)
-    fail_msg("%s %s: stream %d did not close (connection %s, session error %d)",
-             method, path, id, c->io.seen.closed ? "closed" : "open", c->session_error);
+    fail_msg("%s %s: stream %d did not close (status %d, %zu body bytes; connection %s, "
+             "session error %d)",
+             method, path, id, h2_seen_stream(&c->io.seen, id)->status,
+             h2_seen_stream(&c->io.seen, id)->body_len, c->io.seen.closed ? "closed" : "open",
+             c->session_error);
   return st;
 }
 
