@@ -530,16 +530,22 @@ static void test_access_log(void **state) {
   pthread_mutex_unlock(&logged.mu);
 }
 
-/* Draining: GOAWAY(2^31-1, NO_ERROR) first (RFC 9113 §6.8), then, after the
- * grace period, the final GOAWAY naming the last stream processed, and the
- * connection ends. */
-static void test_goaway_drain(void **state) {
-  fx_t *fx = *state;
+/* The routes served, a client, and one GET /hello answered on stream 1. */
+static h2c_t *serve_hello(fx_t *fx) {
   h2c_t *c;
   routes(fx);
   h2fx_start(fx, 1);
   c = h2fx_connect(fx, NULL);
   expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
+  return c;
+}
+
+/* Draining: GOAWAY(2^31-1, NO_ERROR) first (RFC 9113 §6.8), then, after the
+ * grace period, the final GOAWAY naming the last stream processed, and the
+ * connection ends. */
+static void test_goaway_drain(void **state) {
+  fx_t *fx = *state;
+  h2c_t *c = serve_hello(fx);
   expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
   assert_int_equal(hr_server_drain(fx->server, 300, 2000, NULL, NULL), 0);
   assert_int_equal(h2c_wait_goaway(c), 1);
@@ -558,11 +564,7 @@ static void test_goaway_drain(void **state) {
 /* Stopping: GOAWAY naming the last stream processed, then the close. */
 static void test_goaway_stop(void **state) {
   fx_t *fx = *state;
-  h2c_t *c;
-  routes(fx);
-  h2fx_start(fx, 1);
-  c = h2fx_connect(fx, NULL);
-  expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
+  h2c_t *c = serve_hello(fx);
   assert_int_equal(fx_stop(fx, 2000), 0);
   assert_int_equal(h2c_wait_closed(c), 1);
   assert_int_equal(c->io.seen.goaway, 1);

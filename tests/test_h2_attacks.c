@@ -34,6 +34,7 @@ static void start(fx_t *fx);
 /* After the client's first exchange: the bytes the server holds now, and
  * the peak reset to them. */
 static size_t baseline(void);
+static void warm_up(h2r_t *r);
 /* Asserts the server's peak since baseline() grew by less than `limit`. */
 static void expect_peak_below(size_t base, size_t limit, const char *what);
 
@@ -143,6 +144,19 @@ static void warm_up(h2r_t *r) {
   assert_int_equal(r->io.seen.settings_acks, 1);
 }
 
+/* The prologue of most attacks: the server started, a hand-driven
+ * connection warmed up, the handler count reset, the memory baseline taken
+ * (into *base). */
+static h2r_t *open_attack(fx_t *fx, size_t *base) {
+  h2r_t *r;
+  start(fx);
+  r = h2fx_raw(fx);
+  warm_up(r);
+  ta_reset();
+  *base = baseline();
+  return r;
+}
+
 static size_t baseline(void) {
   ca_reset_peak(&ca);
   return ca_bytes(&ca);
@@ -177,29 +191,49 @@ static h2_stream_t *wait_stream(h2r_t *r, int32_t id) {
   return h2_seen_stream(&r->io.seen, id);
 }
 
+/* What the server has reset: n streams, or the connection (GOAWAY). */
+struct resets_s {
+  const h2r_t *r;
+  unsigned long n;
+};
+
+static int resets_reach(void *arg) {
+  const struct resets_s *w = arg;
+  return w->r->io.seen.rst_streams >= w->n || w->r->io.seen.goaway;
+}
+
+/* Queues one pair of a reset attack: a request and what resets it. */
+typedef void (*pair_fn)(h2r_t *r);
+
+/* Sends up to `max` pairs in batches of `batch` until the server's GOAWAY
+ * or close; with `await_resets`, each batch once the server's resets for
+ * the one before came back.  Returns the pairs sent. */
+static unsigned long reset_pairs(h2r_t *r, pair_fn pair, int batch, unsigned long max,
+                                 int await_resets) {
+  unsigned long pairs = 0;
+  while (pairs < max && !r->io.seen.goaway && !r->io.seen.closed) {
+    int i;
+    for (i = 0; i < batch; i++, pairs++) pair(r);
+    if (h2r_flush(r) != 0) break;
+    if (await_resets) h2_loop_run(&r->io, resets_reach, &(struct resets_s){r, pairs});
+  }
+  return pairs;
+}
+
 /* ---- Rapid Reset --------------------------------------------------------- */
 
 /* HEADERS + RST_STREAM pairs, 100,000 of them in batches of 500: fewer than
  * 500 reach a handler, the GOAWAY(ENHANCE_YOUR_CALM) names a stream below
  * 1000, and the connection ends long before the last pair. */
+static void get_and_cancel(h2r_t *r) {
+  h2f_rst_stream(h2r_out(r), h2r_request(r, "GET", "/count", 1, NULL, 0), NGHTTP2_CANCEL);
+}
+
 static void test_rapid_reset(void **state) {
   fx_t *fx = *state;
-  h2r_t *r;
-  unsigned long pairs = 0;
   size_t base;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  ta_reset();
-  base = baseline();
-  while (pairs < 100000 && !r->io.seen.goaway && !r->io.seen.closed) {
-    int i;
-    for (i = 0; i < 500; i++, pairs++) {
-      int32_t id = h2r_request(r, "GET", "/count", 1, NULL, 0);
-      h2f_rst_stream(h2r_out(r), id, NGHTTP2_CANCEL);
-    }
-    if (h2r_flush(r) != 0) break;
-  }
+  h2r_t *r = open_attack(fx, &base);
+  unsigned long pairs = reset_pairs(r, get_and_cancel, 500, 100000, 0);
   expect_goaway_close(r, NGHTTP2_ENHANCE_YOUR_CALM);
   if (ta_calls() >= 500) fail_msg("%lu handlers ran for %lu reset streams", ta_calls(), pairs);
   if (r->io.seen.goaway_last_id >= 1000) fail_msg("GOAWAY names stream %d", r->io.seen.goaway_last_id);
@@ -219,11 +253,7 @@ static void test_continuation_flood(void **state) {
   char value[1001];
   unsigned long frames = 0;
   size_t base;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  ta_reset();
-  base = baseline();
+  r = open_attack(fx, &base);
   memset(value, 'v', sizeof value - 1);
   value[sizeof value - 1] = '\0';
   h2f_encode_request(r->enc, &blk, "GET", "http", "/count", r->authority, NULL, 0);
@@ -262,11 +292,7 @@ static void test_hpack_bomb(void **state) {
   h2_stream_t *st;
   int32_t id;
   size_t base, i;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  ta_reset();
-  base = baseline();
+  r = open_attack(fx, &base);
   memset(value, 'b', sizeof value - 1);
   value[sizeof value - 1] = '\0';
   f[0] = (h2f_field_t){":method", "GET"};
@@ -322,10 +348,7 @@ static void test_settings_flood(void **state) {
   h2r_t *r;
   size_t base;
   fx->opts.write_timeout_ms = 1000;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  base = baseline();
+  r = open_attack(fx, &base);
   h2f_settings(&f, iv, 1);
   flood(r, f.p, f.len, 200000);
   h2_bytes_free(&f);
@@ -341,10 +364,7 @@ static void test_ping_flood(void **state) {
   h2r_t *r;
   size_t base;
   fx->opts.write_timeout_ms = 1000;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  base = baseline();
+  r = open_attack(fx, &base);
   h2f_ping(&f, 0, (const uint8_t *)"attack!!");
   flood(r, f.p, f.len, 200000);
   h2_bytes_free(&f);
@@ -487,10 +507,7 @@ static void test_priority_flood(void **state) {
   int32_t id;
   size_t base;
   int i, j;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  base = baseline();
+  r = open_attack(fx, &base);
   for (i = 0; i < 100 && !r->io.seen.closed; i++) {
     for (j = 0; j < 1000; j++) {
       int32_t s = 101 + 2 * (i * 1000 + j);
@@ -519,39 +536,18 @@ static void test_priority_flood(void **state) {
  * against the reset budget, so the connection ends with
  * GOAWAY(ENHANCE_YOUR_CALM) after fewer than 500 of them, and no handler
  * runs. */
-struct resets_s {
-  const h2r_t *r;
-  unsigned long n;
-};
-
-/* The server has reset n streams, or sent GOAWAY. */
-static int resets_reach(void *arg) {
-  const struct resets_s *w = arg;
-  return w->r->io.seen.rst_streams >= w->n || w->r->io.seen.goaway;
+static void post_and_overflow(h2r_t *r) {
+  h2f_window_update(h2r_out(r), h2r_request(r, "POST", "/upload", 0, NULL, 0), 0x7fffffff);
 }
 
 static void test_made_you_reset(void **state) {
   fx_t *fx = *state;
-  h2r_t *r;
-  unsigned long pairs = 0;
   size_t base;
-  start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  ta_reset();
-  base = baseline();
+  h2r_t *r = open_attack(fx, &base);
   /* In batches of 50, each after the last one's resets came back: the
    * streams the server is resetting count as open until its RST_STREAM
    * goes out, and 100 open ones would be another attack. */
-  while (pairs < 10000 && !r->io.seen.goaway && !r->io.seen.closed) {
-    int i;
-    for (i = 0; i < 50; i++, pairs++) {
-      int32_t id = h2r_request(r, "POST", "/upload", 0, NULL, 0);
-      h2f_window_update(h2r_out(r), id, 0x7fffffff);
-    }
-    if (h2r_flush(r) != 0) break;
-    h2_loop_run(&r->io, resets_reach, &(struct resets_s){r, pairs});
-  }
+  unsigned long pairs = reset_pairs(r, post_and_overflow, 50, 10000, 1);
   expect_goaway_close(r, NGHTTP2_ENHANCE_YOUR_CALM);
   if (r->io.seen.rst_streams >= 500)
     fail_msg("the server reset %lu streams before its GOAWAY", r->io.seen.rst_streams);
