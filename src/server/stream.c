@@ -27,7 +27,7 @@ struct hr_stream_s {
   int status;        /* what `closed` will say */
   unsigned attached : 1, paused : 1, closing : 1, want_drain : 1, shutdown_told : 1;
   unsigned owner_closed : 1; /* hr_stream_close: 0 once FIN is out */
-  unsigned dead : 1;         /* failed: closed on the next turn, never inside a call */
+  unsigned dead : 1;         /* failed or aborted: closed soon, never inside a call (doom) */
 };
 
 /* ---- the worker's table ------------------------------------------------------ */
@@ -218,8 +218,7 @@ void hr__stream_process(hr__conn_t *c) {
     s->want_drain = 0;
     if (s->cb.drain != NULL) s->cb.drain(s, s->udata);
   }
-  /* Failed or aborted, before this turn or by a callback just now (its
-   * kick found the connection busy): closed here, after the call. */
+  /* Doomed by a callback just now: closed before what it queued goes. */
   if (s->dead) hr__conn_close(c);
 }
 
@@ -236,6 +235,10 @@ void hr__stream_gone(hr__conn_t *c) {
 
 void hr__stream_timeout(hr__tnode_t *n) {
   hr_stream_t *s = (hr_stream_t *)((char *)n - offsetof(hr_stream_t, timer));
+  if (s->dead) { /* doom's deadline */
+    hr__conn_close(s->conn);
+    return;
+  }
   s->cb.timeout(s, s->udata);
 }
 
@@ -270,15 +273,25 @@ static int check(const hr_stream_t *s) {
   return s->conn == NULL || s->dead || s->conn->state == HR__C_CLOSED ? HR_ECLOSED : 0;
 }
 
-/* Appends to the output queue; on failure the stream is closed on the
- * next turn (the closed callback never runs inside the owner's call). */
+/* The stream is to be closed, what is queued dropped, never inside the
+ * owner's call: right after the callback that asked when it is one of
+ * hr__stream_process's, else at the next turn, by the stream's own
+ * deadline (now) whatever the connection's state: a stream closed by its
+ * owner (DRAINING) is no longer stepped, and the kick may find the
+ * connection busy. */
+static void doom(hr_stream_t *s) {
+  s->status = HR_ECLOSED;
+  s->dead = 1;
+  hr__timer_set(&s->w->timers, &s->timer, HR__TL_STREAM, uv_now(s->w->loop));
+  hr__conn_kick(s->conn);
+}
+
+/* Appends to the output queue; on failure the stream is doomed. */
 static int append(hr_stream_t *s, const void *data, size_t len) {
   hr__conn_t *c = s->conn;
   if (len == 0) return 0;
   if (hr__out_append(c, data, len) != 0) {
-    s->status = HR_ECLOSED;
-    s->dead = 1;
-    hr__conn_kick(c);
+    doom(s);
     return HR_ENOMEM;
   }
   hr__conn_kick(c);
@@ -325,9 +338,7 @@ int hr_stream_want_drain(hr_stream_t *s) {
 int hr_stream_abort(hr_stream_t *s) {
   int err = check(s);
   if (err != 0) return err;
-  s->status = HR_ECLOSED;
-  s->dead = 1; /* closed by hr__stream_process, never inside this call */
-  hr__conn_kick(s->conn);
+  doom(s);
   return 0;
 }
 
