@@ -182,8 +182,9 @@ static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
   } else if (IS("later")) { /* aborted from the deadline */
     hr_stream_set_timeout(s, 1);
   } else if (IS("close")) { /* closed, then aborted: FIN never comes */
-    int w = hr_stream_write(s, "lost", 4), c = hr_stream_close(s), p = hr_stream_write_past_mark(s, "x", 1),
-        d = hr_stream_want_drain(s), a = hr_stream_abort(s);
+    int w = hr_stream_write(s, "lost", 4), c = hr_stream_close(s);
+    int p = hr_stream_write_past_mark(s, "x", 1), d = hr_stream_want_drain(s);
+    int a = hr_stream_abort(s);
     char text[128];
     snprintf(text, sizeof text, "write=%s close=%s past=%s drain=%s abort=%s", hr_err_name(w),
              hr_err_name(c), hr_err_name(p), hr_err_name(d), hr_err_name(a));

@@ -154,11 +154,11 @@ HR_EXTERN int hr_stream_write_past_mark(hr_stream_t *s, const void *data, size_t
  * Bytes queued for the peer and not yet taken by the kernel (the 101 head
  * while the handler that upgraded still runs, then every write): the
  * figure that hr_stream_write compares with hr_stream_high_water.  Nothing
- * is written to the socket inside a call of the owner's (the queue goes out
- * once the callback that wrote has returned), so within one callback it
- * grows by exactly what was written.  0 once the stream is over (its closed callback ran), for
- * `s` NULL, and from a thread other than the loop's (which may not read
- * it).  Loop thread.
+ * is written to the socket inside a call of the owner's (the queue goes
+ * out once the callback that wrote has returned), so within one callback
+ * it grows by exactly what was written.  0 once the stream is over (its
+ * closed callback ran), for `s` NULL, and from a thread other than the
+ * loop's (which may not read it).  Loop thread.
  */
 HR_EXTERN size_t hr_stream_queued(const hr_stream_t *s);
 
@@ -195,16 +195,19 @@ HR_EXTERN int hr_stream_pause(hr_stream_t *s, int paused);
 HR_EXTERN int hr_stream_close(hr_stream_t *s);
 
 /**
- * Ends the stream now, dropping what is queued: once the callback that
- * called it has returned (never inside this call), the connection is
- * closed, with a reset (RST) when output was still queued (the peer cannot
- * mistake a cut stream for a whole one), else with FIN; the closed callback
- * follows with HR_ECLOSED.  For a peer that is to be dropped rather than
- * waited for: one that answers nothing (a ping timeout), or one that reads
- * nothing of what hr_stream_close left to write before FIN (RFC 6455
- * §7.1.7, failing a connection; §7.1.1).  Also after hr_stream_close.
- * Returns 0, HR_ECLOSED (the stream is over, or aborted already),
- * HR_EINVAL (`s` NULL), HR_ETHREAD.  Loop thread.
+ * Ends the stream now, dropping what is queued: never inside this call,
+ * but right after the read or drain callback that called it returns
+ * (before anything it queued goes out), else soon after (this loop turn or
+ * the next), the connection is closed, with a reset (RST) when output was
+ * still queued (the peer cannot mistake a cut stream for a whole one), else
+ * with FIN; the closed callback follows with HR_ECLOSED.  From this call on
+ * the other calls answer HR_ECLOSED (hr_stream_queued still counts what
+ * will be dropped).  For a peer that is to be dropped rather than waited
+ * for: one that answers nothing (a ping timeout), or one that reads nothing
+ * of what hr_stream_close left to write before FIN (RFC 6455 §7.1.1,
+ * §7.1.7).  Also after hr_stream_close.  Returns 0, HR_ECLOSED (the stream
+ * is over, or aborted already), HR_EINVAL (`s` NULL), HR_ETHREAD.  Loop
+ * thread.
  */
 HR_EXTERN int hr_stream_abort(hr_stream_t *s);
 
