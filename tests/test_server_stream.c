@@ -129,6 +129,7 @@ static void after_closed(hr_stream_t *s, hr_stream_fn fn, void *udata) {
 /* ---- the stream's callbacks ------------------------------------------------------ */
 
 static char big[BIG + 1];
+static char queue_answer[BIG + 256]; /* what "queue" answers */
 
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(data, lit, len) == 0)
 
@@ -302,6 +303,9 @@ static void start(fx_t *fx) {
   ev_init(&closed_ev);
   ev_init(&after_ev);
   memset(big, 'x', BIG);
+  snprintf(queue_answer, sizeof queue_answer,
+           "%s+past\nq0=0 write=OK q1=%d write=HR_EAGAIN past=OK q2=%d empty=OK\ndrained\n",
+           big, BIG, BIG + 5);
   st.closed_status = 1;
   st.note[0] = st.after[0] = '\0';
   fx->opts.allocator = &ca.hook;
@@ -351,17 +355,17 @@ static void expect_note(const char *want) {
   pthread_mutex_unlock(&st.mu);
 }
 
-/* The stream ended with `status`; a post from its closed callback ran after
- * it and found every call answering HR_ECLOSED. */
-static void expect_end(int status) {
-  if (!ev_wait(&closed_ev, 1, RC_TIMEOUT_MS)) {
+/* The n-th stream ended with `status`; a post from its closed callback ran
+ * after it and found every call answering HR_ECLOSED. */
+static void expect_end(unsigned long n, int status) {
+  if (!ev_wait(&closed_ev, n, RC_TIMEOUT_MS)) {
     char seen[sizeof st.note];
     pthread_mutex_lock(&st.mu);
     memcpy(seen, st.note, sizeof seen);
     pthread_mutex_unlock(&st.mu);
     fail_msg("the stream did not end (noted: \"%s\")", seen);
   }
-  assert_true(ev_wait(&after_ev, 1, RC_TIMEOUT_MS));
+  assert_true(ev_wait(&after_ev, n, RC_TIMEOUT_MS));
   pthread_mutex_lock(&st.mu);
   assert_string_equal(hr_err_name(st.closed_status), hr_err_name(status));
   assert_string_equal(st.after, "thread=OK write=HR_ECLOSED queued=0 drain=HR_ECLOSED "
@@ -377,7 +381,7 @@ static void test_upgrade_check(void **state) {
   assert_int_equal(rc_send_str(c, "bye"), 0);
   assert_int_equal(rc_drain_until_closed(c, NULL), 1);
   fx_drop(fx, c); /* the server lingers until the peer closes too */
-  expect_end(0);
+  expect_end(1, 0);
   c = fx_connect(fx);
   assert_int_equal(rc_send_str(c, "GET /started HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
                                   "Upgrade: proto\r\n\r\n"),
@@ -392,41 +396,47 @@ static void test_upgrade_check(void **state) {
   finish(fx);
 }
 
-/* hr_stream_write refuses over the mark, hr_stream_write_past_mark does
- * not; the refusal asked for the drain. */
-static void test_queued_and_past_mark(void **state) {
-  fx_t *fx = *state;
-  char want[BIG + 256];
-  rc_t *c;
-  start(fx);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "queue"), 0);
-  snprintf(want, sizeof want,
-           "%s+past\nq0=0 write=OK q1=%d write=HR_EAGAIN past=OK q2=%d empty=OK\ndrained\n",
-           big, BIG, BIG + 5);
-  expect_bytes(c, want);
-  assert_int_equal(rc_send_str(c, "echo"), 0);
-  expect_bytes(c, "echo");
-  fx_drop(fx, c);
-  finish(fx);
+/* Sends `command` on the stream; its answer is `answer`. */
+static void ask(rc_t *c, const char *command, const char *answer) {
+  assert_int_equal(rc_send_str(c, command), 0);
+  expect_bytes(c, answer);
 }
 
-/* Two asks, one drain (the echo comes next); a stream without a drain
- * callback refuses. */
-static void test_want_drain(void **state) {
+/* Each command on a stream of its own, and what the stream answers; the
+ * echo after it shows the stream goes on. */
+static void test_calls(void **state) {
+  static const struct {
+    const char *command, *answer;
+  } cases[] = {
+      /* hr_stream_write refuses over the mark, hr_stream_write_past_mark
+       * does not; the refusal asked for the drain. */
+      {"queue", queue_answer},
+      /* Two asks, one drain. */
+      {"want", "want=OK,OK\ndrained\n"},
+      /* The thread check and the loop from both threads; every call's
+       * answer to another thread and to NULL. */
+      {"thread", "here: thread=OK loop=1\n"
+                 "there: thread=HR_ETHREAD loop=1 queued=0 high_water=1000 "
+                 "write=HR_ETHREAD drain=HR_ETHREAD abort=HR_ETHREAD\n"
+                 "null: thread=HR_EINVAL loop=1 queued=0 high_water=0 write=HR_EINVAL "
+                 "drain=HR_EINVAL abort=HR_EINVAL post=HR_EINVAL run=HR_EINVAL\n"},
+      /* Two posts from another thread, one node each, run in order on the
+       * loop thread with the function carried (or none). */
+      {"post", "asked=OK,OK allocations=2\nsaid:fn\nnofn:none\n"},
+  };
   fx_t *fx = *state;
   rc_t *c;
+  size_t i;
   start(fx);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "want"), 0);
-  expect_bytes(c, "want=OK,OK\ndrained\n");
-  assert_int_equal(rc_send_str(c, "echo"), 0);
-  expect_bytes(c, "echo");
-  fx_drop(fx, c);
-  assert_true(ev_wait(&closed_ev, 1, RC_TIMEOUT_MS));
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    c = open_up(fx);
+    ask(c, cases[i].command, cases[i].answer);
+    ask(c, "echo", "echo");
+    fx_drop(fx, c);
+  }
+  /* No drain callback: hr_stream_want_drain refuses. */
   c = open_stream(fx, "/bare");
-  assert_int_equal(rc_send_str(c, "want"), 0);
-  expect_bytes(c, "drain=HR_EINVAL\n");
+  ask(c, "want", "drain=HR_EINVAL\n");
   fx_drop(fx, c);
   finish(fx);
 }
@@ -434,99 +444,45 @@ static void test_want_drain(void **state) {
 /* From a read callback, from the deadline, and after hr_stream_close: the
  * queued bytes never go out, the peer sees a reset. */
 static void test_abort(void **state) {
+  static const struct {
+    const char *command, *noted;
+  } cases[] = {
+      {"abort", "write=OK abort=OK queued=4 again=HR_ECLOSED write=HR_ECLOSED"},
+      {"later", "timeout: write=OK abort=OK"},
+      {"close", "write=OK close=OK past=HR_ESTATE drain=HR_ESTATE abort=OK"},
+  };
   fx_t *fx = *state;
   rc_t *c;
+  size_t i;
   start(fx);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "abort"), 0);
-  assert_int_equal(rc_expect_closed(c), 2);
-  expect_end(HR_ECLOSED);
-  expect_note("write=OK abort=OK queued=4 again=HR_ECLOSED write=HR_ECLOSED");
-  fx_drop(fx, c);
-
-  ev_destroy(&closed_ev);
-  ev_destroy(&after_ev);
-  ev_init(&closed_ev);
-  ev_init(&after_ev);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "later"), 0);
-  assert_int_equal(rc_expect_closed(c), 2);
-  expect_end(HR_ECLOSED);
-  expect_note("timeout: write=OK abort=OK");
-  fx_drop(fx, c);
-
-  ev_destroy(&closed_ev);
-  ev_destroy(&after_ev);
-  ev_init(&closed_ev);
-  ev_init(&after_ev);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "close"), 0);
-  assert_int_equal(rc_expect_closed(c), 2);
-  expect_end(HR_ECLOSED);
-  expect_note("write=OK close=OK past=HR_ESTATE drain=HR_ESTATE abort=OK");
-  fx_drop(fx, c);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    c = open_up(fx);
+    assert_int_equal(rc_send_str(c, cases[i].command), 0);
+    assert_int_equal(rc_expect_closed(c), 2);
+    expect_end(i + 1, HR_ECLOSED);
+    expect_note(cases[i].noted);
+    fx_drop(fx, c);
+  }
 
   /* Closed with 4 MiB queued for a peer that reads nothing, then aborted
    * on a later turn (the deadline): dropped at once, not at the write
    * timeout. */
-  ev_destroy(&closed_ev);
-  ev_destroy(&after_ev);
-  ev_init(&closed_ev);
-  ev_init(&after_ev);
   c = rc_connect_ex("127.0.0.1", fx->port, 8192);
   assert_non_null(c);
   assert_int_equal(rc_send_str(c, "GET /up HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
                                   "Upgrade: proto\r\n\r\nflood"),
                    0);
-  expect_end(HR_ECLOSED);
+  expect_end(i + 1, HR_ECLOSED);
   expect_note("timeout: write=HR_ESTATE abort=OK");
   rc_close(c);
-  finish(fx);
-}
-
-/* The thread check and the loop from both threads; every call's answer to
- * another thread and to NULL. */
-static void test_threads(void **state) {
-  fx_t *fx = *state;
-  rc_t *c;
-  start(fx);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "thread"), 0);
-  expect_bytes(c, "here: thread=OK loop=1\n"
-                  "there: thread=HR_ETHREAD loop=1 queued=0 high_water=1000 "
-                  "write=HR_ETHREAD drain=HR_ETHREAD abort=HR_ETHREAD\n"
-                  "null: thread=HR_EINVAL loop=1 queued=0 high_water=0 write=HR_EINVAL "
-                  "drain=HR_EINVAL abort=HR_EINVAL post=HR_EINVAL run=HR_EINVAL\n");
-  assert_int_equal(rc_send_str(c, "echo"), 0); /* nothing was aborted */
-  expect_bytes(c, "echo");
-  fx_drop(fx, c);
-  finish(fx);
-}
-
-/* Two posts from another thread, one node each, run in order on the loop
- * thread with the function carried (or none). */
-static void test_post_fn(void **state) {
-  fx_t *fx = *state;
-  rc_t *c;
-  start(fx);
-  c = open_up(fx);
-  assert_int_equal(rc_send_str(c, "post"), 0);
-  expect_bytes(c, "asked=OK,OK allocations=2\nsaid:fn\nnofn:none\n");
-  assert_int_equal(rc_send_str(c, "bye"), 0);
-  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
-  fx_drop(fx, c);
-  expect_end(0);
   finish(fx);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_upgrade_check, fx_setup, fx_teardown),
-      cmocka_unit_test_setup_teardown(test_queued_and_past_mark, fx_setup, fx_teardown),
-      cmocka_unit_test_setup_teardown(test_want_drain, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_calls, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_abort, fx_setup, fx_teardown),
-      cmocka_unit_test_setup_teardown(test_threads, fx_setup, fx_teardown),
-      cmocka_unit_test_setup_teardown(test_post_fn, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
