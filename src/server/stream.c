@@ -275,15 +275,14 @@ static int check(const hr_stream_t *s) {
 
 /* The stream is to be closed, what is queued dropped, never inside the
  * owner's call: right after the callback that asked when it is one of
- * hr__stream_process's, else at the next turn, by the stream's own
- * deadline (now) whatever the connection's state: a stream closed by its
- * owner (DRAINING) is no longer stepped, and the kick may find the
- * connection busy. */
+ * hr__stream_process's (before the queue is flushed), else by the stream's
+ * own deadline, set to now (hr__stream_timeout), whatever the connection's
+ * state: one its owner closed (DRAINING) is no longer stepped, so a kick
+ * would only flush what is to be dropped. */
 static void doom(hr_stream_t *s) {
   s->status = HR_ECLOSED;
   s->dead = 1;
   hr__timer_set(&s->w->timers, &s->timer, HR__TL_STREAM, uv_now(s->w->loop));
-  hr__conn_kick(s->conn);
 }
 
 /* Appends to the output queue; on failure the stream is doomed. */
