@@ -159,26 +159,6 @@ static void mw_after(hr_request_t *req, int status, void *udata) {
 static const char *const UPGRADE =
     "GET /echo HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo\r\n\r\n";
 
-/* Reads exactly `want` (n bytes) from c. */
-static void expect_bytes(rc_t *c, const char *want) {
-  size_t n = strlen(want), got = 0;
-  char buf[256];
-  while (got < n) {
-    ssize_t r;
-    if (c->off < c->len) { /* what the response reader buffered */
-      size_t k = c->len - c->off < n - got ? c->len - c->off : n - got;
-      memcpy(buf + got, c->buf + c->off, k);
-      c->off += k;
-      got += k;
-      continue;
-    }
-    r = recv(c->fd, buf + got, n - got, 0);
-    if (r <= 0) fail_msg("stream ended after %zu of %zu bytes", got, n);
-    got += (size_t)r;
-  }
-  assert_memory_equal(buf, want, n);
-}
-
 static void start(fx_t *fx) {
   memset(&st.closed_status, 0, sizeof(int) * 4);
   ev_init(&closed_ev);

@@ -355,21 +355,6 @@ void hr__stream_gone(hr__conn_t *c);      /* hr__conn_close: tell the owner */
 void hr__stream_shutdown(hr__conn_t *c);  /* graceful server shutdown */
 void hr__stream_discard(struct hr_stream_s *s); /* never attached */
 void hr__stream_timeout(hr__tnode_t *n);  /* its HR__TL_STREAM deadline passed */
-uv_loop_t *hr__stream_loop(const struct hr_stream_s *s);
-size_t hr__stream_queued(const struct hr_stream_s *s); /* output bytes held */
-/* hr_stream_write without the high-water check: for a protocol layer that
- * keeps its own (websocket/session.c).  Returns 0, HR_ENOMEM, HR_ESTATE,
- * HR_ECLOSED. */
-int hr__stream_write_any(struct hr_stream_s *s, const void *data, size_t len);
-/* Ends the connection on the next turn without writing what is queued;
- * closed follows with HR_ECLOSED. */
-void hr__stream_abort(struct hr_stream_s *s);
-/* The drain callback is wanted, as after an HR_EAGAIN. */
-void hr__stream_want_drain(struct hr_stream_s *s);
-/* Keeps `s` allocated (not usable: its calls answer HR_ECLOSED once it is
- * over) until the matching release, which may run on any thread. */
-void hr__stream_hold(struct hr_stream_s *s);
-void hr__stream_release(struct hr_stream_s *s);
 void hr__streams_free(hr__worker_t *w);
 
 /* h1.c: HTTP/1.1 messages on a connection */
@@ -479,15 +464,15 @@ typedef struct hr__ctxent_s {
 } hr__ctxent_t;
 
 /* A call another thread asked the worker to make (hr__worker_post): `run`
- * gets `target`, the caller's callback `fn` (cast back to its own type by
- * `run`) and `udata`, on the loop thread. */
+ * gets `target`, the caller's callbacks `fn` and `aux` (cast back to their
+ * own types by `run`; `aux` often NULL) and `udata`, on the loop thread. */
 typedef void (*hr__fn_t)(void);
-typedef void (*hr__post_run_t)(void *target, hr__fn_t fn, void *udata);
+typedef void (*hr__post_run_t)(void *target, hr__fn_t fn, hr__fn_t aux, void *udata);
 typedef struct hr__post_s {
   struct hr__post_s *next;
   hr__post_run_t run;
   void *target;
-  hr__fn_t fn;
+  hr__fn_t fn, aux;
   void *udata;
 } hr__post_t;
 
@@ -679,12 +664,12 @@ void hr__worker_exchange_gone(hr__worker_t *w);
  * carried it. */
 void hr__worker_ended(hr__exchange_t *ex);
 void hr__worker_schedule(hr__worker_t *w); /* run the resume list soon */
-/* Any thread: queues run(target, fn, udata) for the worker's loop thread,
- * never run inside this call.  Allocates one node with the server's
- * allocator.  Returns 0, HR_ENOMEM, or HR_ECLOSED when the worker has
- * finished (nothing would run it). */
+/* Any thread: queues run(target, fn, aux, udata) for the worker's loop
+ * thread, never run inside this call.  Allocates one node with the
+ * server's allocator.  Returns 0, HR_ENOMEM, or HR_ECLOSED when the worker
+ * has finished (nothing would run it). */
 int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t fn,
-                    void *udata);
+                    hr__fn_t aux, void *udata);
 /* What a stream or WebSocket call from a thread not the loop's answers:
  * HR_ETHREAD, or HR_ECLOSED once the loop has ended (a post run at the
  * worker's cleanup). */

@@ -300,7 +300,8 @@ hr_request_t *hr_response_request(hr_response_t *res) {
   return &HR__EX_OF_RES(res)->req;
 }
 
-static void run_post(void *target, hr__fn_t fn, void *udata) {
+static void run_post(void *target, hr__fn_t fn, hr__fn_t aux, void *udata) {
+  (void)aux;
   ((hr_post_cb)fn)(target, udata);
 }
 
@@ -310,5 +311,5 @@ int hr_response_post(hr_response_t *res, hr_post_cb cb, void *udata) {
   /* Pairs with the release store in hr__exchange_abandon(). */
   if (atomic_load_explicit(&ex->where, memory_order_acquire) == HR__EX_ABANDONED)
     return HR_ECLOSED;
-  return hr__worker_post(ex->w, run_post, res, (hr__fn_t)cb, udata);
+  return hr__worker_post(ex->w, run_post, res, (hr__fn_t)cb, NULL, udata);
 }

@@ -27,7 +27,7 @@ struct hr_stream_s {
   int status;        /* what `closed` will say */
   unsigned attached : 1, paused : 1, closing : 1, want_drain : 1, shutdown_told : 1;
   unsigned owner_closed : 1; /* hr_stream_close: 0 once FIN is out */
-  unsigned dead : 1;         /* failed: closed on the next turn, never inside a call */
+  unsigned dead : 1;         /* failed or aborted: closed soon, never inside a call (doom) */
 };
 
 /* ---- the worker's table ------------------------------------------------------ */
@@ -70,9 +70,11 @@ static hr_stream_t *stream_new(hr__worker_t *w) {
   return s;
 }
 
-void hr__stream_hold(hr_stream_t *s) { atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed); }
+static void stream_hold(hr_stream_t *s) {
+  atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
 
-void hr__stream_release(hr_stream_t *s) {
+static void stream_release(hr_stream_t *s) {
   /* acq_rel: every holder's use of *s happens before the free. */
   if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
     const hr_allocator_t *a = s->w->mem.a;
@@ -86,22 +88,7 @@ static void stream_free(hr_stream_t *s) {
   s->w->streams[s->slot] = NULL;
   hr__timer_clear(&s->timer);
   s->conn = NULL;
-  hr__stream_release(s);
-}
-
-uv_loop_t *hr__stream_loop(const hr_stream_t *s) { return s->w->loop; }
-
-size_t hr__stream_queued(const hr_stream_t *s) {
-  return s->conn != NULL ? hr__out_queued_memory(s->conn) : 0;
-}
-
-void hr__stream_want_drain(hr_stream_t *s) { s->want_drain = 1; }
-
-void hr__stream_abort(hr_stream_t *s) {
-  if (s->conn == NULL || s->dead) return;
-  s->status = HR_ECLOSED;
-  s->dead = 1; /* closed on the next turn (hr__stream_process) */
-  hr__conn_kick(s->conn);
+  stream_release(s);
 }
 
 /* ---- the upgrade ------------------------------------------------------------- */
@@ -125,19 +112,29 @@ static int asks_upgrade(const hr_request_t *req) {
          v.len > 0;
 }
 
+int hr_response_upgrade_check(const hr_response_t *res) {
+  const hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  /* The whole request first: a body still to come (a streaming route,
+   * perhaps held back for 100 Continue) would be taken for stream bytes. */
+  return ex->msg_complete ? 0 : HR_ESTATE;
+}
+
+const hr_allocator_t *hr_response_allocator(const hr_response_t *res) {
+  return HR__EX_OF_RES(res)->w->mem.a;
+}
+
 int hr_response_upgrade(hr_response_t *res, const char *protocol,
                         const hr_stream_callbacks_t *cb, void *udata, hr_stream_t **out) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
   hr_request_t *req = &ex->req;
   hr__conn_t *c = ex->conn;
   hr_stream_t *s;
-  int err = hr__exchange_check_thread(ex);
+  int err = hr_response_upgrade_check(res);
   if (out != NULL) *out = NULL;
   if (err != 0) return err;
-  if (res->state != HR__RES_NEW) return HR_ESTATE;
-  /* The whole request first: a body still to come (a streaming route,
-   * perhaps held back for 100 Continue) would be taken for stream bytes. */
-  if (!ex->msg_complete) return HR_ESTATE;
   if (cb == NULL || cb->read == NULL || cb->closed == NULL || protocol == NULL ||
       !protocol_ok(protocol) || req->version != 11 || req->is_head || !asks_upgrade(req))
     return HR_EINVAL;
@@ -153,7 +150,7 @@ int hr_response_upgrade(hr_response_t *res, const char *protocol,
   s->udata = udata;
   s->status = HR_ECLOSED;
   if (slot_take(c->w, s) != 0) {
-    hr__stream_release(s);
+    stream_release(s);
     return HR_ENOMEM;
   }
   /* RFC 9110 §15.2.2: the protocols switched to, and Connection naming
@@ -209,22 +206,20 @@ void hr__stream_fin_sent(hr__conn_t *c) {
 void hr__stream_process(hr__conn_t *c) {
   hr_stream_t *s = stream_of(c);
   const hr_server_options_t *o = &c->w->server->opts;
-  if (s->dead) {
-    hr__conn_close(c);
-    return;
-  }
-  if (!s->paused && c->rbuf != NULL && c->msg_start < c->rlen) {
+  if (!s->dead && !s->paused && c->rbuf != NULL && c->msg_start < c->rlen) {
     uint32_t from = c->msg_start, to = c->rlen;
     /* Consumed before the call: the callback may pause, write or close. */
     c->msg_start = c->rlen = 0;
     s->cb.read(s, c->rbuf + from, to - from, s->udata);
     if (c->state == HR__C_CLOSED || c->w->streams[c->stream_slot] != s) return;
   }
-  if (s->want_drain && !s->closing && !hr__out_writing(c) &&
+  if (!s->dead && s->want_drain && !s->closing && !hr__out_writing(c) &&
       hr__out_queued_memory(c) <= o->write_high_water_bytes / 2) {
     s->want_drain = 0;
     if (s->cb.drain != NULL) s->cb.drain(s, s->udata);
   }
+  /* Doomed by a callback just now: closed before what it queued goes. */
+  if (s->dead) hr__conn_close(c);
 }
 
 void hr__stream_peer_eof(hr__conn_t *c) { stream_of(c)->status = UV_EOF; }
@@ -240,6 +235,10 @@ void hr__stream_gone(hr__conn_t *c) {
 
 void hr__stream_timeout(hr__tnode_t *n) {
   hr_stream_t *s = (hr_stream_t *)((char *)n - offsetof(hr_stream_t, timer));
+  if (s->dead) { /* doom's deadline */
+    hr__conn_close(s->conn);
+    return;
+  }
   s->cb.timeout(s, s->udata);
 }
 
@@ -261,23 +260,37 @@ void hr__stream_shutdown(hr__conn_t *c) {
 
 /* ---- the owner's calls -------------------------------------------------------- */
 
-static int check(const hr_stream_t *s) {
+int hr_stream_check_thread(const hr_stream_t *s) {
   uv_thread_t self;
   if (s == NULL) return HR_EINVAL;
   self = uv_thread_self();
-  if (!uv_thread_equal(&self, &s->w->loop_thread)) return hr__worker_call_thread_err(s->w);
+  return uv_thread_equal(&self, &s->w->loop_thread) ? 0 : hr__worker_call_thread_err(s->w);
+}
+
+static int check(const hr_stream_t *s) {
+  int err = hr_stream_check_thread(s);
+  if (err != 0) return err;
   return s->conn == NULL || s->dead || s->conn->state == HR__C_CLOSED ? HR_ECLOSED : 0;
 }
 
-/* Appends to the output queue; on failure the stream is closed on the
- * next turn (the closed callback never runs inside the owner's call). */
+/* The stream is to be closed, what is queued dropped, never inside the
+ * owner's call: right after the callback that asked when it is one of
+ * hr__stream_process's (before the queue is flushed), else by the stream's
+ * own deadline, set to now (hr__stream_timeout), whatever the connection's
+ * state: one its owner closed (DRAINING) is no longer stepped, so a kick
+ * would only flush what is to be dropped. */
+static void doom(hr_stream_t *s) {
+  s->status = HR_ECLOSED;
+  s->dead = 1;
+  hr__timer_set(&s->w->timers, &s->timer, HR__TL_STREAM, uv_now(s->w->loop));
+}
+
+/* Appends to the output queue; on failure the stream is doomed. */
 static int append(hr_stream_t *s, const void *data, size_t len) {
   hr__conn_t *c = s->conn;
   if (len == 0) return 0;
   if (hr__out_append(c, data, len) != 0) {
-    s->status = HR_ECLOSED;
-    s->dead = 1;
-    hr__conn_kick(c);
+    doom(s);
     return HR_ENOMEM;
   }
   hr__conn_kick(c);
@@ -295,11 +308,37 @@ int hr_stream_write(hr_stream_t *s, const void *data, size_t len) {
   return append(s, data, len);
 }
 
-int hr__stream_write_any(hr_stream_t *s, const void *data, size_t len) {
+int hr_stream_write_past_mark(hr_stream_t *s, const void *data, size_t len) {
   int err = check(s);
   if (err != 0) return err;
   if (s->closing) return HR_ESTATE;
   return append(s, data, len);
+}
+
+size_t hr_stream_queued(const hr_stream_t *s) {
+  if (hr_stream_check_thread(s) != 0 || s->conn == NULL) return 0;
+  return hr__out_queued_memory(s->conn);
+}
+
+size_t hr_stream_high_water(const hr_stream_t *s) {
+  return s != NULL ? s->w->server->opts.write_high_water_bytes : 0;
+}
+
+int hr_stream_want_drain(hr_stream_t *s) {
+  int err = check(s);
+  if (err != 0) return err;
+  if (s->cb.drain == NULL) return HR_EINVAL;
+  if (s->closing) return HR_ESTATE;
+  s->want_drain = 1;
+  hr__conn_kick(s->conn); /* a queue low already: the drain on the next turn */
+  return 0;
+}
+
+int hr_stream_abort(hr_stream_t *s) {
+  int err = check(s);
+  if (err != 0) return err;
+  doom(s);
+  return 0;
 }
 
 int hr_stream_pause(hr_stream_t *s, int paused) {
@@ -336,18 +375,37 @@ int hr_stream_set_timeout(hr_stream_t *s, uint64_t ms) {
   return 0;
 }
 
-static void run_post(void *target, hr__fn_t fn, void *udata) {
+/* A post holds the stream until it has run: `fn` is the owner's callback
+ * (hr_stream_post) or runner (hr_stream_post_fn, which carries the
+ * owner's function in `aux`). */
+static void run_post(void *target, hr__fn_t fn, hr__fn_t aux, void *udata) {
+  (void)aux;
   ((hr_stream_post_cb)fn)(target, udata);
-  hr__stream_release(target);
+  stream_release(target);
 }
 
-int hr_stream_post(hr_stream_t *s, hr_stream_post_cb cb, void *udata) {
+static void run_post_fn(void *target, hr__fn_t fn, hr__fn_t aux, void *udata) {
+  ((hr_stream_post_fn_cb)fn)(target, (hr_stream_fn)aux, udata);
+  stream_release(target);
+}
+
+static int post(hr_stream_t *s, hr__post_run_t run, hr__fn_t fn, hr__fn_t aux, void *udata) {
   int err;
-  if (s == NULL || cb == NULL) return HR_EINVAL;
-  hr__stream_hold(s);
-  err = hr__worker_post(s->w, run_post, s, (hr__fn_t)cb, udata);
-  if (err != 0) hr__stream_release(s);
+  if (s == NULL || fn == NULL) return HR_EINVAL;
+  stream_hold(s);
+  err = hr__worker_post(s->w, run, s, fn, aux, udata);
+  if (err != 0) stream_release(s);
   return err;
 }
 
+int hr_stream_post(hr_stream_t *s, hr_stream_post_cb cb, void *udata) {
+  return post(s, run_post, (hr__fn_t)cb, NULL, udata);
+}
+
+int hr_stream_post_fn(hr_stream_t *s, hr_stream_post_fn_cb run, hr_stream_fn fn, void *udata) {
+  return post(s, run_post_fn, (hr__fn_t)run, (hr__fn_t)fn, udata);
+}
+
 void *hr_stream_udata(const hr_stream_t *s) { return s != NULL ? s->udata : NULL; }
+
+uv_loop_t *hr_stream_loop(const hr_stream_t *s) { return s != NULL ? s->w->loop : NULL; }

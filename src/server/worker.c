@@ -96,14 +96,14 @@ static void run_posts(hr__worker_t *w) {
   }
   while (rev != NULL) {
     hr__post_t *n = rev->next;
-    rev->run(rev->target, rev->fn, rev->udata);
+    rev->run(rev->target, rev->fn, rev->aux, rev->udata);
     w->mem.a->free(w->mem.a->ctx, rev);
     rev = n;
   }
 }
 
 int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t fn,
-                    void *udata) {
+                    hr__fn_t aux, void *udata) {
   /* Not through w->mem: its counter has a single writer, the worker. */
   const hr_allocator_t *a = w->mem.a;
   hr__post_t *p = a->malloc(a->ctx, sizeof(*p));
@@ -111,6 +111,7 @@ int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t 
   p->run = run;
   p->target = target;
   p->fn = fn;
+  p->aux = aux;
   p->udata = udata;
   uv_mutex_lock(&w->post_lock);
   if (w->posts_closed) {

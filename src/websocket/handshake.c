@@ -10,7 +10,6 @@
 #include <openssl/sha.h>
 #include <string.h>
 
-#include "server/internal.h"
 #include "util/text.h"
 #include "websocket/ws.h"
 
@@ -122,7 +121,8 @@ static int check_request(const hr_request_t *req, hr_response_t *res, hr_span_t 
   hr_span_t v;
   if (!hr_span_eq(hr_request_method(req), HR_SPAN_LIT("GET")))
     return refuse(res, 405, "WebSocket handshake: GET only\n");
-  if (hr_request_version(req) != 11 || !req->conn_upgrade ||
+  if (hr_request_version(req) != 11 ||
+      !field_has_token(req, HR_SPAN_LIT("Connection"), HR_SPAN_LIT("upgrade")) ||
       !field_has_token(req, HR_SPAN_LIT("Upgrade"), HR_SPAN_LIT("websocket")))
     return refuse(res, 400, "WebSocket handshake: Upgrade: websocket and Connection: "
                             "Upgrade needed\n");
@@ -148,7 +148,6 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
                         const hr_websocket_options_t *opts,
                         const hr_websocket_callbacks_t *cb, void *udata,
                         hr_websocket_t **out) {
-  hr__exchange_t *ex = HR__EX_OF_RES(res);
   hr_websocket_options_t defaults;
   hr_websocket_t *ws;
   const hr_allocator_t *a;
@@ -161,24 +160,22 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
     hr_websocket_options_init(&defaults);
     opts = &defaults;
   }
-  if (req == NULL || req != &ex->req || cb == NULL || cb->message == NULL ||
-      cb->closed == NULL || !valid_options(opts))
+  if (req == NULL || res == NULL || req != hr_response_request(res) || cb == NULL ||
+      cb->message == NULL || cb->closed == NULL || !valid_options(opts))
     return HR_EINVAL;
-  if ((err = hr__exchange_check_thread(ex)) != 0) return err;
-  if (res->state != HR__RES_NEW) return HR_ESTATE;
-  if (!ex->msg_complete) return HR_ESTATE;
+  /* Nothing refused where no upgrade could follow either (a response
+   * started, a body still to come). */
+  if ((err = hr_response_upgrade_check(res)) != 0) return err;
   if ((err = check_request(req, res, &key, opts)) != 0) return err;
   if ((err = accept_of(key, accept)) != 0) return err;
 
-  a = ex->w->mem.a;
+  a = hr_response_allocator(res);
   ws = a->malloc(a->ctx, sizeof(*ws));
   if (ws == NULL) return HR_ENOMEM;
   memset(ws, 0, sizeof(*ws));
   ws->a = a;
-  ws->w = ex->w;
   ws->cb = *cb;
   ws->udata = udata;
-  ws->high_water = ex->w->server->opts.write_high_water_bytes;
   atomic_init(&ws->refs, 1);
   sub = choose_subprotocol(req, opts->subprotocols);
   if (sub != NULL) {
@@ -198,6 +195,7 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
     hr__ws_session_free(ws);
     return err;
   }
+  ws->stream = ws->s;
   hr__ws_session_start(ws);
   if (out != NULL) *out = ws;
   return 0;

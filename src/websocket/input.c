@@ -23,7 +23,6 @@
  */
 #include <string.h>
 
-#include "server/internal.h"
 #include "util/utf8.h"
 #include "websocket/ws.h"
 

@@ -14,11 +14,10 @@
  */
 #include <string.h>
 
-#include "server/internal.h"
 #include "util/utf8.h"
 #include "websocket/ws.h"
 
-uint64_t hr__ws_now(const hr_websocket_t *ws) { return uv_now(ws->w->loop); }
+uint64_t hr__ws_now(const hr_websocket_t *ws) { return uv_now(hr_stream_loop(ws->stream)); }
 
 void hr__ws_release(hr_websocket_t *ws) {
   /* acq_rel: every holder's use of *ws happens before the free. */
@@ -42,7 +41,7 @@ int hr__ws_close_code_ok(unsigned code, int received) {
 static ssize_t on_send(const uint8_t *data, size_t len, int flags, void *user) {
   hr_websocket_t *ws = user;
   (void)flags;
-  if (hr__stream_write_any(ws->s, data, len) != 0) return -1;
+  if (hr_stream_write_past_mark(ws->s, data, len) != 0) return -1;
   return (ssize_t)len;
 }
 
@@ -120,7 +119,7 @@ void hr__ws_settle(hr_websocket_t *ws) {
 /* ---- reading --------------------------------------------------------------- */
 
 static int over_mark(const hr_websocket_t *ws) {
-  return ws->s != NULL && hr__stream_queued(ws->s) > ws->high_water;
+  return ws->s != NULL && hr_stream_queued(ws->s) > hr_stream_high_water(ws->s);
 }
 
 /* The stream is read while the owner does not pause, the output is under
@@ -138,7 +137,7 @@ static void update_reading(hr_websocket_t *ws) {
   /* Whatever paused the stream before, the queue being over the mark now
    * needs the drain to call this again (a resume may have sent past the
    * mark without any send being refused). */
-  if (!want && !ws->close_tx && over_mark(ws)) hr__stream_want_drain(ws->s);
+  if (!want && !ws->close_tx && over_mark(ws)) hr_stream_want_drain(ws->s);
 }
 
 static void after_input(hr_websocket_t *ws) {
@@ -245,7 +244,7 @@ static void on_timeout(hr_stream_t *s, void *udata) {
   if (ws->over) return;
   if (ws->fin_asked) { /* the FIN still waits behind output nobody reads */
     if (ws->close_timeout_ms != 0 && now >= ws->fin_at + ws->close_timeout_ms)
-      hr__stream_abort(ws->s);
+      hr_stream_abort(ws->s);
     return;
   }
   rest(ws);
@@ -254,9 +253,9 @@ static void on_timeout(hr_stream_t *s, void *udata) {
      * else the peer reads nothing either and the connection is dropped
      * (not left to the write timeout). */
     if (ws->close_timeout_ms != 0 && now >= ws->close_sent_at + ws->close_timeout_ms) {
-      if (hr__stream_queued(ws->s) > 0) {
+      if (hr_stream_queued(ws->s) > 0) {
         ws->fin_asked = 1;
-        hr__stream_abort(ws->s);
+        hr_stream_abort(ws->s);
       } else {
         finish(ws);
       }
@@ -266,7 +265,7 @@ static void on_timeout(hr_stream_t *s, void *udata) {
              now >= ws->ping_sent + ws->ping_timeout_ms) {
     /* It answers nothing: dropped; closed says 1006. */
     ws->fin_asked = 1;
-    hr__stream_abort(ws->s);
+    hr_stream_abort(ws->s);
     return;
   } else if (ws->idle_timeout_ms != 0 && now >= ws->last_msg + ws->idle_timeout_ms) {
     hr__ws_send_close(ws, HR__WS_GOING_AWAY, "idle", 4);
@@ -325,10 +324,9 @@ void hr__ws_session_free(hr_websocket_t *ws) {
 /* ---- the owner's calls ------------------------------------------------------- */
 
 static int check(const hr_websocket_t *ws) {
-  uv_thread_t self;
+  int err;
   if (ws == NULL) return HR_EINVAL;
-  self = uv_thread_self();
-  if (!uv_thread_equal(&self, &ws->w->loop_thread)) return hr__worker_call_thread_err(ws->w);
+  if ((err = hr_stream_check_thread(ws->stream)) != 0) return err;
   return ws->s == NULL || ws->over || ws->fin_asked || ws->broken ? HR_ECLOSED : 0;
 }
 
@@ -341,7 +339,7 @@ int hr_websocket_send(hr_websocket_t *ws, int type, const void *data, size_t len
   if (ws->close_tx) return HR_ESTATE; /* §5.5.1: no data after a close frame */
   if (over_mark(ws)) {
     ws->want_drain = 1;
-    hr__stream_want_drain(ws->s);
+    hr_stream_want_drain(ws->s);
     return HR_EAGAIN;
   }
   if (hr__ws_send_frame(ws, type == HR_WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, data,
@@ -368,10 +366,9 @@ int hr_websocket_close(hr_websocket_t *ws, uint16_t code, const char *reason,
 
 /* A later turn after hr_websocket_pause(ws, 0), or after the server's
  * close while paused: what was held is read, while frames are read. */
-static void run_resume(void *target, hr__fn_t fn, void *udata) {
-  hr_websocket_t *ws = target;
-  (void)fn;
-  (void)udata;
+static void run_resume(hr_stream_t *s, void *udata) {
+  hr_websocket_t *ws = udata;
+  (void)s;
   ws->resume_posted = 0;
   if (ws->s != NULL && !ws->over && !ws->fin_asked && hr__ws_reading(ws) && !ws->read_done) {
     hr__ws_input(ws, NULL, 0);
@@ -384,7 +381,7 @@ static void run_resume(void *target, hr__fn_t fn, void *udata) {
 static int schedule_resume(hr_websocket_t *ws) {
   if (ws->resume_posted) return 0;
   atomic_fetch_add_explicit(&ws->refs, 1, memory_order_relaxed);
-  if (hr__worker_post(ws->w, run_resume, ws, NULL, NULL) != 0) {
+  if (hr_stream_post(ws->stream, run_resume, ws) != 0) {
     hr__ws_release(ws);
     return HR_ENOMEM;
   }
@@ -401,18 +398,19 @@ int hr_websocket_pause(hr_websocket_t *ws, int paused) {
   return 0;
 }
 
-static void run_post(void *target, hr__fn_t fn, void *udata) {
-  ((hr_websocket_post_cb)fn)(target, udata);
-  hr__ws_release(target);
+static void run_post(hr_stream_t *s, hr_stream_fn fn, void *udata) {
+  hr_websocket_t *ws = hr_stream_udata(s);
+  ((hr_websocket_post_cb)fn)(ws, udata);
+  hr__ws_release(ws);
 }
 
 int hr_websocket_post(hr_websocket_t *ws, hr_websocket_post_cb cb, void *udata) {
   int err;
   if (ws == NULL || cb == NULL) return HR_EINVAL;
-  /* Only ws->w, set before `ws` was handed out: the loop may be changing
-   * the rest meanwhile. */
+  /* Only ws->stream, set before `ws` was handed out: the loop may be
+   * changing the rest meanwhile. */
   atomic_fetch_add_explicit(&ws->refs, 1, memory_order_relaxed);
-  err = hr__worker_post(ws->w, run_post, ws, (hr__fn_t)cb, udata);
+  err = hr_stream_post_fn(ws->stream, run_post, (hr_stream_fn)cb, udata);
   if (err != 0) hr__ws_release(ws);
   return err;
 }
@@ -423,4 +421,6 @@ const char *hr_websocket_subprotocol(const hr_websocket_t *ws) {
 
 void *hr_websocket_udata(const hr_websocket_t *ws) { return ws != NULL ? ws->udata : NULL; }
 
-uv_loop_t *hr_websocket_loop(const hr_websocket_t *ws) { return ws != NULL ? ws->w->loop : NULL; }
+uv_loop_t *hr_websocket_loop(const hr_websocket_t *ws) {
+  return ws != NULL ? hr_stream_loop(ws->stream) : NULL;
+}

@@ -7,7 +7,9 @@
  * posts.  wslay's frame layer does the framing both ways (headers,
  * lengths, masking); the message layer is hroute's, so that every failure
  * gets its close code and nothing waits in a second queue: frames go
- * straight into the connection's output queue.
+ * straight into the connection's output queue.  Only the public API is
+ * used (upgrade.h: the stream's calls), as an application's own protocol
+ * over a stream would.
  */
 #ifndef HR_WEBSOCKET_WS_H
 #define HR_WEBSOCKET_WS_H
@@ -16,6 +18,7 @@
 #include <stdint.h>
 #include <wslay/wslay.h>
 
+#include "hroute/error.h"
 #include "hroute/upgrade.h"
 #include "hroute/websocket.h"
 
@@ -32,8 +35,12 @@ enum {
 };
 
 struct hr_websocket_s {
-  struct hr__worker_s *w;       /* the loop's; never changes */
-  hr_stream_t *s;               /* NULL once the connection is over */
+  /* The upgraded stream, set before `ws` is handed out and never changed:
+   * allocated whenever `ws` may be used (its posts go through the
+   * stream's, which hold it), so its thread check and loop serve `ws`'s
+   * calls to the end. */
+  hr_stream_t *stream;
+  hr_stream_t *s;               /* the same; NULL once the connection is over */
   /* wslay's frame context (4 KiB of input buffer): made at the first
    * byte either way, freed again when the connection rests (nothing of a
    * frame buffered) at a timer, so an idle connection does not keep it. */
@@ -43,7 +50,6 @@ struct hr_websocket_s {
   const hr_allocator_t *a;      /* the server's: a post may free `ws` anywhere */
   /* One reference for the connection's life, one per pending post. */
   _Atomic unsigned refs;
-  size_t high_water;            /* the server's write_high_water_bytes */
   uint64_t max_message;
 
   /* Reading (input.c).  The peer's bytes during a read callback, and

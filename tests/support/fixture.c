@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 /* Seconds any single test may take before the watchdog kills the process. */
@@ -370,6 +371,25 @@ void expect_closed(rc_t *c) {
   if (rc <= 0)
     fail_msg("expected the server to close the connection, got %s",
              rc == 0 ? "more bytes" : "nothing (still open)");
+}
+
+void expect_bytes(rc_t *c, const char *want) {
+  size_t n = strlen(want), got = 0;
+  char buf[4096];
+  while (got < n) {
+    size_t k, want_k = n - got < sizeof buf ? n - got : sizeof buf;
+    if (c->off < c->len) { /* what the response reader buffered */
+      k = c->len - c->off < want_k ? c->len - c->off : want_k;
+      memcpy(buf, c->buf + c->off, k);
+      c->off += k;
+    } else {
+      ssize_t r = recv(c->fd, buf, want_k, 0);
+      if (r <= 0) fail_msg("stream ended after %zu of %zu bytes", got, n);
+      k = (size_t)r;
+    }
+    assert_memory_equal(buf, want + got, k);
+    got += k;
+  }
 }
 
 void expect_field(const rc_response_t *r, const char *name, const char *value,

@@ -150,6 +150,10 @@ void expect_head_response(rc_t *c, const char *status_line,
                           rc_response_t *r);
 /* Asserts the connection ends here (EOF or reset, no further byte). */
 void expect_closed(rc_t *c);
+/* Reads exactly the bytes of `want` (a NUL-terminated string of any
+ * length) from c, what its response reader buffered first: the raw bytes
+ * of an upgraded stream. */
+void expect_bytes(rc_t *c, const char *want);
 /* Asserts field `name` is present exactly once with value `value`
  * (compared case-sensitively unless nocase). */
 void expect_field(const rc_response_t *r, const char *name, const char *value,
