@@ -27,6 +27,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "http/strict.h"
 #include "router/path.h"
@@ -45,17 +46,67 @@ int hr__h2_preface(const char *p, size_t n) {
 
 /* ---- nghttp2's allocations, through the server's allocator --------------- */
 
-static void *ng_malloc(size_t size, void *ud) { return hr__mem_alloc(ud, size); }
-static void ng_free(void *ptr, void *ud) { hr__mem_free(ud, ptr); }
-static void *ng_realloc(void *ptr, size_t size, void *ud) {
-  return hr__mem_realloc(ud, ptr, size);
+/* The session's outbound frame buffer is its first allocation of 16 KiB
+ * or more while it is made (nghttp2_session_new: NGHTTP2_FRAMEBUF_CHUNKLEN,
+ * a frame header, a pad byte and the largest payload).  It is allocated
+ * with a page of slack and handed out page-aligned, so that its pages can
+ * be given back whole while the connection idles (h2_nap). */
+#define HR__H2_FRAMEBUF_MIN 16384
+#define HR__PAGE 4096
+
+static void *ng_malloc(size_t size, void *ud) {
+  hr__h2_t *h2 = ud;
+  hr__mem_t *mem = &h2->c->w->mem;
+  char *raw;
+  if (!h2->creating || h2->fb != NULL || size < HR__H2_FRAMEBUF_MIN || size > SIZE_MAX - HR__PAGE)
+    return hr__mem_alloc(mem, size);
+  raw = hr__mem_alloc(mem, size + HR__PAGE - 1);
+  if (raw == NULL) return NULL;
+  h2->fb_raw = raw;
+  h2->fb = (char *)(((uintptr_t)raw + HR__PAGE - 1) & ~(uintptr_t)(HR__PAGE - 1));
+  h2->fb_len = size;
+  return h2->fb;
 }
+
+static void ng_free(void *ptr, void *ud) {
+  hr__h2_t *h2 = ud;
+  if (ptr != NULL && ptr == h2->fb) {
+    ptr = h2->fb_raw;
+    h2->fb = h2->fb_raw = NULL;
+  }
+  hr__mem_free(&h2->c->w->mem, ptr);
+}
+
+static void *ng_realloc(void *ptr, size_t size, void *ud) {
+  hr__h2_t *h2 = ud;
+  char *p;
+  if (ptr == NULL) return ng_malloc(size, ud); /* how nghttp2_buf_reserve allocates */
+  if (ptr != h2->fb) return hr__mem_realloc(&h2->c->w->mem, ptr, size);
+  /* Not done by nghttp2 1.52 to this buffer; kept correct all the same. */
+  p = hr__mem_alloc(&h2->c->w->mem, size);
+  if (p == NULL) return NULL;
+  memcpy(p, ptr, size < h2->fb_len ? size : h2->fb_len);
+  ng_free(ptr, ud);
+  return p;
+}
+
 static void *ng_calloc(size_t n, size_t size, void *ud) {
   void *p;
   if (size != 0 && n > SIZE_MAX / size) return NULL;
-  p = hr__mem_alloc(ud, n * size);
+  p = ng_malloc(n * size, ud);
   if (p != NULL) memset(p, 0, n * size);
   return p;
+}
+
+/* The connection has had no stream for HR__H2_NAP_MS: the frame buffer's
+ * pages go back to the kernel (their content is only ever the frame being
+ * written, and nghttp2 writes a frame whole before it is sent: pages that
+ * come back zeroed on the next frame are as good). */
+static void h2_nap(hr__h2_t *h2) {
+  uintptr_t start = (uintptr_t)h2->fb, end = (start + h2->fb_len) & ~(uintptr_t)(HR__PAGE - 1);
+  if (h2->fb == NULL || h2->fb_napping || nghttp2_session_want_write(h2->ng)) return;
+  if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+  h2->fb_napping = 1;
 }
 
 static void session_free(hr__conn_t *c, hr__h2_t *h2);
@@ -504,10 +555,10 @@ void hr__h2_fail(hr__exchange_t *ex, int status, const char *reason) {
 
 /* ---- the session --------------------------------------------------------- */
 
-static int make_session(hr__h2_t *h2, hr__mem_t *mem) {
+static int make_session(hr__h2_t *h2) {
   nghttp2_session_callbacks *cbs;
   nghttp2_option *opt;
-  nghttp2_mem m = {mem, ng_malloc, ng_free, ng_calloc, ng_realloc};
+  nghttp2_mem m = {h2, ng_malloc, ng_free, ng_calloc, ng_realloc};
   int rv;
   if (nghttp2_session_callbacks_new(&cbs) != 0) return HR_ENOMEM;
   if (nghttp2_option_new(&opt) != 0) {
@@ -524,7 +575,9 @@ static int make_session(hr__h2_t *h2, hr__mem_t *mem) {
    * taken.  Closed streams are kept (nghttp2 bounds how many) so that a
    * frame on one is the stream error STREAM_CLOSED (§5.1), not ignored. */
   nghttp2_option_set_no_auto_window_update(opt, 1);
+  h2->creating = 1;
   rv = nghttp2_session_server_new3(&h2->ng, cbs, h2, opt, &m);
+  h2->creating = 0;
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
   return rv == 0 ? 0 : HR_ENOMEM;
@@ -540,7 +593,7 @@ int hr__h2_start(hr__conn_t *c) {
   hr__h2scan_init(&h2->scan);
   h2->refilled = h2->idle_since = h2->last_read = h2->last_progress = uv_now(c->w->loop);
   h2->tokens_milli = (uint64_t)o->h2_reset_burst * 1000;
-  if (make_session(h2, &c->w->mem) != 0) {
+  if (make_session(h2) != 0) {
     hr__mem_free(&c->w->mem, h2);
     return HR_ENOMEM;
   }
@@ -590,6 +643,7 @@ static int send_frames(hr__h2_t *h2) {
       return -1;
     }
     if (n == 0) break;
+    h2->fb_napping = 0; /* its pages are in use again */
   }
   return 0;
 }
@@ -714,6 +768,10 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
   if (h2->nstreams == 0) {
     *list = HR__TL_IDLE;
     *due = h2->idle_since + o->keepalive_timeout_ms;
+    if (h2->fb != NULL && !h2->fb_napping && HR__H2_NAP_MS < o->keepalive_timeout_ms) {
+      *list = HR__TL_NAP;
+      *due = h2->idle_since + HR__H2_NAP_MS;
+    }
     return;
   }
   for (st = h2->streams; st != NULL; st = st->next) {
@@ -730,6 +788,10 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
 void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
   hr__h2_t *h2 = c->h2;
   hr__h2s_t *st, *next;
+  if (list == HR__TL_NAP) {
+    h2_nap(h2);
+    return;
+  }
   if (list == HR__TL_IDLE) {
     hr__h2_shutdown(c);
     return;

@@ -85,9 +85,19 @@ typedef struct hr__h2s_s {
   hr_span_t host_field;        /* a Host field beside :authority */
 } hr__h2s_t;
 
+/* How long an HTTP/2 connection without streams waits before it gives
+ * back the pages of nghttp2's outbound frame buffer (16 KiB, which 1.52
+ * keeps for the session's life). */
+#define HR__H2_NAP_MS 1000
+
 struct hr__h2_s {
   nghttp2_session *ng;
   hr__conn_t *c;
+  /* nghttp2's outbound frame buffer: allocated page-aligned (fb, within
+   * the block fb_raw) so that its pages can be given back while the
+   * connection idles (fb_napping) without touching anything else. */
+  char *fb, *fb_raw;
+  size_t fb_len;
   hr__h2scan_t scan;
   hr__h2s_t *streams;          /* open streams with an exchange */
   hr__h2s_t *ready, *ready_tail;
@@ -101,6 +111,8 @@ struct hr__h2_s {
   unsigned notice_sent : 1;    /* GOAWAY(2^31-1, NO_ERROR): draining */
   unsigned goaway_sent : 1;    /* the final GOAWAY */
   unsigned in_recv : 1;        /* inside nghttp2_session_mem_recv */
+  unsigned creating : 1;       /* inside nghttp2_session_server_new3 */
+  unsigned fb_napping : 1;     /* fb's pages are given back */
   unsigned dead : 1;           /* closed inside it: freed when it returns */
   unsigned calm : 1;           /* ended with ENHANCE_YOUR_CALM */
   unsigned peer_goaway : 1;    /* the client sent GOAWAY */

@@ -23,6 +23,7 @@ typedef enum {
   HR__TL_WRITE,    /* output not progressing */
   HR__TL_LINGER,   /* closing: draining the peer's bytes after our FIN */
   HR__TL_STREAM,   /* an upgraded stream's owner deadline (lengths vary) */
+  HR__TL_NAP,      /* an idle HTTP/2 connection gives its frame buffer back */
   HR__TL_COUNT,
   HR__TL_NONE = HR__TL_COUNT
 } hr__tlist_t;
