@@ -14,7 +14,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -322,6 +321,18 @@ static int nv_lines(nvset_t *s, hr_span_t lines, const hr_span_t *unless) {
   return 0;
 }
 
+/* `v` in decimal into `out` (20 bytes at least); returns the length. */
+static size_t decimal(char *out, uint64_t v) {
+  char tmp[20];
+  size_t n = 0, i;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
 static size_t count_lines(hr_span_t s) {
   size_t n = 0, i;
   for (i = 0; i < s.len; i++) n += s.ptr[i] == '\n';
@@ -340,13 +351,15 @@ static int build_head(hr__exchange_t *ex, nvset_t *s, int status, int64_t length
   s->cap = 3 + count_lines(route) + count_lines(fields);
   s->nv = hr__arena_alloc(&ex->arena, s->cap * sizeof(nghttp2_nv));
   if (s->nv == NULL) return HR_ENOMEM;
-  snprintf(status_text, 4, "%03d", status);
+  status_text[0] = (char)('0' + status / 100 % 10);
+  status_text[1] = (char)('0' + status / 10 % 10);
+  status_text[2] = (char)('0' + status % 10);
   nv_add(s, ":status", 7, status_text, 3);
   if ((err = nv_lines(s, route, &fields)) != 0 || (err = nv_lines(s, fields, NULL)) != 0)
     return err;
   if (length >= 0 && status >= 200 && status != 204 && !(status == 304 && length == 0)) {
-    int n = snprintf(length_text, 24, "%lld", (long long)length);
-    if ((err = nv_add(s, "content-length", 14, length_text, (size_t)n)) != 0) return err;
+    size_t n = decimal(length_text, (uint64_t)length);
+    if ((err = nv_add(s, "content-length", 14, length_text, n)) != 0) return err;
   }
   /* "Date: <IMF-fixdate>\r\n" */
   if (w->date_len > 8 && (err = nv_add(s, "date", 4, w->date + 6, w->date_len - 8)) != 0)
