@@ -109,6 +109,93 @@ static void test_early_answer_final_body_callback(void **state) {
   assert_int_equal(c->session_error, 0);
 }
 
+/* ---- a streamed response without content, ended later ------------------- */
+
+static void on_abort(hr_response_t *res, void *udata) {
+  (void)res;
+  (void)udata;
+  atomic_fetch_add(&aborts, 1);
+}
+
+/* hr_response_start(status from udata), then the response waits for the
+ * test to end it (write_later). */
+static void h_start_park(hr_request_t *req, hr_response_t *res, void *udata) {
+  int status = (int)(intptr_t)udata;
+  (void)req;
+  hr_response_on_abort(res, on_abort, NULL);
+  if (hr_response_start(res, status, status == 204 ? 0 : HR_LENGTH_UNKNOWN) != 0) {
+    hr_response_send(res, 500, NULL, 0);
+    return;
+  }
+  parked_res = res;
+  atomic_store(&parked, 1);
+}
+
+static void write_later(hr_response_t *res, void *udata) {
+  (void)udata;
+  atomic_store(&later_write_rc, hr_response_write(res, "abc", 3));
+  atomic_store(&later_end_rc, hr_response_end(res));
+  atomic_store(&later_done, 1);
+}
+
+static void check_park_then_end(fx_t *fx, const char *method, const char *path,
+                                 int status, int write_rc) {
+  h2c_t *c;
+  h2_stream_t *st;
+  int32_t id;
+  atomic_store(&parked, 0);
+  atomic_store(&aborts, 0);
+  atomic_store(&later_done, 0);
+  atomic_store(&later_write_rc, -12345);
+  atomic_store(&later_end_rc, -12345);
+  c = h2fx_connect(fx, NULL);
+  id = h2c_get(c, method, path);
+  assert_true(id > 0);
+  if (!h2c_run(c, is_set, &parked)) fail_msg("%s %s: the handler did not run", method, path);
+  assert_int_equal(hr_response_post(parked_res, write_later, NULL), 0);
+  st = h2c_wait1(c, id);
+  assert_non_null(st);
+  if (!h2c_run(c, is_set, &later_done)) fail_msg("%s %s: the post did not run", method, path);
+  expect_h2(st, status, "");
+  if (atomic_load(&aborts) != 0 || atomic_load(&later_end_rc) != 0)
+    fail_msg("%s %s: a complete response was taken for a lost one: %d abort calls, "
+             "hr_response_write %d, hr_response_end %d",
+             method, path, atomic_load(&aborts), atomic_load(&later_write_rc),
+             atomic_load(&later_end_rc));
+  assert_int_equal(atomic_load(&later_write_rc), write_rc);
+  h2fx_drop(fx, c);
+}
+
+static void test_bodiless_stream_ended_later(void **state) {
+  fx_t *fx = *state;
+  fx_route(fx, "GET,HEAD", "/later", h_start_park, (void *)(intptr_t)200);
+  fx_route(fx, "GET", "/none", h_start_park, (void *)(intptr_t)204);
+  h2fx_start(fx, 1);
+  /* GET: the body goes out when written (the control case) */
+  {
+    h2c_t *c;
+    h2_stream_t *st;
+    int32_t id;
+    atomic_store(&parked, 0);
+    atomic_store(&aborts, 0);
+    atomic_store(&later_done, 0);
+    c = h2fx_connect(fx, NULL);
+    id = h2c_get(c, "GET", "/later");
+    assert_int_equal(h2c_run(c, is_set, &parked), 1);
+    assert_int_equal(hr_response_post(parked_res, write_later, NULL), 0);
+    st = h2c_wait1(c, id);
+    expect_h2(st, 200, "abc");
+    assert_int_equal(h2c_run(c, is_set, &later_done), 1);
+    assert_int_equal(atomic_load(&later_end_rc), 0);
+    assert_int_equal(atomic_load(&aborts), 0);
+    h2fx_drop(fx, c);
+  }
+  /* HEAD: the writes are counted, not sent (as on HTTP/1.1) */
+  check_park_then_end(fx, "HEAD", "/later", 200, 0);
+  /* 204: no content; a write is refused as too long (length 0) */
+  check_park_then_end(fx, "GET", "/none", 204, HR_EINVAL);
+}
+
 /* ---- a stream reset under a handler that answers from another thread ---- */
 
 static void h_park_any(hr_request_t *req, hr_response_t *res, void *udata) {
@@ -153,6 +240,7 @@ static void test_reset_then_post(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       H2C(test_early_answer_final_body_callback),
+      H2C(test_bodiless_stream_ended_later),
       H2C(test_reset_then_post),
   };
   return cmocka_run_group_tests_name("h2_edges", tests, NULL, NULL);
