@@ -196,6 +196,78 @@ static void test_bodiless_stream_ended_later(void **state) {
   check_park_then_end(fx, "GET", "/none", 204, HR_EINVAL);
 }
 
+/* ---- a stalled request body on a busy connection ------------------------ */
+
+typedef struct pinger_s {
+  h2c_t *c;
+  const h2_stream_t *st;
+  unsigned long long start, last, cap;
+  int32_t other;    /* a second stream whose body trickles, or 0 */
+  unsigned pings;
+} pinger_t;
+
+/* Done when the stream closed or the cap passed; meanwhile a PING (and a
+ * byte of the other stream's body) every 100 ms. */
+static int ping_until_closed(void *arg) {
+  pinger_t *p = arg;
+  unsigned long long t = clock_ms();
+  if (p->st->closed || t - p->start >= p->cap) return 1;
+  if (t - p->last >= 100) {
+    p->last = t;
+    p->pings++;
+    nghttp2_submit_ping(p->c->session, NGHTTP2_FLAG_NONE, NULL);
+    if (p->other != 0) h2c_send_body(p->c, p->other, "z", 1, 0);
+  }
+  return 0;
+}
+
+static void stalled_body(fx_t *fx, int trickle_other) {
+  h2c_request_t r;
+  h2c_t *c;
+  h2_stream_t *st;
+  pinger_t p;
+  int32_t id;
+  c = h2fx_connect(fx, NULL);
+  memset(&r, 0, sizeof r);
+  r.method = "POST";
+  r.path = "/upload";
+  r.open = 1;
+  id = h2c_submit(c, &r);
+  assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
+  memset(&p, 0, sizeof p);
+  if (trickle_other) {
+    p.other = h2c_submit(c, &r);
+    assert_true(p.other > 0);
+  }
+  assert_int_equal(h2_loop_flush(&c->io), 0);
+  st = h2_seen_stream(&c->io.seen, id);
+  if (st == NULL) st = h2_seen_stream_make(&c->io.seen, id);
+  p.c = c;
+  p.st = st;
+  p.start = p.last = clock_ms();
+  p.cap = 3000; /* ten body timeouts */
+  assert_int_equal(h2c_run(c, ping_until_closed, &p), 1);
+  if (!st->closed)
+    fail_msg("a body stalled for %llu ms (body timeout 300 ms) is still open: the "
+             "connection's %u PINGs%s kept it alive",
+             clock_ms() - p.start, p.pings, trickle_other ? " and another stream's bytes" : "");
+  /* 408, then the rest of the request is not wanted (RST_STREAM NO_ERROR) */
+  assert_int_equal(st->status, 408);
+  assert_int_equal(st->ended, 1);
+  assert_int_equal(st->rst_error, NGHTTP2_NO_ERROR);
+  assert_int_equal(c->session_error, 0);
+  h2fx_drop(fx, c);
+}
+
+static void test_stalled_body_on_busy_connection(void **state) {
+  fx_t *fx = *state;
+  fx->opts.body_timeout_ms = 300;
+  fx_route(fx, "POST", "/upload", ta_echo, NULL);
+  h2fx_start(fx, 1);
+  stalled_body(fx, 0);
+  stalled_body(fx, 1);
+}
+
 /* ---- a stream reset under a handler that answers from another thread ---- */
 
 static void h_park_any(hr_request_t *req, hr_response_t *res, void *udata) {
@@ -241,6 +313,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       H2C(test_early_answer_final_body_callback),
       H2C(test_bodiless_stream_ended_later),
+      H2C(test_stalled_body_on_busy_connection),
       H2C(test_reset_then_post),
   };
   return cmocka_run_group_tests_name("h2_edges", tests, NULL, NULL);

@@ -423,6 +423,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
   nghttp2_session_consume(ng, id, len);
   if (st == NULL || st->ex == NULL) return 0;
   ex = st->ex;
+  ex->last_activity = uv_now(h2->c->w->loop); /* the stream's body moves */
   hr__exchange_hold(ex);
   rc = hr__dispatch_body(ex, (const char *)data, len);
   if (rc == 413)
@@ -549,7 +550,7 @@ int hr__h2_start(hr__conn_t *c) {
   memset(h2, 0, sizeof(*h2));
   h2->c = c;
   hr__h2scan_init(&h2->scan);
-  h2->refilled = h2->idle_since = h2->last_read = h2->last_progress = uv_now(c->w->loop);
+  h2->refilled = h2->idle_since = h2->last_progress = uv_now(c->w->loop);
   h2->tokens_milli = (uint64_t)o->h2_reset_burst * 1000;
   if (make_session(h2, &c->w->mem) != 0) {
     hr__mem_free(&c->w->mem, h2);
@@ -656,7 +657,6 @@ void hr__h2_step(hr__conn_t *c) {
   hr__h2s_t *st;
   if (c->rbuf != NULL && c->rlen > c->msg_start) {
     ssize_t rv;
-    h2->last_read = uv_now(c->w->loop);
     h2->in_recv = 1;
     rv = feed(h2, (const uint8_t *)c->rbuf + c->msg_start, c->rlen - c->msg_start);
     h2->in_recv = 0;
@@ -717,6 +717,11 @@ static void earliest(hr__tlist_t *list, uint64_t *due, hr__tlist_t l, uint64_t d
   }
 }
 
+/* Whether the stream waits for request body bytes the client owes. */
+static int body_waits(const hr__h2s_t *st) {
+  return st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending;
+}
+
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
   const hr__h2_t *h2 = c->h2;
   const hr_server_options_t *o = &c->w->server->opts;
@@ -728,9 +733,12 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
     return;
   }
   for (st = h2->streams; st != NULL; st = st->next) {
-    /* A request whose body is still to come, and no 100 Continue owed. */
-    if (st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending)
-      earliest(list, due, HR__TL_BODY, h2->last_read + o->body_timeout_ms);
+    /* A request whose body is still to come, and no 100 Continue owed:
+     * from that stream's last body bytes (or its head), not the
+     * connection's, so that PINGs or another stream's bytes keep no
+     * stalled body (and its buffer) alive. */
+    if (body_waits(st))
+      earliest(list, due, HR__TL_BODY, st->ex->last_activity + o->body_timeout_ms);
     /* A response the client's windows hold back: as output that makes no
      * progress (a zero window, a client that stopped opening it). */
     if (window_shut(h2, st))
@@ -740,7 +748,9 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
 
 void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
   hr__h2_t *h2 = c->h2;
+  const hr_server_options_t *o = &c->w->server->opts;
   hr__h2s_t *st, *next;
+  uint64_t now;
   if (list == HR__TL_IDLE) {
     hr__h2_shutdown(c);
     return;
@@ -749,9 +759,10 @@ void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
     hr__conn_close(c);
     return;
   }
+  now = uv_now(c->w->loop);
   for (st = h2->streams; st != NULL; st = next) {
     next = st->next;
-    if (st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending)
+    if (body_waits(st) && st->ex->last_activity + o->body_timeout_ms <= now)
       hr__h2_fail(st->ex, 408, "body not received in time");
   }
   hr__conn_kick(c);
