@@ -23,8 +23,7 @@
 
 #include "h2fx.h"
 
-/* Unused by some builds of this file while its tests were added one by one. */
-__attribute__((unused)) static unsigned long long clock_ms(void) {
+static unsigned long long clock_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (unsigned long long)ts.tv_sec * 1000u + (unsigned long long)ts.tv_nsec / 1000000u;
@@ -33,10 +32,19 @@ __attribute__((unused)) static unsigned long long clock_ms(void) {
 /* A response parked by a handler, for the test to complete from its own
  * thread (hr_response_post), and what that completion saw. */
 static hr_response_t *parked_res;
-static atomic_int parked, later_done, later_end_rc;
-__attribute__((unused)) static atomic_int aborts, later_write_rc;
+static atomic_int parked, aborts, later_done, later_write_rc, later_end_rc;
 
 static int is_set(void *arg) { return atomic_load((atomic_int *)arg) != 0; }
+
+/* Submits a POST of `path` whose body the test sends with h2c_send_body. */
+static int32_t submit_open_post(h2c_t *c, const char *path) {
+  h2c_request_t r;
+  memset(&r, 0, sizeof r);
+  r.method = "POST";
+  r.path = path;
+  r.open = 1;
+  return h2c_submit(c, &r);
+}
 
 /* ---- the final body callback after an early answer ---------------------- */
 
@@ -71,7 +79,6 @@ static int early_final_came(void *arg) {
 static void test_early_answer_final_body_callback(void **state) {
   fx_t *fx = *state;
   hr_route_options_t ro;
-  h2c_request_t r;
   h2c_t *c;
   h2_stream_t *st;
   int32_t id;
@@ -84,11 +91,7 @@ static void test_early_answer_final_body_callback(void **state) {
   fx_route_opts(fx, "POST", "/early", h_early, NULL, &ro);
   h2fx_start(fx, 1);
   c = h2fx_connect(fx, NULL);
-  memset(&r, 0, sizeof r);
-  r.method = "POST";
-  r.path = "/early";
-  r.open = 1;
-  id = h2c_submit(c, &r);
+  id = submit_open_post(c, "/early");
   assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
   st = h2c_wait1(c, id);
   assert_non_null(st);
@@ -138,8 +141,11 @@ static void write_later(hr_response_t *res, void *udata) {
   atomic_store(&later_done, 1);
 }
 
+/* `method` `path` parks its response; the test ends it from its own thread
+ * once the handler returned: the client gets `status` and `body`, and the
+ * handler's calls answer `write_rc` and 0, without an abort. */
 static void check_park_then_end(fx_t *fx, const char *method, const char *path,
-                                 int status, int write_rc) {
+                                 int status, const char *body, int write_rc) {
   h2c_t *c;
   h2_stream_t *st;
   int32_t id;
@@ -156,7 +162,7 @@ static void check_park_then_end(fx_t *fx, const char *method, const char *path,
   st = h2c_wait1(c, id);
   assert_non_null(st);
   if (!h2c_run(c, is_set, &later_done)) fail_msg("%s %s: the post did not run", method, path);
-  expect_h2(st, status, "");
+  expect_h2(st, status, body);
   if (atomic_load(&aborts) != 0 || atomic_load(&later_end_rc) != 0)
     fail_msg("%s %s: a complete response was taken for a lost one: %d abort calls, "
              "hr_response_write %d, hr_response_end %d",
@@ -172,28 +178,11 @@ static void test_bodiless_stream_ended_later(void **state) {
   fx_route(fx, "GET", "/none", h_start_park, (void *)(intptr_t)204);
   h2fx_start(fx, 1);
   /* GET: the body goes out when written (the control case) */
-  {
-    h2c_t *c;
-    h2_stream_t *st;
-    int32_t id;
-    atomic_store(&parked, 0);
-    atomic_store(&aborts, 0);
-    atomic_store(&later_done, 0);
-    c = h2fx_connect(fx, NULL);
-    id = h2c_get(c, "GET", "/later");
-    assert_int_equal(h2c_run(c, is_set, &parked), 1);
-    assert_int_equal(hr_response_post(parked_res, write_later, NULL), 0);
-    st = h2c_wait1(c, id);
-    expect_h2(st, 200, "abc");
-    assert_int_equal(h2c_run(c, is_set, &later_done), 1);
-    assert_int_equal(atomic_load(&later_end_rc), 0);
-    assert_int_equal(atomic_load(&aborts), 0);
-    h2fx_drop(fx, c);
-  }
+  check_park_then_end(fx, "GET", "/later", 200, "abc", 0);
   /* HEAD: the writes are counted, not sent (as on HTTP/1.1) */
-  check_park_then_end(fx, "HEAD", "/later", 200, 0);
+  check_park_then_end(fx, "HEAD", "/later", 200, "", 0);
   /* 204: no content; a write is refused as too long (length 0) */
-  check_park_then_end(fx, "GET", "/none", 204, HR_EINVAL);
+  check_park_then_end(fx, "GET", "/none", 204, "", HR_EINVAL);
 }
 
 /* ---- a stalled request body on a busy connection ------------------------ */
@@ -222,21 +211,16 @@ static int ping_until_closed(void *arg) {
 }
 
 static void stalled_body(fx_t *fx, int trickle_other) {
-  h2c_request_t r;
   h2c_t *c;
   h2_stream_t *st;
   pinger_t p;
   int32_t id;
   c = h2fx_connect(fx, NULL);
-  memset(&r, 0, sizeof r);
-  r.method = "POST";
-  r.path = "/upload";
-  r.open = 1;
-  id = h2c_submit(c, &r);
+  id = submit_open_post(c, "/upload");
   assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
   memset(&p, 0, sizeof p);
   if (trickle_other) {
-    p.other = h2c_submit(c, &r);
+    p.other = submit_open_post(c, "/upload");
     assert_true(p.other > 0);
   }
   assert_int_equal(h2_loop_flush(&c->io), 0);
