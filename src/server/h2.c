@@ -152,6 +152,17 @@ static void stream_drop(hr__h2s_t *st, int body_status) {
   ex->dropped = 1;
   if (ex->phase != HR__PH_HEAD) c->requests_served++; /* a request */
   if (!ex->handler_active || ex->res.state == HR__RES_DONE) {
+    hr_request_t *r = &ex->req;
+    if (r->body_cb != NULL && !r->body_done) {
+      /* Answered before the body ended (the rest is not wanted, RFC 9113
+       * §8.1): the body callback still hears, once, that it is over, as
+       * it would on HTTP/1.1, where the body is read to its end. */
+      hr_span_t none = {NULL, 0};
+      r->body_done = 1;
+      hr__exchange_hold(ex);
+      r->body_cb(r, none, body_status, r->body_udata);
+      hr__exchange_unhold(ex);
+    }
     hr__exchange_release(ex);
     return;
   }
@@ -463,6 +474,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
   nghttp2_session_consume(ng, id, len);
   if (st == NULL || st->ex == NULL) return 0;
   ex = st->ex;
+  ex->last_activity = uv_now(h2->c->w->loop); /* the stream's body moves */
   hr__exchange_hold(ex);
   rc = hr__dispatch_body(ex, (const char *)data, len);
   if (rc == 413)
@@ -591,7 +603,7 @@ int hr__h2_start(hr__conn_t *c) {
   memset(h2, 0, sizeof(*h2));
   h2->c = c;
   hr__h2scan_init(&h2->scan);
-  h2->refilled = h2->idle_since = h2->last_read = h2->last_progress = uv_now(c->w->loop);
+  h2->refilled = h2->idle_since = h2->last_progress = uv_now(c->w->loop);
   h2->tokens_milli = (uint64_t)o->h2_reset_burst * 1000;
   if (make_session(h2) != 0) {
     hr__mem_free(&c->w->mem, h2);
@@ -699,7 +711,6 @@ void hr__h2_step(hr__conn_t *c) {
   hr__h2s_t *st;
   if (c->rbuf != NULL && c->rlen > c->msg_start) {
     ssize_t rv;
-    h2->last_read = uv_now(c->w->loop);
     h2->in_recv = 1;
     rv = feed(h2, (const uint8_t *)c->rbuf + c->msg_start, c->rlen - c->msg_start);
     h2->in_recv = 0;
@@ -760,6 +771,11 @@ static void earliest(hr__tlist_t *list, uint64_t *due, hr__tlist_t l, uint64_t d
   }
 }
 
+/* Whether the stream waits for request body bytes the client owes. */
+static int body_waits(const hr__h2s_t *st) {
+  return st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending;
+}
+
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
   const hr__h2_t *h2 = c->h2;
   const hr_server_options_t *o = &c->w->server->opts;
@@ -775,9 +791,12 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
     return;
   }
   for (st = h2->streams; st != NULL; st = st->next) {
-    /* A request whose body is still to come, and no 100 Continue owed. */
-    if (st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending)
-      earliest(list, due, HR__TL_BODY, h2->last_read + o->body_timeout_ms);
+    /* A request whose body is still to come, and no 100 Continue owed:
+     * from that stream's last body bytes (or its head), not the
+     * connection's, so that PINGs or another stream's bytes keep no
+     * stalled body (and its buffer) alive. */
+    if (body_waits(st))
+      earliest(list, due, HR__TL_BODY, st->ex->last_activity + o->body_timeout_ms);
     /* A response the client's windows hold back: as output that makes no
      * progress (a zero window, a client that stopped opening it). */
     if (window_shut(h2, st))
@@ -787,7 +806,9 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
 
 void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
   hr__h2_t *h2 = c->h2;
+  const hr_server_options_t *o = &c->w->server->opts;
   hr__h2s_t *st, *next;
+  uint64_t now;
   if (list == HR__TL_NAP) {
     h2_nap(h2);
     return;
@@ -800,9 +821,10 @@ void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
     hr__conn_close(c);
     return;
   }
+  now = uv_now(c->w->loop);
   for (st = h2->streams; st != NULL; st = next) {
     next = st->next;
-    if (st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending)
+    if (body_waits(st) && st->ex->last_activity + o->body_timeout_ms <= now)
       hr__h2_fail(st->ex, 408, "body not received in time");
   }
   hr__conn_kick(c);

@@ -102,7 +102,6 @@ struct hr__h2_s {
   hr__h2s_t *streams;          /* open streams with an exchange */
   hr__h2s_t *ready, *ready_tail;
   uint32_t nstreams;
-  uint64_t last_read;          /* loop time of the last bytes read */
   uint64_t idle_since;         /* loop time the last stream closed */
   uint64_t last_progress;      /* loop time DATA went out or a window opened */
   /* The reset budget (hr_server_options_t.h2_reset_burst/rate): tokens,

@@ -374,6 +374,11 @@ static int h2_head(hr__exchange_t *ex, int status, int64_t length, int chunked) 
   nvset_t s;
   int no_body = ex->req.is_head || status < 200 || status == 204 || status == 304 ||
                 length == 0, rv;
+  /* A streamed response without content (HEAD, 204, 304, length 0) still
+   * ends with hr_response_end: END_STREAM waits for it, on an empty DATA
+   * frame (RFC 9113 §8.1), since a stream closed with its head would take
+   * the exchange for a lost one (an abort, HR_ECLOSED for the end). */
+  int wait_end = no_body && ex->streamed && !ex->internal_answer;
   (void)chunked; /* HTTP/2 frames every body itself (RFC 9113 §8.1) */
   if (st->reset) return 0; /* the stream is gone: nothing goes out */
   memset(&s, 0, sizeof(s));
@@ -381,10 +386,10 @@ static int h2_head(hr__exchange_t *ex, int status, int64_t length, int chunked) 
   if (build_head(ex, &s, status, length, status_text, length_text) != 0) return HR_ENOMEM;
   prd.source.ptr = st;
   prd.read_callback = hr__h2_read_body;
-  st->has_data = (unsigned)!no_body;
+  st->has_data = (unsigned)(!no_body || wait_end);
   /* nghttp2 copies the fields (no NO_COPY flags): nothing here has to
    * outlive the call. */
-  rv = nghttp2_submit_response(st->h2->ng, st->id, s.nv, s.n, no_body ? NULL : &prd);
+  rv = nghttp2_submit_response(st->h2->ng, st->id, s.nv, s.n, st->has_data ? &prd : NULL);
   if (rv != 0) return HR_ENOMEM;
   st->submitted = 1;
   return 0;

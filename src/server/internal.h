@@ -173,6 +173,8 @@ struct hr__exchange_s {
   unsigned fallback_ref : 1;  /* holds a reference on fallback */
   unsigned holds_ctx : 1;     /* counted in slot->inflight */
   unsigned internal_answer : 1; /* the server answers, not the route */
+  unsigned streamed : 1;      /* the head came from hr_response_start: the
+                                 response ends with hr_response_end */
   unsigned aborted : 1;       /* lost before the response completed */
   unsigned framing_lost : 1;  /* the response cannot go on: close */
   unsigned close_after : 1;   /* the connection ends after this response */

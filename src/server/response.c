@@ -200,6 +200,7 @@ int hr_response_start(hr_response_t *res, int status, int64_t content_length) {
   res->content_length = content_length;
   /* A HEAD response announces the coding but carries no chunks. */
   res->chunked = (unsigned)(chunked && !res->no_body);
+  ex->streamed = 1;
   err = ex->proto->head(ex, status, content_length, chunked);
   if (err != 0) return fail_framing(ex, err);
   res->state = HR__RES_STREAMING;
