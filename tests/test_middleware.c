@@ -11,6 +11,7 @@
  * exchange, and middleware added while the server runs.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -6,6 +6,7 @@
  * vary, so lines are compared with them cut out.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <pthread.h>
 #include <stdio.h>

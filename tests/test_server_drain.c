@@ -9,6 +9,7 @@
  * / hr_server_close cut a grace period short.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <errno.h>
 #include <pthread.h>

@@ -10,6 +10,7 @@
  * pool.  Files are made in a temporary directory with a pattern that tells
  * every offset apart.
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <errno.h>
 #include <signal.h>

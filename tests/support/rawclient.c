@@ -344,6 +344,7 @@ static int read_h2(rc_t *c, rc_response_t *r, int head) {
   h2_stream_t *st = rch2_next_response(c->h2, &done);
   h2c_t *h = rch2_client(c->h2);
   c->received = h->io.seen.bytes_in;
+  c->sent = h->io.seen.bytes_out; /* the session's own frames too */
   c->eof = h->io.seen.closed;
   if (st == NULL) {
     /* Nothing was asked: as HTTP/1.1, wait for the connection to end. */

@@ -37,7 +37,8 @@ typedef struct rc_s {
   size_t read_chunk; /* >0: read at most this many bytes per recv */
   unsigned read_pause_us; /* >0: pause before each recv (a slow reader) */
   size_t received;   /* total bytes received */
-  size_t sent;       /* total bytes sent */
+  size_t sent;       /* total bytes sent (HTTP/2: the frames the session
+                        sent by itself included, as of the last call) */
 } rc_t;
 
 typedef struct rc_header_s {
