@@ -8,14 +8,17 @@
 
 static int on_read(void *arg, const uint8_t *p, size_t n);
 
-int h2r_open(h2r_t *r, int port, const h2s_options_t *o) {
+int h2r_open(h2r_t *r, int port, const h2s_options_t *o) { return h2r_open_ack(r, port, o, 1); }
+
+int h2r_open_ack(h2r_t *r, int port, const h2s_options_t *o, int auto_ack) {
   memset(r, 0, sizeof *r);
   if (h2_loop_open(&r->io, port, o, on_read, NULL, r) != 0) return -1;
   if (nghttp2_hd_deflate_new(&r->enc, 4096) != 0 ||
       nghttp2_hd_inflate_new(&r->dec) != 0)
     return -1;
   r->next_stream = 1;
-  r->auto_ack = r->auto_window = 1;
+  r->auto_ack = auto_ack;
+  r->auto_window = 1;
   r->scheme = r->io.sock.is_tls ? "https" : "http";
   snprintf(r->authority, sizeof r->authority, "127.0.0.1:%d", port);
   h2f_preface(&r->io.out);
