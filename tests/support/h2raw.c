@@ -32,7 +32,8 @@ int32_t h2r_request(h2r_t *r, const char *method, const char *path,
                     int end_stream, const h2f_field_t *extra, size_t n) {
   h2_bytes_t block = {0};
   int32_t id = r->next_stream;
-  r->next_stream += 2;
+  /* past 2^31-1 the identifiers are used up: wraps, not overflows */
+  r->next_stream = (int32_t)(((uint32_t)id + 2u) & 0x7fffffffu);
   h2f_encode_request(r->enc, &block, method, r->scheme, path, r->authority,
                      extra, n);
   h2f_headers(&r->io.out, id, end_stream ? NGHTTP2_FLAG_END_STREAM : 0,
