@@ -442,8 +442,10 @@ static void test_slow_reader(void **state) {
 /* ---- streams --------------------------------------------------------------- */
 
 /* With h2_max_concurrent_streams 10 (announced in SETTINGS), an eleventh
- * open stream is refused with RST_STREAM(REFUSED_STREAM) and never reaches
- * a handler; once the ten complete, a new stream is served. */
+ * open stream from a client that has not acknowledged the SETTINGS yet is
+ * refused with RST_STREAM(REFUSED_STREAM) and never reaches a handler; the
+ * connection goes on: the ten are answered, and once they complete a new
+ * stream is served. */
 static void test_too_many_streams(void **state) {
   fx_t *fx = *state;
   int32_t ids[11], id;
@@ -452,10 +454,7 @@ static void test_too_many_streams(void **state) {
   int i;
   fx->opts.h2_max_concurrent_streams = 10;
   start(fx);
-  r = h2fx_raw(fx);
-  warm_up(r);
-  assert_true(r->io.seen.settings_present & (1u << NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
-  assert_int_equal(r->io.seen.settings_value[NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS], 10);
+  r = h2fx_raw_unacked(fx);
   ta_reset();
   for (i = 0; i < 11; i++) ids[i] = h2r_request(r, "GET", "/park", 1, NULL, 0);
   assert_int_equal(h2r_flush(r), 0);
@@ -463,16 +462,43 @@ static void test_too_many_streams(void **state) {
   if (!st->reset)
     fail_msg("stream %d (the 11th): status %d, not refused; handlers %lu", ids[10],
              st->status, ta_calls());
-  assert_int_equal(st->reset, 1);
   assert_int_equal(st->rst_error, NGHTTP2_REFUSED_STREAM);
   assert_true(ta_wait_calls(10, RC_TIMEOUT_MS));
   assert_int_equal(ta_calls(), 10);
+  assert_true(r->io.seen.settings_present & (1u << NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+  assert_int_equal(r->io.seen.settings_value[NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS], 10);
   park_release();
   for (i = 0; i < 10; i++) assert_int_equal(wait_stream(r, ids[i])->status, 200);
+  h2f_settings_ack(h2r_out(r));
   id = h2r_request(r, "GET", "/count", 1, NULL, 0);
   assert_int_equal(h2r_flush(r), 0);
   assert_int_equal(wait_stream(r, id)->status, 200);
   assert_int_equal(ta_calls(), 11);
+  assert_int_equal(r->io.seen.goaway, 0);
+}
+
+/* Once the client has acknowledged the limit, nghttp2 1.52 treats an
+ * eleventh open stream as a protocol error of the connection:
+ * GOAWAY(PROTOCOL_ERROR) naming the last stream it took, 21 (the warm-up's
+ * stream 1, then 3..21), and no handler runs for stream 23. */
+static void test_too_many_streams_acknowledged(void **state) {
+  fx_t *fx = *state;
+  int32_t ids[11];
+  h2r_t *r;
+  int i;
+  fx->opts.h2_max_concurrent_streams = 10;
+  start(fx);
+  r = h2fx_raw(fx);
+  warm_up(r); /* the SETTINGS acknowledged both ways */
+  ta_reset();
+  for (i = 0; i < 11; i++) ids[i] = h2r_request(r, "GET", "/park", 1, NULL, 0);
+  assert_int_equal(ids[10], 23);
+  assert_int_equal(h2r_flush(r), 0);
+  expect_goaway_close(r, NGHTTP2_PROTOCOL_ERROR);
+  assert_int_equal(r->io.seen.goaway_last_id, 21);
+  assert_true(ta_wait_calls(10, RC_TIMEOUT_MS));
+  assert_int_equal(ta_calls(), 10);
+  park_release();
 }
 
 /* The last stream identifier there is (2^31-1) is served; a HEADERS frame
@@ -566,6 +592,7 @@ int main(void) {
       ATTACK(test_hpack_bomb),       ATTACK(test_settings_flood),
       ATTACK(test_ping_flood),       ATTACK(test_zero_window),
       ATTACK(test_slow_reader),      ATTACK(test_too_many_streams),
+      ATTACK(test_too_many_streams_acknowledged),
       ATTACK(test_stream_ids_exhausted), ATTACK(test_priority_flood),
       ATTACK(test_made_you_reset),
   };

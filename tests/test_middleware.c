@@ -11,6 +11,7 @@
  * exchange, and middleware added while the server runs.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -454,7 +455,9 @@ static void test_head_middleware(void **state) {
   assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n"
                                   "Expect: 100-continue\r\n\r\n"), 0);
   expect_response(c, "HTTP/1.1 401 Unauthorized", "no key", NULL);
-  expect_closed(c);
+  /* HTTP/1.1 closes rather than read a body it did not ask for; HTTP/2
+   * ends the stream alone. */
+  if (!fx_h2()) expect_closed(c);
   expect_afters(1, "A:401,");
   /* A refused body that is sent is skipped: the next request is served. */
   c = fx_connect(fx);

@@ -12,6 +12,7 @@
  * ends through that table's after-middleware (the exchange kept them).
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -243,7 +244,9 @@ static void test_one_answer_one_table_413(void **state) {
   expect_response(c, "HTTP/1.1 413 Content Too Large", "v1:413", &r);
   expect_field(&r, "Content-Type", "text/v1", 0);
   rc_response_free(&r);
-  assert_int_equal(rc_drain_until_closed(c, NULL), 1);
+  /* HTTP/1.1 closes rather than read a body it refused; HTTP/2 resets the
+   * stream alone and the connection goes on. */
+  if (!fx_h2()) assert_int_equal(rc_drain_until_closed(c, NULL), 1);
   fx_drop(fx, c);
   assert_int_equal(one.published, 1);
   c = fx_connect(fx);

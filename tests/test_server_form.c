@@ -6,6 +6,7 @@
  * of another type).
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <stdio.h>
 #include <string.h>

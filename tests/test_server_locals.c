@@ -6,6 +6,7 @@
  * keys are refused past HR_MAX_LOCALS or when another router gave them.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <stdatomic.h>
 #include <stdio.h>

@@ -6,6 +6,7 @@
  * 400 for a malformed body and 413 for a part over its limit.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <stdio.h>
 #include <string.h>

@@ -10,6 +10,7 @@
  * under a prefix, and a file that changes between requests.
  *
  * ctest-labels: tsan
+ * ctest-protocols: h1 h2
  */
 #include <errno.h>
 #include <fcntl.h>

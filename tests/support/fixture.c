@@ -14,6 +14,46 @@
 /* Seconds any single test may take before the watchdog kills the process. */
 #define FX_TEST_SECONDS 90
 
+fx_proto_t fx_proto(void) {
+  static int proto = -1;
+  if (proto < 0) {
+    const char *v = getenv("HROUTE_TEST_PROTO");
+    if (v == NULL || *v == '\0' || strcmp(v, "h1") == 0) {
+      proto = FX_HTTP1;
+    } else if (strcmp(v, "h2") == 0) {
+      proto = FX_HTTP2;
+    } else {
+      fprintf(stderr, "HROUTE_TEST_PROTO=%s: want h1 or h2\n", v);
+      exit(2);
+    }
+  }
+  return (fx_proto_t)proto;
+}
+
+int fx_h2(void) { return fx_proto() == FX_HTTP2; }
+
+const char *fx_version_text(void) { return fx_h2() ? "HTTP/2.0" : "HTTP/1.1"; }
+
+int fx_version(void) { return fx_h2() ? 20 : 11; }
+
+void fx_h1_only(const char *why) {
+  if (!fx_h2()) return;
+  print_message("skipped over HTTP/2: %s\n", why);
+  skip();
+}
+
+/* The listener options of the run's protocol: fx->listen's (or the
+ * defaults), h2 on over HTTP/2. */
+static const hr_listen_options_t *listen_options(const fx_t *fx, hr_listen_options_t *lo) {
+  if (!fx_h2()) return fx->listen;
+  if (fx->listen != NULL)
+    *lo = *fx->listen;
+  else
+    hr_listen_options_init(lo);
+  lo->h2 = HR_H2_ON;
+  return lo;
+}
+
 int fx_setup(void **state) {
   fx_t *fx = calloc(1, sizeof *fx);
   if (fx == NULL) return -1;
@@ -49,10 +89,12 @@ int fx_teardown(void **state) {
 }
 
 int fx_try_start(fx_t *fx, unsigned nthreads) {
+  hr_listen_options_t lo;
+  const hr_listen_options_t *l = listen_options(fx, &lo);
   int rc = hr_server_new(&fx->server, fx->router, &fx->opts);
   if (rc != 0) return rc;
-  rc = fx->listen != NULL ? hr_server_listen_ex(fx->server, "127.0.0.1", 0, fx->listen)
-                          : hr_server_listen(fx->server, "127.0.0.1", 0);
+  rc = l != NULL ? hr_server_listen_ex(fx->server, "127.0.0.1", 0, l)
+                 : hr_server_listen(fx->server, "127.0.0.1", 0);
   if (rc == 0) rc = hr_server_start(fx->server, nthreads);
   if (rc != 0) {
     hr_server_free(fx->server);
@@ -103,8 +145,12 @@ static void fx_loop_thread(void *arg) {
 }
 
 void fx_attach(fx_t *fx) {
+  hr_listen_options_t lo;
+  const hr_listen_options_t *l = listen_options(fx, &lo);
   assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
-  assert_int_equal(hr_server_listen(fx->server, "127.0.0.1", 0), 0);
+  assert_int_equal(l != NULL ? hr_server_listen_ex(fx->server, "127.0.0.1", 0, l)
+                             : hr_server_listen(fx->server, "127.0.0.1", 0),
+                   0);
   assert_int_equal(uv_loop_init(&fx->loop), 0);
   assert_int_equal(uv_async_init(&fx->loop, &fx->async, fx_async_cb), 0);
   fx->async.data = fx;
@@ -166,7 +212,7 @@ void fx_join_attached(fx_t *fx) {
 /* ---- connections, stats, routes ----------------------------------------- */
 
 rc_t *fx_connect(fx_t *fx) {
-  rc_t *c = rc_connect(fx->port);
+  rc_t *c = fx_h2() ? rc_connect_h2(fx->port) : rc_connect(fx->port);
   if (c == NULL) fail_msg("connect: %s", strerror(rc_connect_errno));
   assert_true(fx->nconns < FX_MAX_CONNS);
   fx->conns[fx->nconns++] = c;

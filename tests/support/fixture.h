@@ -11,6 +11,14 @@
  * describes the request), a handler-call counter, and response assertions.
  * Handlers never call cmocka asserts: they run on a server thread.  They
  * record, and the test thread asserts.
+ *
+ * The protocol is the process's parameter: with HROUTE_TEST_PROTO=h2 in
+ * the environment (CTest's <name>_h2 entries, see CMakeLists.txt) the
+ * listener also speaks HTTP/2 with prior knowledge (hr_listen_options_t.h2
+ * = HR_H2_ON) and fx_connect's connections speak HTTP/2 (rc_connect_h2):
+ * the same HTTP/1.1 request text and the same response assertions run over
+ * both protocols.  A test about HTTP/1.1 itself says so with fx_h1_only,
+ * which skips it over HTTP/2 with the reason printed.
  */
 #ifndef HR_TEST_FIXTURE_H
 #define HR_TEST_FIXTURE_H
@@ -32,6 +40,22 @@
 
 typedef struct fx_s fx_t;
 typedef void (*fx_loop_fn)(fx_t *fx, void *arg);
+
+/* The protocol fx_connect speaks. */
+typedef enum fx_proto_e { FX_HTTP1, FX_HTTP2 } fx_proto_t;
+
+/* HROUTE_TEST_PROTO: unset or "h1" FX_HTTP1, "h2" FX_HTTP2 (anything else
+ * ends the process with a message).  Read once. */
+fx_proto_t fx_proto(void);
+/* Whether the run is over HTTP/2. */
+int fx_h2(void);
+/* The version as the access log and hr_request_version name it:
+ * "HTTP/1.1" (11) or "HTTP/2.0" (20). */
+const char *fx_version_text(void);
+int fx_version(void);
+/* Over HTTP/2: prints "skipped over HTTP/2: <why>" and skips the test
+ * (cmocka skip(): it ends here).  Over HTTP/1.1: returns. */
+void fx_h1_only(const char *why);
 
 struct fx_s {
   hr_router_t *router;
@@ -55,7 +79,8 @@ struct fx_s {
   int shutdown_called;
   int loop_close_rc;  /* uv_loop_close after the loop thread ended */
   void *user;         /* free for the test */
-  const hr_listen_options_t *listen; /* set before fx_start: hr_server_listen_ex */
+  const hr_listen_options_t *listen; /* set before fx_start: hr_server_listen_ex
+                                        (h2 set to HR_H2_ON over HTTP/2) */
 };
 
 /* cmocka setup/teardown: allocate an fx_t (router with libc allocator,
@@ -86,7 +111,8 @@ void fx_on_shutdown(hr_server_t *server, void *udata);
  * the loop thread, asserts one callback and a clean uv_loop_close. */
 void fx_join_attached(fx_t *fx);
 
-/* Connects to the server (closed at teardown unless fx_drop'ped). */
+/* Connects to the server (closed at teardown unless fx_drop'ped), in the
+ * run's protocol. */
 rc_t *fx_connect(fx_t *fx);
 /* Closes a connection early and forgets it. */
 void fx_drop(fx_t *fx, rc_t *c);

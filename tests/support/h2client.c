@@ -152,7 +152,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
   (void)id;
   (void)ud;
   if (n > len) n = len;
-  if (n > 0) memcpy(buf, u->data.p + u->data.off, n);
+  if (n > 0) memcpy(buf, u->data.p + u->data.off, n); /* data.p is NULL while empty */
   h2_bytes_consume(&u->data, n);
   if (h2_bytes_pending(&u->data) == 0 && u->end) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;

@@ -97,17 +97,21 @@ void h2fx_drop(fx_t *fx, h2c_t *c) {
   h2c_close(c);
 }
 
-h2r_t *h2fx_raw(fx_t *fx) {
+static h2r_t *raw(fx_t *fx, int auto_ack) {
   h2fx_t *h = h2fx(fx);
   h2s_options_t o;
   h2r_t *r;
   assert_true(h->nraws < H2FX_MAX_CLIENTS);
   r = &h->raws[h->nraws++];
   h2fx_sock_options(fx, &o);
-  if (h2r_open(r, fx->port, &o) != 0)
+  if (h2r_open_ack(r, fx->port, &o, auto_ack) != 0)
     fail_msg("HTTP/2 raw connect to port %d failed", fx->port);
   return r;
 }
+
+h2r_t *h2fx_raw(fx_t *fx) { return raw(fx, 1); }
+
+h2r_t *h2fx_raw_unacked(fx_t *fx) { return raw(fx, 0); }
 
 h2_stream_t *h2fx_request(h2c_t *c, const char *method, const char *path) {
   int32_t id = h2c_get(c, method, path);

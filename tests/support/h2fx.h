@@ -53,6 +53,9 @@ h2c_t *h2fx_connect(fx_t *fx, const h2c_options_t *o);
 void h2fx_drop(fx_t *fx, h2c_t *c);
 /* Connects a hand-driven client; asserts success; closed at teardown. */
 h2r_t *h2fx_raw(fx_t *fx);
+/* The same for a client that does not acknowledge the server's SETTINGS
+ * (h2r_open_ack with auto_ack 0). */
+h2r_t *h2fx_raw_unacked(fx_t *fx);
 
 /* Submits `method` `path` without a body and waits for its stream to
  * close; asserts it did and returns its record. */

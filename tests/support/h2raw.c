@@ -8,14 +8,17 @@
 
 static int on_read(void *arg, const uint8_t *p, size_t n);
 
-int h2r_open(h2r_t *r, int port, const h2s_options_t *o) {
+int h2r_open(h2r_t *r, int port, const h2s_options_t *o) { return h2r_open_ack(r, port, o, 1); }
+
+int h2r_open_ack(h2r_t *r, int port, const h2s_options_t *o, int auto_ack) {
   memset(r, 0, sizeof *r);
   if (h2_loop_open(&r->io, port, o, on_read, NULL, r) != 0) return -1;
   if (nghttp2_hd_deflate_new(&r->enc, 4096) != 0 ||
       nghttp2_hd_inflate_new(&r->dec) != 0)
     return -1;
   r->next_stream = 1;
-  r->auto_ack = r->auto_window = 1;
+  r->auto_ack = auto_ack;
+  r->auto_window = 1;
   r->scheme = r->io.sock.is_tls ? "https" : "http";
   snprintf(r->authority, sizeof r->authority, "127.0.0.1:%d", port);
   h2f_preface(&r->io.out);
@@ -29,8 +32,8 @@ int32_t h2r_request(h2r_t *r, const char *method, const char *path,
                     int end_stream, const h2f_field_t *extra, size_t n) {
   h2_bytes_t block = {0};
   int32_t id = r->next_stream;
-  /* wraps past 2^31-1 without overflow (test_stream_ids_exhausted) */
-  r->next_stream = (int32_t)(((uint32_t)r->next_stream + 2u) & 0x7fffffffu);
+  /* past 2^31-1 the identifiers are used up: wraps, not overflows */
+  r->next_stream = (int32_t)(((uint32_t)id + 2u) & 0x7fffffffu);
   h2f_encode_request(r->enc, &block, method, r->scheme, path, r->authority,
                      extra, n);
   h2f_headers(&r->io.out, id, end_stream ? NGHTTP2_FLAG_END_STREAM : 0,

@@ -45,6 +45,10 @@ typedef struct h2r_s {
  * empty SETTINGS frame.  Returns 0, or -1 with *r closed (r->io.sock.err).
  * h2r_close frees it either way. */
 int h2r_open(h2r_t *r, int port, const h2s_options_t *o);
+/* The same with auto_ack as given from the first byte read: 0 makes a
+ * client that has not acknowledged the server's SETTINGS (until it sends
+ * h2f_settings_ack itself). */
+int h2r_open_ack(h2r_t *r, int port, const h2s_options_t *o, int auto_ack);
 /* Where frames to send are built (h2f_*): r->io.out. */
 h2_bytes_t *h2r_out(h2r_t *r);
 /* Queues a request's HEADERS frame (END_HEADERS; END_STREAM when

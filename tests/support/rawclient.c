@@ -2,6 +2,8 @@
 /* Blocking loopback HTTP/1.1 test client (rawclient.h). */
 #include "rawclient.h"
 
+#include <hroute.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,6 +18,8 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "rch2.h"
 
 int rc_connect_errno;
 
@@ -126,9 +130,28 @@ rc_t *rc_connect_ex(const char *host, int port, int rcvbuf) {
 
 rc_t *rc_connect(int port) { return rc_connect_ex("127.0.0.1", port, 0); }
 
+rc_t *rc_connect_h2(int port) {
+  rc_t *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    rc_connect_errno = ENOMEM;
+    return NULL;
+  }
+  c->h2 = rch2_connect(port);
+  if (c->h2 == NULL) {
+    rc_connect_errno = ECONNREFUSED;
+    free(c);
+    return NULL;
+  }
+  c->fd = rch2_client(c->h2)->io.sock.fd;
+  return c;
+}
+
 void rc_close(rc_t *c) {
   if (c == NULL) return;
-  if (c->fd >= 0) close(c->fd);
+  if (c->h2 != NULL)
+    rch2_close(c->h2); /* and its socket, c->fd */
+  else if (c->fd >= 0)
+    close(c->fd);
   free(c->buf);
   free(c);
 }
@@ -148,6 +171,12 @@ void rc_shutdown_wr(rc_t *c) { shutdown(c->fd, SHUT_WR); }
 
 int rc_send(rc_t *c, const void *data, size_t len) {
   const char *p = data;
+  if (c->h2 != NULL) {
+    int rc = rch2_send(c->h2, data, len);
+    c->sent = rch2_client(c->h2)->io.seen.bytes_out;
+    if (rc != 0) c->err = -rc;
+    return rc;
+  }
   while (len > 0) {
     ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
     if (n < 0) {
@@ -157,6 +186,7 @@ int rc_send(rc_t *c, const void *data, size_t len) {
     }
     p += n;
     len -= (size_t)n;
+    c->sent += (size_t)n;
   }
   return 0;
 }
@@ -289,6 +319,68 @@ static int has_token(const char *v, const char *tok) {
   return 0;
 }
 
+/* Adds a field line to a response. */
+static void add_field(rc_response_t *r, const char *name, size_t nlen, const char *value,
+                      size_t vlen) {
+  r->headers = trk_realloc(r->headers, (r->nheaders + 1) * sizeof *r->headers);
+  r->headers[r->nheaders].name = dupn(name, nlen);
+  r->headers[r->nheaders].value = dupn(value, vlen);
+  r->nheaders++;
+}
+
+/* Appends s[0..n) to the raw rendering. */
+static void raw_append(rc_response_t *r, const char *s, size_t n) {
+  r->raw = trk_realloc(r->raw, r->raw_len + n + 1);
+  memcpy(r->raw + r->raw_len, s, n);
+  r->raw_len += n;
+  r->raw[r->raw_len] = '\0';
+}
+
+/* The response to the oldest HTTP/2 request not yet answered. */
+static int read_h2(rc_t *c, rc_response_t *r, int head) {
+  size_t i, bodycap = 0;
+  int done = 0;
+  char line[128];
+  h2_stream_t *st = rch2_next_response(c->h2, &done);
+  h2c_t *h = rch2_client(c->h2);
+  c->received = h->io.seen.bytes_in;
+  c->sent = h->io.seen.bytes_out; /* the session's own frames too */
+  c->eof = h->io.seen.closed;
+  if (st == NULL) {
+    /* Nothing was asked: as HTTP/1.1, wait for the connection to end. */
+    if (rch2_wait_closed(c->h2)) return RC_EOF;
+    c->err = EAGAIN;
+    return RC_ERR;
+  }
+  if (st->status < 0) {
+    if (done || h->io.seen.closed) return RC_EOF;
+    c->err = EAGAIN;
+    return RC_ERR;
+  }
+  r->status = st->status;
+  snprintf(line, sizeof line, "HTTP/1.1 %d %s", st->status, hr_status_reason(st->status));
+  r->status_line = dupn(line, strlen(line));
+  raw_append(r, line, strlen(line));
+  raw_append(r, "\r\n", 2);
+  for (i = 0; i < st->fields.n; i++) {
+    const h2_field_t *f = &st->fields.v[i];
+    add_field(r, f->name, strlen(f->name), f->value, f->value_len);
+    raw_append(r, f->name, strlen(f->name));
+    raw_append(r, ": ", 2);
+    raw_append(r, f->value, f->value_len);
+    raw_append(r, "\r\n", 2);
+  }
+  raw_append(r, "\r\n", 2);
+  if (st->body_len > 0) {
+    body_append(r, &bodycap, st->body, st->body_len);
+    raw_append(r, st->body, st->body_len);
+  }
+  if (head && st->body_len > 0) return RC_BAD;
+  if (st->ended) return RC_OK;
+  if (!done && !h->io.seen.closed) c->err = EAGAIN;
+  return RC_TRUNC;
+}
+
 int rc_read_response(rc_t *c, rc_response_t *r, int head) {
   size_t start, pos, n, bodycap = 0;
   const char *te, *cl;
@@ -299,6 +391,7 @@ int rc_read_response(rc_t *c, rc_response_t *r, int head) {
   r->status = -1;
   r->body = trk_realloc(NULL, 1);
   r->body[0] = '\0';
+  if (c->h2 != NULL) return read_h2(c, r, head);
   if (c->off > 0) {
     memmove(c->buf, c->buf + c->off, c->len - c->off);
     c->len -= c->off;
@@ -333,11 +426,7 @@ int rc_read_response(rc_t *c, rc_response_t *r, int head) {
     ve = e;
     while (vs < ve && (*vs == ' ' || *vs == '\t')) vs++;
     while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-    r->headers =
-        trk_realloc(r->headers, (r->nheaders + 1) * sizeof *r->headers);
-    r->headers[r->nheaders].name = dupn(line, (size_t)(colon - line));
-    r->headers[r->nheaders].value = dupn(vs, (size_t)(ve - vs));
-    r->nheaders++;
+    add_field(r, line, (size_t)(colon - line), vs, (size_t)(ve - vs));
     pos += ll + 2;
   }
   pos = (size_t)(hend - c->buf) + 4;
@@ -433,8 +522,16 @@ size_t rc_header_count(const rc_response_t *r, const char *name) {
   return n;
 }
 
+int rc_told_to_close(const rc_t *c, const rc_response_t *r) {
+  const char *v;
+  if (c->h2 != NULL) return rch2_client(c->h2)->io.seen.goaway;
+  v = rc_header(r, "Connection");
+  return v != NULL && has_token(v, "close");
+}
+
 int rc_expect_closed(rc_t *c) {
   ssize_t n;
+  if (c->h2 != NULL) return rch2_wait_closed(c->h2) ? 1 : -1;
   if (c->len > c->off) return 0;
   n = fill(c);
   if (n > 0) return 0;
@@ -450,6 +547,10 @@ int rc_closed_without_response(const rc_t *c, int read_rc) {
 int rc_drain_until_closed(rc_t *c, size_t *discarded) {
   size_t total = c->len - c->off;
   int ret;
+  if (c->h2 != NULL) {
+    if (discarded != NULL) *discarded = 0;
+    return rch2_wait_closed(c->h2) ? 1 : -1;
+  }
   c->off = c->len = 0;
   for (;;) {
     ssize_t n = fill(c);
