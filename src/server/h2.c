@@ -56,11 +56,10 @@ int hr__h2_preface(const char *p, size_t n) {
 
 static void *ng_malloc(size_t size, void *ud) {
   hr__h2_t *h2 = ud;
-  hr__mem_t *mem = &h2->c->w->mem;
   char *raw;
   if (!h2->creating || h2->fb != NULL || size < HR__H2_FRAMEBUF_MIN || size > SIZE_MAX - HR__PAGE)
-    return hr__mem_alloc(mem, size);
-  raw = hr__mem_alloc(mem, size + HR__PAGE - 1);
+    return hr__slab_alloc(&h2->c->w->slab, size);
+  raw = hr__mem_alloc(&h2->c->w->mem, size + HR__PAGE - 1);
   if (raw == NULL) return NULL;
   h2->fb_raw = raw;
   h2->fb = (char *)(((uintptr_t)raw + HR__PAGE - 1) & ~(uintptr_t)(HR__PAGE - 1));
@@ -71,19 +70,20 @@ static void *ng_malloc(size_t size, void *ud) {
 static void ng_free(void *ptr, void *ud) {
   hr__h2_t *h2 = ud;
   if (ptr != NULL && ptr == h2->fb) {
-    ptr = h2->fb_raw;
+    hr__mem_free(&h2->c->w->mem, h2->fb_raw);
     h2->fb = h2->fb_raw = NULL;
+    return;
   }
-  hr__mem_free(&h2->c->w->mem, ptr);
+  hr__slab_free(&h2->c->w->slab, ptr);
 }
 
 static void *ng_realloc(void *ptr, size_t size, void *ud) {
   hr__h2_t *h2 = ud;
   char *p;
   if (ptr == NULL) return ng_malloc(size, ud); /* how nghttp2_buf_reserve allocates */
-  if (ptr != h2->fb) return hr__mem_realloc(&h2->c->w->mem, ptr, size);
+  if (ptr != h2->fb) return hr__slab_realloc(&h2->c->w->slab, ptr, size);
   /* Not done by nghttp2 1.52 to this buffer; kept correct all the same. */
-  p = hr__mem_alloc(&h2->c->w->mem, size);
+  p = hr__slab_alloc(&h2->c->w->slab, size);
   if (p == NULL) return NULL;
   memcpy(p, ptr, size < h2->fb_len ? size : h2->fb_len);
   ng_free(ptr, ud);
@@ -181,7 +181,7 @@ static void stream_free(hr__h2_t *h2, hr__h2s_t *st) {
   if (h2->nstreams == 0) h2->idle_since = uv_now(h2->c->w->loop);
   hr__h2_pieces_free(st);
   stream_drop(st, HR_ECLOSED);
-  hr__mem_free(&h2->c->w->mem, st);
+  hr__slab_free(&h2->c->w->slab, st);
 }
 
 /* ---- the reset budget ---------------------------------------------------- */
@@ -319,10 +319,10 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, voi
   hr__exchange_t *ex;
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
-  st = hr__mem_alloc(&c->w->mem, sizeof(*st));
+  st = hr__slab_alloc(&c->w->slab, sizeof(*st));
   ex = st != NULL ? hr__exchange_new(c, &hr__h2_proto) : NULL;
   if (ex == NULL) {
-    hr__mem_free(&c->w->mem, st);
+    hr__slab_free(&c->w->slab, st);
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* RST_STREAM INTERNAL_ERROR */
   }
   memset(st, 0, sizeof(*st));
@@ -416,6 +416,13 @@ static void head_done(hr__h2s_t *st) {
   }
   if ((why = check_head(st, ex)) != NULL) {
     hr__h2_fail(ex, r->expect_other ? 417 : 400, why);
+    goto out;
+  }
+  /* A handler reads the host as it would over HTTP/1.1: :authority stands
+   * in for the Host field a client left out (RFC 9113 §8.3.1). */
+  if (st->host_field.ptr == NULL && r->host_count == 1 &&
+      add_field(ex, HR_SPAN_LIT("host"), r->host) != 0) {
+    hr__h2_fail(ex, 503, "out of memory");
     goto out;
   }
   ex->phase = HR__PH_BODY;

@@ -34,7 +34,7 @@ static void piece_release(hr__h2s_t *st, hr__h2piece_t *pc) {
     else
       close(pc->fd);
   }
-  hr__mem_free(&w->mem, pc);
+  hr__slab_free(&w->slab, pc);
 }
 
 static void pop(hr__h2s_t *st) {
@@ -170,7 +170,8 @@ void hr__h2_pieces_free(hr__h2s_t *st) {
 /* A new piece at the end of the stream's body; `extra` bytes of room
  * after it (for copied bytes).  NULL when out of memory. */
 static hr__h2piece_t *push(hr__h2s_t *st, hr__h2pkind_t kind, size_t extra) {
-  hr__h2piece_t *pc = hr__mem_alloc(&st->h2->c->w->mem, sizeof(*pc) + extra);
+  hr__h2piece_t *pc = sizeof(*pc) + extra < extra ? NULL
+                      : hr__slab_alloc(&st->h2->c->w->slab, sizeof(*pc) + extra);
   if (pc == NULL) return NULL;
   memset(pc, 0, sizeof(*pc));
   pc->kind = kind;

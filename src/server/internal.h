@@ -554,6 +554,7 @@ struct hr__worker_s {
   hr__pool_t apool; /* arena blocks */
   hr__pool_t xpool; /* exchanges */
   hr__pool_t opool; /* output queues */
+  hr__slab_t slab;  /* HTTP/2: nghttp2's small blocks, streams, body pieces */
 
   char drain_buf[4096]; /* where closing connections' input is dropped */
 

@@ -192,6 +192,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   hr__pool_init(&w->apool, &w->mem, 4096, 128);
   hr__pool_init(&w->xpool, &w->mem, sizeof(hr__exchange_t), 64);
   hr__pool_init(&w->opool, &w->mem, sizeof(hr__out_t), 64);
+  hr__slab_init(&w->slab, &w->mem, 256);
   atomic_init(&w->stop_requested, 0);
   atomic_init(&w->st_requests, 0);
   atomic_init(&w->st_accepted, 0);
@@ -387,6 +388,7 @@ void hr__worker_cleanup(hr__worker_t *w) {
   hr__pool_drain(&w->apool);
   hr__pool_drain(&w->xpool);
   hr__pool_drain(&w->opool);
+  hr__slab_drain(&w->slab);
   hr__streams_free(w); /* every stream ended with its connection */
   /* post_lock stays: a thread inside hr_response_post may still take it
    * until hr_server_free. */

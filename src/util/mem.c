@@ -119,6 +119,75 @@ void hr__pool_drain(hr__pool_t *p) {
   p->nfree = 0;
 }
 
+/* ---- slab ---------------------------------------------------------------- */
+
+/* The header before each block: its class, or HR__SLAB_CLASSES for a block
+ * straight from the allocator; 16 bytes keep the block aligned as
+ * malloc's. */
+#define HR__SLAB_HDR 16u
+#define HR__SLAB_MIN 64u
+
+void hr__slab_init(hr__slab_t *s, hr__mem_t *mem, size_t max_free) {
+  unsigned i;
+  s->mem = mem;
+  for (i = 0; i < HR__SLAB_CLASSES; i++)
+    hr__pool_init(&s->pools[i], mem, HR__SLAB_HDR + (HR__SLAB_MIN << i), max_free);
+}
+
+static unsigned slab_class(size_t size) {
+  unsigned i = 0;
+  while (i < HR__SLAB_CLASSES && size > (HR__SLAB_MIN << i)) i++;
+  return i;
+}
+
+void *hr__slab_alloc(hr__slab_t *s, size_t size) {
+  unsigned k = slab_class(size);
+  unsigned char *b;
+  if (k < HR__SLAB_CLASSES)
+    b = hr__pool_get(&s->pools[k]);
+  else
+    b = size > SIZE_MAX - HR__SLAB_HDR ? NULL : hr__mem_alloc(s->mem, size + HR__SLAB_HDR);
+  if (b == NULL) return NULL;
+  b[0] = (unsigned char)k;
+  return b + HR__SLAB_HDR;
+}
+
+void hr__slab_free(hr__slab_t *s, void *p) {
+  unsigned char *b;
+  if (p == NULL) return;
+  b = (unsigned char *)p - HR__SLAB_HDR;
+  if (b[0] < HR__SLAB_CLASSES)
+    hr__pool_put(&s->pools[b[0]], b);
+  else
+    hr__mem_free(s->mem, b);
+}
+
+void *hr__slab_realloc(hr__slab_t *s, void *p, size_t size) {
+  unsigned char *b, *n;
+  size_t have;
+  if (p == NULL) return hr__slab_alloc(s, size);
+  b = (unsigned char *)p - HR__SLAB_HDR;
+  if (b[0] >= HR__SLAB_CLASSES && slab_class(size) >= HR__SLAB_CLASSES) {
+    if (size > SIZE_MAX - HR__SLAB_HDR) return NULL;
+    n = hr__mem_realloc(s->mem, b, size + HR__SLAB_HDR);
+    return n != NULL ? n + HR__SLAB_HDR : NULL;
+  }
+  if (b[0] < HR__SLAB_CLASSES && size <= (HR__SLAB_MIN << b[0])) return p;
+  n = hr__slab_alloc(s, size);
+  if (n == NULL) return NULL;
+  /* A direct block's old size is not kept: it only shrinks into a class
+   * here, so the new size bounds what is copied. */
+  have = b[0] < HR__SLAB_CLASSES ? (HR__SLAB_MIN << b[0]) : size;
+  memcpy(n, p, have < size ? have : size);
+  hr__slab_free(s, p);
+  return n;
+}
+
+void hr__slab_drain(hr__slab_t *s) {
+  unsigned i;
+  for (i = 0; i < HR__SLAB_CLASSES; i++) hr__pool_drain(&s->pools[i]);
+}
+
 /* ---- arena --------------------------------------------------------------- */
 
 /* Block header; pooled blocks have the pool's size, oversized ones are

@@ -53,6 +53,27 @@ void *hr__pool_get(hr__pool_t *p);
 void hr__pool_put(hr__pool_t *p, void *block);
 void hr__pool_drain(hr__pool_t *p);
 
+/* Blocks of any size from size-classed pools (64, 128, 256 and 512
+ * bytes), each with a 16-byte header naming its class; larger ones go
+ * straight to the allocator with the same header.  For a loop's many small
+ * allocations of a few sizes (nghttp2's streams, frames and header
+ * entries, a stream's records): in steady state they come back from the
+ * free lists, so a request allocates nothing.  One thread. */
+#define HR__SLAB_CLASSES 4
+typedef struct hr__slab_s {
+  hr__mem_t *mem;
+  hr__pool_t pools[HR__SLAB_CLASSES];
+} hr__slab_t;
+
+/* Each class keeps at most `max_free` free blocks. */
+void hr__slab_init(hr__slab_t *s, hr__mem_t *mem, size_t max_free);
+/* NULL when out of memory. */
+void *hr__slab_alloc(hr__slab_t *s, size_t size);
+/* As realloc(3): p NULL allocates; NULL when out of memory (p stays). */
+void *hr__slab_realloc(hr__slab_t *s, void *p, size_t size);
+void hr__slab_free(hr__slab_t *s, void *p);  /* NULL: no-op */
+void hr__slab_drain(hr__slab_t *s);          /* the free lists, to the allocator */
+
 /* Bump allocator over pool blocks; oversized requests get their own heap
  * block.  Reset releases everything in one step and returns the blocks to the
  * pool. */
