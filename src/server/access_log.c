@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "server/internal.h"
+#include "util/text.h"
 
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
  * forms, no surrogates, at most U+10FFFF), or 0. */
@@ -112,17 +113,6 @@ void hr__access_peer(hr__conn_t *c) {
   if (hr__conn_peer(c, (struct sockaddr *)&ss, &len) == 0) hr__addr_text(&ss, room, HR__PEER_TEXT);
 }
 
-/* Decimal digits of v at w; returns their count. */
-static size_t put_u64(char *w, uint64_t v) {
-  char tmp[20];
-  size_t n = 0, i;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (i = 0; i < n; i++) w[i] = tmp[n - 1 - i];
-  return n;
-}
 
 /* The time of the line, rendered once a second per thread: the Common Log
  * Format's "10/Oct/2000:13:55:36 +0000" and ISO 8601's
@@ -175,11 +165,11 @@ void hr__access_log(hr__exchange_t *ex) {
     PUTS("\",\"host\":\"");
     n += put_escaped(line + n, e.host, 1);
     PUTS("\",\"status\":");
-    n += put_u64(line + n, (uint64_t)(e.status > 0 ? e.status : 0));
+    n += hr__put_u64(line + n, (uint64_t)(e.status > 0 ? e.status : 0));
     PUTS(",\"bytes\":");
-    n += put_u64(line + n, e.bytes);
+    n += hr__put_u64(line + n, e.bytes);
     PUTS(",\"duration_us\":");
-    n += put_u64(line + n, e.duration_us);
+    n += hr__put_u64(line + n, e.duration_us);
     PUTS(",\"referer\":\"");
     n += put_escaped(line + n, e.referer, 1);
     PUTS("\",\"user_agent\":\"");
@@ -199,9 +189,9 @@ void hr__access_log(hr__exchange_t *ex) {
       PUTS("-");
     }
     PUTS("\" ");
-    n += put_u64(line + n, (uint64_t)(e.status > 0 ? e.status : 0));
+    n += hr__put_u64(line + n, (uint64_t)(e.status > 0 ? e.status : 0));
     PUTS(" ");
-    n += put_u64(line + n, e.bytes);
+    n += hr__put_u64(line + n, e.bytes);
     if (o->access_format == HR_ACCESS_COMBINED) {
       PUTS(" \"");
       if (e.referer.len) n += put_escaped(line + n, e.referer, 0); else PUTS("-");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server/h2.h"
+#include "util/text.h"
 
 /* ---- pieces -------------------------------------------------------------- */
 
@@ -322,17 +323,6 @@ static int nv_lines(nvset_t *s, hr_span_t lines, const hr_span_t *unless) {
   return 0;
 }
 
-/* `v` in decimal into `out` (20 bytes at least); returns the length. */
-static size_t decimal(char *out, uint64_t v) {
-  char tmp[20];
-  size_t n = 0, i;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  return n;
-}
 
 static size_t count_lines(hr_span_t s) {
   size_t n = 0, i;
@@ -359,7 +349,7 @@ static int build_head(hr__exchange_t *ex, nvset_t *s, int status, int64_t length
   if ((err = nv_lines(s, route, &fields)) != 0 || (err = nv_lines(s, fields, NULL)) != 0)
     return err;
   if (length >= 0 && status >= 200 && status != 204 && !(status == 304 && length == 0)) {
-    size_t n = decimal(length_text, (uint64_t)length);
+    size_t n = hr__put_u64(length_text, (uint64_t)length);
     if ((err = nv_add(s, "content-length", 14, length_text, n)) != 0) return err;
   }
   /* "Date: <IMF-fixdate>\r\n" */

@@ -31,3 +31,14 @@ int hr__authority_ok(hr_span_t a) {
     if (*s < '0' || *s > '9') return 0;
   return 1;
 }
+
+size_t hr__put_u64(char *out, uint64_t v) {
+  char tmp[20];
+  size_t n = 0, i;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}

@@ -30,6 +30,10 @@ static inline int hr__is_token(hr_span_t s) {
   return 1;
 }
 
+/* `v` in decimal into `out` (20 bytes at least); returns the digits'
+ * count.  No NUL is written. */
+size_t hr__put_u64(char *out, uint64_t v);
+
 /* The value of a hexadecimal digit (RFC 5234 HEXDIG, either case), or -1. */
 static inline int hr__hex_value(unsigned char c) {
   if (c >= '0' && c <= '9') return c - '0';
