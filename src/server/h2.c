@@ -59,6 +59,9 @@ static void *ng_malloc(size_t size, void *ud) {
   char *raw;
   if (!h2->creating || h2->fb != NULL || size < HR__H2_FRAMEBUF_MIN || size > SIZE_MAX - HR__PAGE)
     return hr__slab_alloc(&h2->c->w->slab, size);
+  /* Whole pages, page-aligned: its last page is not shared with the next
+   * block, so none of it stays in use while it naps. */
+  size = (size + HR__PAGE - 1) & ~(size_t)(HR__PAGE - 1);
   raw = hr__mem_alloc(&h2->c->w->mem, size + HR__PAGE - 1);
   if (raw == NULL) return NULL;
   h2->fb_raw = raw;
@@ -103,9 +106,8 @@ static void *ng_calloc(size_t n, size_t size, void *ud) {
  * written, and nghttp2 writes a frame whole before it is sent: pages that
  * come back zeroed on the next frame are as good). */
 static void h2_nap(hr__h2_t *h2) {
-  uintptr_t start = (uintptr_t)h2->fb, end = (start + h2->fb_len) & ~(uintptr_t)(HR__PAGE - 1);
   if (h2->fb == NULL || h2->fb_napping || nghttp2_session_want_write(h2->ng)) return;
-  if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+  madvise(h2->fb, h2->fb_len, MADV_DONTNEED);
   h2->fb_napping = 1;
 }
 
