@@ -402,16 +402,25 @@ static int h2_data(hr__exchange_t *ex, const void *p, size_t n) {
   return 0;
 }
 
+/* A piece the handler still owns (borrowed bytes, a file range), handed
+ * back through its release callback once framed or at the stream's end;
+ * not framed (length 0) when the stream is gone or bodiless.  NULL when
+ * out of memory. */
+static hr__h2piece_t *push_held(hr__h2s_t *st, hr__h2pkind_t kind, uint64_t n, void *udata) {
+  hr__h2piece_t *pc = push(st, kind, 0);
+  if (pc == NULL) return NULL;
+  pc->len = st->reset || !st->has_data ? 0 : n;
+  pc->udata = udata;
+  return pc;
+}
+
 static int h2_borrow(hr__exchange_t *ex, const void *p, size_t n, hr_release_cb release,
                      void *udata) {
   hr__h2s_t *st = ex->h2s;
-  hr__h2piece_t *pc = push(st, HR__H2P_BORROW, 0);
+  hr__h2piece_t *pc = push_held(st, HR__H2P_BORROW, n, udata);
   if (pc == NULL) return HR_ENOMEM;
   pc->p = p;
-  /* Not framed when the stream is gone or bodiless: released at its end. */
-  pc->len = st->reset || !st->has_data ? 0 : n;
   pc->release = release;
-  pc->udata = udata;
   wake(st);
   return 0;
 }
@@ -419,13 +428,11 @@ static int h2_borrow(hr__exchange_t *ex, const void *p, size_t n, hr_release_cb 
 static int h2_file(hr__exchange_t *ex, int fd, uint64_t offset, uint64_t n,
                    hr_file_release_cb release, void *udata) {
   hr__h2s_t *st = ex->h2s;
-  hr__h2piece_t *pc = push(st, HR__H2P_FILE, 0);
+  hr__h2piece_t *pc = push_held(st, HR__H2P_FILE, n, udata);
   if (pc == NULL) return HR_ENOMEM;
   pc->fd = fd;
   pc->foff = offset;
-  pc->len = st->reset || !st->has_data ? 0 : n;
   pc->file_release = release;
-  pc->udata = udata;
   wake(st);
   return 0;
 }
