@@ -756,7 +756,7 @@ write_nginx_conf() {
     listen=reuseport # one listening socket per worker, as hello --reuseport
   fi
   if ((TLS)); then
-    # hello's TLS defaults (src/server/tlsctx.c): TLS 1.2 and 1.3, ECDHE
+    # hello's TLS defaults (src/server/net/tlsctx.c): TLS 1.2 and 1.3, ECDHE
     # with AEAD ciphers (OpenSSL 3.0 has no "ECDHE+AEAD" alias: the list is
     # spelt out), tickets on.  Session cache: nginx's default (none).
     listen="ssl${listen:+ $listen}"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PROXY protocol header parser (src/server/proxy.c) against HAProxy's
+ * The PROXY protocol header parser (src/server/net/proxy.c) against HAProxy's
  * doc/proxy-protocol.txt: version 1 lines (TCP4, TCP6, UNKNOWN, the
  * 107-byte limit, single spaces, ports), version 2 headers (PROXY and
  * LOCAL, the families, TLVs: ALPN, AUTHORITY, UNIQUE_ID, SSL with its
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "hroute/error.h"
-#include "server/proxy.h"
+#include "server/net/proxy.h"
 
 static hr__proxy_t px;
 

@@ -26,7 +26,7 @@
 
 #include "fixture.h"
 #include "server/internal.h"
-#include "server/tlsctx.h"
+#include "server/net/tlsctx.h"
 #include "tlsfx.h"
 #include "util/rcu.h"
 #include "util/testpoint.h"

@@ -9,7 +9,7 @@
 
 #include "util/text.h"
 #include "delegate/builtin.h"
-#include "server/exchange_api.h"
+#include "server/exchange/exchange_api.h"
 
 
 

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/proxy.h"
-#include "server/tlsctx.h"
+#include "server/net/proxy.h"
+#include "server/net/tlsctx.h"
 #include "server/worker.h"
 #include "util/rcu.h"
 
@@ -77,6 +77,9 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   s->observers[s->nobservers++] = hr__invoke_end;
   s->observers[s->nobservers++] = hr__worker_ended;
   if (o.access_log != NULL) s->observers[s->nobservers++] = hr__access_log;
+  s->worker_quiet = hr__worker_quiet;
+  s->wire[HR__WIRE_H1] = &hr__h1_wire;
+  s->wire[HR__WIRE_H2] = &hr__h2_wire;
   s->head_limits.max_request_line = o.max_request_line_bytes;
   s->head_limits.max_header = o.max_header_bytes;
   s->head_limits.max_fields = o.max_header_fields;

@@ -13,33 +13,13 @@
 #include <unistd.h>
 
 #include "http/head.h"
-#include "server/h2.h"
-#include "server/tls.h"
+#include "server/h2/h2.h"
+#include "server/net/tls.h"
 #include "server/worker.h"
 #include "util/testpoint.h"
 
-void hr__stat_inc(_Atomic uint64_t *c) {
-  /* Single writer (the owning worker); readers use relaxed loads. */
-  uint64_t n = atomic_load_explicit(c, memory_order_relaxed);
-  atomic_store_explicit(c, n + 1, memory_order_relaxed);
-}
 
-void hr__stat_add(_Atomic uint64_t *c, uint64_t n) {
-  uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
-  atomic_store_explicit(c, v + n, memory_order_relaxed);
-}
 
-void hr__log(hr__worker_t *w, hr_log_level_t level, const char *fmt, ...) {
-  const hr_server_options_t *o = &w->server->opts;
-  char msg[256];
-  va_list ap;
-  if (o->log == NULL) return;
-  va_start(ap, fmt);
-  /* A longer message is cut at 255 bytes: it is a log line, not data. */
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  o->log(o->log_ctx, level, msg);
-}
 
 /* ---- Date (RFC 9110 §6.6.1), refreshed once a second ---------------------- */
 
@@ -66,86 +46,16 @@ static void on_date_timer(uv_timer_t *t) {
 
 /* ---- resume list and posts ----------------------------------------------- */
 
-static void on_resume_idle(uv_idle_t *idle) {
-  hr__worker_t *w = idle->data;
-  while (w->resume_head != NULL) {
-    hr__conn_t *c = w->resume_head;
-    w->resume_head = c->resume_next;
-    c->on_resume = 0;
-    hr__conn_resume(c);
-  }
-  uv_idle_stop(idle);
-}
 
-void hr__worker_schedule(hr__worker_t *w) {
-  if (!uv_is_active((uv_handle_t *)&w->resume_idle))
-    uv_idle_start(&w->resume_idle, on_resume_idle);
-}
 
-static void run_posts(hr__worker_t *w) {
-  hr__post_t *list, *rev = NULL;
-  uv_mutex_lock(&w->post_lock);
-  list = w->posts;
-  w->posts = NULL;
-  uv_mutex_unlock(&w->post_lock);
-  while (list != NULL) { /* posts were pushed LIFO: run them in order */
-    hr__post_t *n = list->next;
-    list->next = rev;
-    rev = list;
-    list = n;
-  }
-  while (rev != NULL) {
-    hr__post_t *n = rev->next;
-    rev->run(rev->target, rev->fn, rev->aux, rev->udata);
-    w->mem.a->free(w->mem.a->ctx, rev);
-    rev = n;
-  }
-}
 
-int hr__worker_post(hr__worker_t *w, hr__post_run_t run, void *target, hr__fn_t fn,
-                    hr__fn_t aux, void *udata) {
-  /* Not through w->mem: its counter has a single writer, the worker. */
-  const hr_allocator_t *a = w->mem.a;
-  hr__post_t *p = a->malloc(a->ctx, sizeof(*p));
-  if (p == NULL) return HR_ENOMEM;
-  p->run = run;
-  p->target = target;
-  p->fn = fn;
-  p->aux = aux;
-  p->udata = udata;
-  uv_mutex_lock(&w->post_lock);
-  if (w->posts_closed) {
-    /* The worker has finished: nothing would run the callback. */
-    uv_mutex_unlock(&w->post_lock);
-    a->free(a->ctx, p);
-    return HR_ECLOSED;
-  }
-  p->next = w->posts;
-  w->posts = p;
-  /* uv_async_send is thread-safe; under the lock, so the worker cannot
-   * close the handle between the check above and the send. */
-  uv_async_send(&w->async);
-  uv_mutex_unlock(&w->post_lock);
-  return 0;
-}
 
-int hr__worker_call_thread_err(hr__worker_t *w) {
-  /* Pairs with the release store in hr__worker_cleanup(). */
-  return atomic_load_explicit(&w->loop_ended, memory_order_acquire) ? HR_ECLOSED : HR_ETHREAD;
-}
 
-void hr__worker_wake(hr__worker_t *w) {
-  /* A worker that has finished (a drain) has closed its async handle:
-   * as in hr__worker_post, only signal one still open. */
-  uv_mutex_lock(&w->post_lock);
-  if (!w->posts_closed) uv_async_send(&w->async);
-  uv_mutex_unlock(&w->post_lock);
-}
 
 static void on_async(uv_async_t *a) {
   hr__worker_t *w = a->data;
   hr_server_t *s = w->server;
-  run_posts(w);
+  hr__worker_run_posts(w);
   /* Pairs with the release store in hr_server_drain(): its figures are
    * visible once the flag is. */
   if (atomic_load_explicit(&s->drain_go, memory_order_acquire) && !w->draining &&
@@ -168,14 +78,6 @@ static void on_timeout(hr__timers_t *t, hr__tnode_t *n, hr__tlist_t list) {
     hr__conn_timeout((hr__conn_t *)((char *)n - offsetof(hr__conn_t, timer)), list);
 }
 
-int hr__worker_tls_loop(hr__worker_t *w) {
-  if (w->tls != NULL) return 0;
-  w->tls = hr__mem_alloc(&w->mem, sizeof(*w->tls));
-  if (w->tls == NULL) return HR_ENOMEM;
-  hr__tlsloop_init(w->tls, w->loop, &w->mem, w);
-  w->handles_open++;
-  return 0;
-}
 
 int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   size_t i;
@@ -271,7 +173,7 @@ static void on_timers_close(uv_handle_t *h) {
 }
 
 /* Closes the worker's own handles once no connection is left. */
-static void maybe_close_handles(hr__worker_t *w) {
+void hr__worker_quiet(hr__worker_t *w) {
   if (!w->stopping || w->nconns != 0 || w->ndetached != 0 || w->handles_closing)
     return;
   w->handles_closing = 1;
@@ -295,16 +197,8 @@ static void maybe_close_handles(hr__worker_t *w) {
   uv_close((uv_handle_t *)&w->async, on_worker_handle_close);
 }
 
-void hr__worker_conn_gone(hr__worker_t *w) {
-  w->nconns--;
-  maybe_close_handles(w);
-}
 
-void hr__worker_exchange_gone(hr__worker_t *w) { maybe_close_handles(w); }
 
-void hr__worker_ended(hr__exchange_t *ex) {
-  if (ex->outcome.completed) hr__stat_inc(&ex->w->st_requests);
-}
 
 /* The deadline passed: every connection closes now, and every response a
  * handler still holds is abandoned, so the worker can finish whatever the
@@ -324,7 +218,7 @@ static void on_shutdown_deadline(uv_timer_t *t) {
             "abandoning them",
             w->ndetached);
   while (w->detached != NULL) hr__exchange_abandon(w->detached);
-  maybe_close_handles(w);
+  hr__worker_quiet(w);
 }
 
 static void on_listener_close(uv_handle_t *h) {
@@ -345,7 +239,7 @@ void hr__worker_shutdown(hr__worker_t *w, uint64_t deadline_ms) {
   }
   if (w->base_handles)
     uv_timer_start(&w->shutdown_timer, on_shutdown_deadline, deadline_ms, 0);
-  maybe_close_handles(w);
+  hr__worker_quiet(w);
 }
 
 static void on_grace_end(uv_timer_t *t) {
@@ -380,7 +274,7 @@ void hr__worker_cleanup(hr__worker_t *w) {
   }
   /* Posts that came in as the loop ended: their responses are abandoned,
    * so their calls answer HR_ECLOSED. */
-  run_posts(w);
+  hr__worker_run_posts(w);
   if (w->reserve_fd >= 0) close(w->reserve_fd);
   w->reserve_fd = -1;
   hr__pool_drain(&w->rpool);

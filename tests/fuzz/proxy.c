@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "hroute/error.h"
-#include "server/proxy.h"
+#include "server/net/proxy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,7 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "server/internal.h"
-#include "server/tlsctx.h"
+#include "server/net/tlsctx.h"
 #include "tlsfx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exchange: one request and its response, whatever the protocol that
+ * carries it.  Handlers, middleware, delegates, invokers, static files,
+ * metrics and the access log see only this; the exchange reaches the wire
+ * and its connection only through its protocol's table (proto.h), never by
+ * calling conn/, h1/ or h2/, which sit above it and call down into it.
+ */
+#ifndef HR_SERVER_EXCHANGE_EXCHANGE_H
+#define HR_SERVER_EXCHANGE_EXCHANGE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <llhttp.h>
+#include <uv.h>
+
+#include "hroute/error.h"
+#include "hroute/http.h"
+#include "hroute/server.h"
+#include "hroute/upgrade.h"
+#include "http/strict.h"
+#include "router/route.h"
+#include "server/core/worker.h"
+#include "server/exchange/proto.h"
+#include "util/mem.h"
+
+typedef enum {
+  HR__RES_NEW = 0, /* nothing sent yet */
+  HR__RES_STREAMING,
+  HR__RES_DONE
+} hr__res_state_t;
+
+struct hr_response_s {
+  hr__res_state_t state;
+  int status;
+  char *fields; /* user fields rendered "N: V\r\n", arena memory */
+  size_t fields_len, fields_cap;
+  int64_t content_length; /* streaming: declared, or HR_LENGTH_UNKNOWN */
+  uint64_t written;
+  unsigned chunked : 1;
+  unsigned no_body : 1;   /* HEAD, 1xx, 204, 304 */
+  unsigned want_drain : 1;
+  unsigned crlf_owed : 1; /* chunked: a file chunk's CRLF goes with what follows */
+  hr_drain_cb drain_cb;
+  void *drain_udata;
+  hr_abort_cb abort_cb;
+  void *abort_udata;
+};
+
+/* The request.  Everything before `nparams` is zeroed for each exchange;
+ * the parameter arrays are written before they are read. */
+struct hr_request_s {
+  hr_span_t method, target, path, query;
+  hr_span_t host; /* Host field value */
+  hr_span_t authority; /* an absolute-form target's, which routes instead */
+  int version; /* 10 or 11 */
+  hr_field_t *fields;
+  size_t nfields, fields_cap;
+  const hr_route_t *route;
+  void *ctx;                        /* per-request context */
+  int ctx_made;
+  char *body;
+  size_t body_len, body_cap;
+  hr_body_cb body_cb;
+  void *body_udata;
+  uint64_t content_length;
+  unsigned host_count;
+  unsigned keep_alive : 1;
+  unsigned expect_continue : 1;
+  unsigned expect_other : 1;
+  unsigned is_head : 1;
+  unsigned chunked : 1;
+  unsigned has_length : 1;
+  unsigned conn_close : 1;
+  unsigned conn_keep_alive : 1;
+  unsigned conn_upgrade : 1; /* "upgrade" in Connection (RFC 9110 §7.8) */
+  unsigned body_done : 1;     /* body callback saw its last call */
+  unsigned has_te : 1;        /* Transfer-Encoding present */
+  unsigned te_unsupported : 1;
+  unsigned target_bad : 1;
+  unsigned continue_pending : 1; /* 100 Continue waits for read_body */
+  unsigned in_field_value : 1;
+  struct hr__form_s *query_form; /* parsed on first use (query.c) */
+  void **locals;                 /* HR_MAX_LOCALS values, from the first set */
+  struct hr__form_s *body_form;
+  size_t nparams;
+  hr_param_t params[HR_MAX_PARAMS];
+  hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
+  void *objs[HR_MAX_PARAMS];        /* parameters parsed by a delegate */
+};
+
+/* The host a request is routed by: an absolute-form target's authority
+ * wins over the Host field (RFC 9112 §3.2.2), as in hr_router_match.  The
+ * server's answers, fallback middleware and access log use the same one. */
+static inline hr_span_t hr__route_host(const hr_request_t *r) {
+  return r->authority.len ? r->authority : r->host;
+}
+
+typedef enum {
+  HR__PH_HEAD = 0, /* collecting a header section */
+  HR__PH_BODY,     /* header section parsed, message body under way */
+  HR__PH_DONE      /* message complete, waiting for the response */
+} hr__phase_t;
+
+/* Where an exchange is: on its connection, or without one. */
+typedef enum {
+  HR__EX_ON_CONN = 0, /* served on a connection */
+  HR__EX_DETACHED,    /* the connection closed; a handler still holds it */
+  HR__EX_ABANDONED    /* a shutdown deadline passed; kept until server free */
+} hr__ex_where_t;
+
+struct hr__exchange_s {
+  hr__conn_t *conn;        /* NULL once detached */
+  const hr__proto_t *proto; /* how its response reaches the wire (proto.h) */
+  hr__worker_t *w;
+  hr__exchange_t *next;    /* worker's detached list, server's abandoned list */
+  /* HR__EX_*: written by the loop thread; read by other threads only to
+   * answer HR_ECLOSED rather than HR_ETHREAD (release store, acquire load:
+   * a thread that sees ABANDONED sees the exchange as it was then). */
+  _Atomic int where;
+  char *rbuf;              /* the read buffer, owned once detached */
+
+  /* parse state: conn->rbuf[msg_start..rpos) parsed by llhttp */
+  size_t rpos;
+  size_t hdr_end;          /* end of the header section in the read buffer */
+  hr__head_scan_t hscan;
+  hr__frame_scan_t fscan;
+  const char *gap_start;   /* chunked: first framing byte not yet scanned */
+  hr__phase_t phase;
+  uint64_t body_bytes;     /* body-phase bytes seen, framing included */
+  uint64_t body_data;      /* message body bytes (after decoding chunks) */
+  uint64_t body_limit;
+  int fail_status;         /* set by llhttp callbacks before HPE_USER */
+  int internal_status;     /* 404 or 405 answered by the server itself */
+  hr_span_t internal_allow;
+  hr_span_t internal_location;
+  uint64_t head_started;   /* loop time of the first byte */
+  uint64_t last_activity;  /* loop time of the last body bytes */
+  uint64_t t_done;          /* uv_hrtime() at the response's completion */
+  uint64_t t_first;         /* uv_hrtime() at the first byte */
+  hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
+  const char *peer_text;    /* detached with an access log: the peer, in the arena */
+  struct hr_stream_s *upgrade; /* answered 101: the stream, until the exchange ends */
+  struct hr__h2s_s *h2s;      /* HTTP/2: its stream (h2.h), in the arena */
+  uint64_t sent_bytes;      /* body bytes of an answer the server gave */
+  hr__slot_t *slot;        /* the route's slot for this loop */
+  /* What the router answers this request with, from the one route table
+   * it was matched in (hr__exchange_view): its host's answers, copied,
+   * and fallback invoker (the router-level middleware of the answers the
+   * router gives itself), so that no answer mixes two tables. */
+  hr_answers_t answers;
+  hr_route_t *fallback;
+  unsigned handler_active : 1; /* handler ran, response not complete */
+  unsigned dispatched : 1;
+  unsigned msg_complete : 1;
+  unsigned discard_body : 1;
+  unsigned invoked : 1;       /* the invoker ran for this exchange */
+  unsigned ended : 1;         /* the after-middleware ran (hr__invoke_end) */
+  unsigned route_ref : 1;     /* holds a reference on req.route */
+  unsigned viewed : 1;        /* answers and fallback are set */
+  unsigned fallback_ref : 1;  /* holds a reference on fallback */
+  unsigned holds_ctx : 1;     /* counted in slot->inflight */
+  unsigned internal_answer : 1; /* the server answers, not the route */
+  unsigned streamed : 1;      /* the head came from hr_response_start: the
+                                 response ends with hr_response_end */
+  unsigned aborted : 1;       /* lost before the response completed */
+  unsigned framing_lost : 1;  /* the response cannot go on: close */
+  unsigned close_after : 1;   /* the connection ends after this response */
+  unsigned free_pending : 1;  /* released while held: freed at the unhold */
+  unsigned dropped : 1;       /* its connection or stream is done with it */
+  uint8_t holds;              /* library frames on the stack that use it */
+  int sent_status;            /* what the server answered in its place */
+
+  llhttp_t parser;
+  hr__arena_t arena;
+  hr_response_t res;
+  hr_request_t req; /* last: see hr_request_s */
+};
+
+#define HR__EX_OF_REQ(r) \
+  ((hr__exchange_t *)((char *)(r) - offsetof(hr__exchange_t, req)))
+#define HR__EX_OF_RES(r) \
+  ((hr__exchange_t *)((char *)(r) - offsetof(hr__exchange_t, res)))
+
+/* exchange.c */
+/* A new exchange of connection `c` on `w`, speaking `proto`, its message
+ * beginning at `rpos` in the read buffer; NULL: out of memory. */
+hr__exchange_t *hr__exchange_new(hr__worker_t *w, hr__conn_t *c, const hr__proto_t *proto,
+                                 size_t rpos);
+/* The exchange is over: after-middleware, counters, contexts, references,
+ * then its memory goes back to the pools. */
+void hr__exchange_free(hr__exchange_t *ex);
+/* Sets ex's answers and fallback from `t`, the table its request is
+ * matched in (inside the read-side section that loaded it). */
+void hr__exchange_view_from(hr__exchange_t *ex, const hr__table_t *t);
+/* Makes sure ex's answers and fallback are set: from the current table
+ * when its request was not matched (refused before its header section was
+ * complete), in a read-side section of its own, and kept by reference
+ * when that section is not a connection's processing step. */
+void hr__exchange_view(hr__exchange_t *ex);
+/* The exchange outlives the read-side section it was routed in: it takes
+ * its own references on its route's invoker and, for a request no route
+ * answers, on its fallback (dropped by hr__invoke_release). */
+void hr__exchange_keep(hr__exchange_t *ex);
+/* The connection closes under a running handler: the exchange lives on
+ * without it (owning the read buffer) until the handler completes.
+ * `peer_room`: the connection's peer as text (HR__PEER_TEXT bytes, kept
+ * for the access log), or NULL. */
+#define HR__PEER_TEXT 48
+void hr__exchange_detach(hr__exchange_t *ex, const char *peer_room);
+/* The library is done with `ex` (connection or handler side): freed now,
+ * or when the last hold goes. */
+void hr__exchange_release(hr__exchange_t *ex);
+void hr__exchange_hold(hr__exchange_t *ex);
+/* Returns 1 when that freed `ex`. */
+int hr__exchange_unhold(hr__exchange_t *ex);
+/* Tells a running handler that its exchange is lost (body callback, drain
+ * callback, abort callback). */
+void hr__exchange_abort(hr__exchange_t *ex, int body_status);
+/* Shutdown deadline: the exchange is kept, inert, until hr_server_free. */
+void hr__exchange_abandon(hr__exchange_t *ex);
+/* Frees an abandoned exchange (hr_server_free). */
+void hr__exchange_release_abandoned(hr__exchange_t *ex);
+/* Whether the calling thread may call response functions on `ex`: 0, or
+ * HR_ECLOSED (detached from another thread's view, or abandoned) or
+ * HR_ETHREAD. */
+int hr__exchange_check_thread(const hr__exchange_t *ex);
+
+
+/* Whether the exchange's connection or stream is done with it: closed,
+ * or the exchange dropped (a handler running then hears of it through
+ * its abort callback; the library's own steps stop).  A connection that
+ * closes drops its exchanges before anything else runs (conn.c). */
+static inline int hr__ex_gone(const hr__exchange_t *ex) {
+  return ex->conn == NULL || ex->dropped;
+}
+
+/* dispatch.c: from the end of a header section to the handler, whatever
+ * the protocol. */
+/* Routes the request whose header section its protocol parsed and checked
+ * (method, target, host, fields, version, length, msg_complete when no
+ * body follows), then the limits, head middleware, 100 Continue and, for
+ * a streaming route, the handler.  Returns 0 to go on, -1 when the
+ * exchange failed (answered through proto->fail) or is gone. */
+int hr__dispatch_head(hr__exchange_t *ex);
+/* `len` bytes of message body: into the buffer, to the streaming handler,
+ * or dropped.  Returns 0, 413 (over the body limit), 503 (out of memory)
+ * or -1 (the exchange is gone: the handler closed it). */
+int hr__dispatch_body(hr__exchange_t *ex, const char *at, size_t len);
+/* The message is complete: the handler of a buffered route, the server's
+ * own answer, or the last call of a streaming body. */
+void hr__dispatch_complete(hr__exchange_t *ex);
+/* Answers with the server's own response for ex->internal_status (404,
+ * 405, redirects, OPTIONS, 501) after the before-middleware that apply. */
+void hr__dispatch_answer(hr__exchange_t *ex);
+/* The same for `status` (a typed parameter that names no resource: 404;
+ * no context: 503): the protocols' answer_status. */
+void hr__dispatch_answer_status(hr__exchange_t *ex, int status);
+/* The body of a server answer with `status`: the host's error_body hook
+ * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
+ * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type
+ * value.  Returns the length.  The hook runs inside a read-side section. */
+#define HR__ERROR_BODY_MAX 1024
+size_t hr__error_body(const hr_answers_t *an, int status, char *buf, const char **ctype);
+
+/* invoke.c */
+void hr__invoke(hr__exchange_t *ex);
+/* At the match (the end of the header section): a route with per-loop
+ * contexts counts the request in its loop's slot from here, so the loop's
+ * sweep keeps the context for it even when the route is removed before
+ * its body has arrived. */
+void hr__invoke_hold_ctx(hr__exchange_t *ex);
+/* An exchange's observer (see hr__ex_observer_fn): its route's
+ * after-middleware, counters and latency histogram, or the router's
+ * fallback after-middleware. */
+void hr__invoke_end(hr__exchange_t *ex);
+void hr__invoke_release(hr__exchange_t *ex); /* contexts and references */
+/* Runs the route's head middleware at the end of the header section;
+ * returns 1 when one answered (or will), 0 to go on. */
+int hr__invoke_head(hr__exchange_t *ex);
+void hr__locals_release(hr__exchange_t *ex);  /* request locals' destructors */
+/* An exchange's observer (hr__ex_observer_fn): the worker counts a
+ * completed response (hr_server_stats_t.requests), whichever protocol
+ * carried it. */
+void hr__worker_ended(hr__exchange_t *ex);
+void hr__worker_ctx_prepare(hr__worker_t *w);
+void hr__worker_ctx_sweep(hr__worker_t *w, int all);
+
+/* Whether `framing` bytes of chunked framing are out of proportion to the
+ * body data before them (ex->body_data): more than the header limit
+ * besides one byte per byte of data -> 413. */
+static inline int hr__framing_excess(const hr__exchange_t *ex, uint64_t framing) {
+  return framing > ex->w->server->opts.max_header_bytes + ex->body_data;
+}
+
+#endif /* HR_SERVER_EXCHANGE_EXCHANGE_H */

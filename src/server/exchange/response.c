@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The response API: fields, whole responses (copied or borrowed bodies),
+ * streaming with fixed length or the chunked coding (RFC 9112 §7.1), drain
+ * and abort callbacks, and completion from other threads.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "http/head.h"
+#include "server/exchange/exchange_api.h"
+#include "server/exchange/exchange.h"
+#include "util/text.h"
+
+static char *field_room(hr_response_t *res, size_t need);
+
+int hr_response_add_field(hr_response_t *res, hr_span_t name, hr_span_t value) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  size_t i, need;
+  char *p;
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (ex->conn == NULL) return HR_ECLOSED;
+  if (name.len == 0 || hr__reserved_field(name)) return HR_EINVAL;
+  for (i = 0; i < name.len; i++)
+    if (!hr__is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
+  for (i = 0; i < value.len; i++)
+    if (value.ptr[i] == '\r' || value.ptr[i] == '\n' || value.ptr[i] == '\0')
+      return HR_EINVAL;
+  need = name.len + value.len + 4;
+  p = field_room(res, need);
+  if (p == NULL) return HR_ENOMEM;
+  memcpy(p, name.ptr, name.len);
+  p += name.len;
+  *p++ = ':';
+  *p++ = ' ';
+  memcpy(p, value.ptr, value.len);
+  p += value.len;
+  *p++ = '\r';
+  *p++ = '\n';
+  res->fields_len += need;
+  return 0;
+}
+
+static char *field_room(hr_response_t *res, size_t need) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  if (res->fields_cap - res->fields_len < need) {
+    size_t cap = res->fields_cap ? res->fields_cap * 2 : 256;
+    char *p;
+    while (cap < res->fields_len + need) cap *= 2;
+    p = hr__arena_grow(&ex->arena, res->fields, res->fields_len, cap);
+    if (p == NULL) return NULL;
+    res->fields = p;
+    res->fields_cap = cap;
+  }
+  return res->fields + res->fields_len;
+}
+
+int hr__res_fields_open(const hr_response_t *res) {
+  const hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  return ex->conn == NULL ? HR_ECLOSED : 0;
+}
+
+char *hr__res_field_room(hr_response_t *res, size_t need, size_t *cap) {
+  char *p = field_room(res, need);
+  if (p != NULL) *cap = res->fields_cap - res->fields_len;
+  return p;
+}
+
+void hr__res_field_commit(hr_response_t *res, size_t n) { res->fields_len += n; }
+
+hr__registry_t *hr__res_registry(const hr_response_t *res) {
+  return &HR__EX_OF_RES(res)->w->server->router->registry;
+}
+
+hr__registry_t *hr__req_registry(const hr_request_t *req) {
+  return &HR__EX_OF_REQ(req)->w->server->router->registry;
+}
+
+static int status_has_no_body(int status) {
+  return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+static int check_send(hr_response_t *res, int status, size_t len) {
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (status < 200 || status > 599) return HR_EINVAL;
+  if (len > 0 && (status == 204 || status == 304)) return HR_EINVAL;
+  return 0;
+}
+
+/* Completion shared by every finishing call. */
+static int finish(hr__exchange_t *ex) {
+  ex->res.state = HR__RES_DONE;
+  ex->proto->done(ex);
+  return 0;
+}
+
+/* A response completed after its connection was done with it: the
+ * exchange goes. */
+static int finish_closed(hr__exchange_t *ex) {
+  ex->res.state = HR__RES_DONE;
+  ex->handler_active = 0;
+  hr__exchange_release(ex);
+  return HR_ECLOSED;
+}
+
+/* The response cannot be framed any more (out of memory with part of it
+ * queued, or a short fixed-length body): complete it and close. */
+static int fail_framing(hr__exchange_t *ex, int err) {
+  ex->proto->lost(ex);
+  return err;
+}
+
+int hr_response_send(hr_response_t *res, int status, const void *body,
+                     size_t len) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err == 0) err = check_send(res, status, len);
+  if (err != 0) return err;
+  if (ex->conn == NULL) return finish_closed(ex);
+  res->status = status;
+  err = ex->proto->head(ex, status, (int64_t)len, 0);
+  if (err == 0 && len > 0 && !ex->req.is_head) {
+    err = ex->proto->data(ex, body, len);
+    res->written = len; /* the body bytes sent (access log) */
+  }
+  /* Framing is broken once part of a head is queued. */
+  if (err != 0) return fail_framing(ex, HR_ENOMEM);
+  return finish(ex);
+}
+
+int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
+                              size_t len, hr_release_cb release, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err == 0) err = check_send(res, status, len);
+  if (err != 0) return err;
+  if (ex->conn == NULL) return finish_closed(ex);
+  res->status = status;
+  err = ex->proto->head(ex, status, (int64_t)len, 0);
+  if (err == 0) {
+    if (len > 0 && !ex->req.is_head) {
+      err = ex->proto->borrow(ex, body, len, release, udata);
+      res->written = len;
+    }
+    else if (release != NULL)
+      /* Nothing to write: hand it back through the queue so it is still
+       * released later, never inside this call. */
+      err = ex->proto->borrow(ex, body, 0, release, udata);
+  }
+  if (err != 0) return fail_framing(ex, HR_ENOMEM);
+  return finish(ex);
+}
+
+int hr_response_send_file(hr_response_t *res, int status, int fd, uint64_t offset,
+                          uint64_t length, hr_file_release_cb release, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
+    return HR_EINVAL;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (status < 200 || status > 599) return HR_EINVAL;
+  if (length > 0 && (status == 204 || status == 304)) return HR_EINVAL;
+  if (ex->conn == NULL) return finish_closed(ex);
+  res->status = status;
+  err = ex->proto->head(ex, status, (int64_t)length, 0);
+  /* Nothing to send for HEAD: the file still goes through the queue, so it
+   * is released later, never inside this call. */
+  if (err == 0) err = ex->proto->file(ex, fd, offset, ex->req.is_head ? 0 : length, release, udata);
+  if (err != 0) return fail_framing(ex, HR_ENOMEM);
+  if (!ex->req.is_head) res->written = length;
+  return finish(ex);
+}
+
+int hr_response_start(hr_response_t *res, int status, int64_t content_length) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int chunked = 0, err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (status < 200 || status > 599) return HR_EINVAL;
+  if (content_length < HR_LENGTH_UNKNOWN) return HR_EINVAL;
+  if (ex->conn == NULL) {
+    res->state = HR__RES_STREAMING;
+    return HR_ECLOSED;
+  }
+  res->status = status;
+  res->no_body = ex->req.is_head || status_has_no_body(status);
+  if (status_has_no_body(status)) {
+    if (content_length > 0) return HR_EINVAL;
+    content_length = 0;
+  }
+  /* Unknown length: chunked for HTTP/1.1, else close-delimited (RFC 9112
+   * §6.3). */
+  if (content_length == HR_LENGTH_UNKNOWN && ex->req.version >= 11) chunked = 1;
+  res->content_length = content_length;
+  /* A HEAD response announces the coding but carries no chunks. */
+  res->chunked = (unsigned)(chunked && !res->no_body);
+  ex->streamed = 1;
+  err = ex->proto->head(ex, status, content_length, chunked);
+  if (err != 0) return fail_framing(ex, err);
+  res->state = HR__RES_STREAMING;
+  ex->proto->kick(ex);
+  return 0;
+}
+
+int hr_response_write(hr_response_t *res, const void *data, size_t len) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_STREAMING) return HR_ESTATE;
+  if (ex->conn == NULL) return HR_ECLOSED;
+  if (res->content_length >= 0 &&
+      (uint64_t)res->content_length - res->written < len)
+    return HR_EINVAL;
+  if (len == 0) return 0;
+  if (res->no_body) {
+    res->written += len;
+    return 0;
+  }
+  /* Above the mark: refuse, so that queued output stays within the mark
+   * plus one write. */
+  if (ex->proto->queued(ex) > ex->w->server->opts.write_high_water_bytes) {
+    res->want_drain = 1;
+    return HR_EAGAIN;
+  }
+  if (ex->proto->data(ex, data, len) != 0) {
+    /* Part of a piece may be queued: the framing is lost and the
+     * connection closes.  The handler, which hears it here rather than
+     * through its abort callback, still ends the response (HR_ECLOSED). */
+    ex->aborted = 1;
+    ex->proto->cut(ex);
+    return HR_ENOMEM;
+  }
+  res->written += len;
+  ex->proto->kick(ex);
+  return 0;
+}
+
+int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset, uint64_t length,
+                           hr_file_release_cb release, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_STREAMING) return HR_ESTATE;
+  if (ex->conn == NULL) return HR_ECLOSED;
+  if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
+    return HR_EINVAL;
+  if (res->content_length >= 0 && (uint64_t)res->content_length - res->written < length)
+    return HR_EINVAL;
+  /* Even with nothing to send (HEAD, length 0) the file goes through the
+   * queue, so it is released later, never inside this call. */
+  if (ex->proto->file(ex, fd, offset, res->no_body ? 0 : length, release, udata) != 0) {
+    ex->aborted = 1;
+    ex->proto->cut(ex);
+    return HR_ENOMEM;
+  }
+  res->written += length;
+  ex->proto->kick(ex);
+  return 0;
+}
+
+int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb, void *udata) {
+  int err = hr__exchange_check_thread(HR__EX_OF_RES(res));
+  if (err != 0) return err;
+  if (res->state == HR__RES_DONE) return HR_ESTATE;
+  res->drain_cb = cb;
+  res->drain_udata = udata;
+  return 0;
+}
+
+int hr_response_on_abort(hr_response_t *res, hr_abort_cb cb, void *udata) {
+  int err = hr__exchange_check_thread(HR__EX_OF_RES(res));
+  if (err != 0) return err;
+  if (res->state == HR__RES_DONE) return HR_ESTATE;
+  res->abort_cb = cb;
+  res->abort_udata = udata;
+  return 0;
+}
+
+int hr_response_end(hr_response_t *res) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_STREAMING) return HR_ESTATE;
+  if (ex->conn == NULL) return finish_closed(ex);
+  if (res->content_length >= 0 && !res->no_body &&
+      res->written != (uint64_t)res->content_length) {
+    /* The declared length was not met: the message cannot be framed. */
+    return fail_framing(ex, HR_EINVAL);
+  }
+  if (ex->proto->end(ex) != 0) return fail_framing(ex, HR_ENOMEM);
+  return finish(ex);
+}
+
+hr_request_t *hr_response_request(hr_response_t *res) {
+  return &HR__EX_OF_RES(res)->req;
+}
+
+static void run_post(void *target, hr__fn_t fn, hr__fn_t aux, void *udata) {
+  (void)aux;
+  ((hr_post_cb)fn)(target, udata);
+}
+
+int hr_response_post(hr_response_t *res, hr_post_cb cb, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  if (cb == NULL) return HR_EINVAL;
+  /* Pairs with the release store in hr__exchange_abandon(). */
+  if (atomic_load_explicit(&ex->where, memory_order_acquire) == HR__EX_ABANDONED)
+    return HR_ECLOSED;
+  return hr__worker_post(ex->w, run_post, res, (hr__fn_t)cb, NULL, udata);
+}
