@@ -197,6 +197,17 @@ HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);
  * hr_response_end, returning HR_ECLOSED), which releases req and res; the
  * abort callback, if set, runs too.  After a status other than 0 it is not
  * called again.  Chunk extensions and trailer fields are not delivered.
+ *
+ * An early answer ends the body: once the handler's response is complete
+ * (hr_response_send*, hr_response_end) while the body is still arriving,
+ * the callback is never called again, not even with a final status, so a
+ * handler may free what `udata` points to as soon as its completing call
+ * returned.  The server discards the rest of the body: over HTTP/1.1 it
+ * reads and drops up to 256 KiB that a Content-Length still announces and
+ * keeps the connection (within the body timeouts), and otherwise (more
+ * than that, or a chunked body) closes the connection after the response
+ * (RFC 9112 §9.6; nginx and Go's net/http do the same); over HTTP/2 the
+ * stream is reset with NO_ERROR after the response (RFC 9113 §8.1).
  */
 typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
                            void *udata);
@@ -212,6 +223,32 @@ typedef void (*hr_body_cb)(hr_request_t *req, hr_span_t chunk, int status,
  */
 HR_EXTERN int hr_request_read_body(hr_request_t *req, hr_body_cb cb,
                                    void *udata);
+
+/**
+ * Backpressure for a streaming body: after hr_request_body_pause the body
+ * callback is not called (it may be paused from inside the callback: no
+ * further piece of the current read is delivered) until
+ * hr_request_body_resume.  While paused the server stops taking the body
+ * from the client: over HTTP/1.1 it stops reading the connection, so what
+ * the client sends waits in the kernel's buffers and then in the client
+ * (at most one read buffer of it is held by the server); over HTTP/2 the
+ * stream's flow-control window stays shut (RFC 9113 §5.2), so at most that
+ * window (hr_server_options_t.h2_initial_window_bytes) is held, while the
+ * connection's window and the other streams go on.  The body's timeouts
+ * (body_timeout_ms, body_min_rate_bytes, body_deadline_ms) do not run
+ * while paused and start over at the resume.  Pausing twice, or resuming
+ * a body that is not paused, does nothing.  Resuming delivers what was
+ * held back from the next loop turn on, never inside the call.
+ *
+ * Valid after hr_request_read_body on a streaming route, on the loop
+ * thread.  Returns 0, HR_ESTATE (not a streaming route, or no body
+ * callback yet), HR_ECLOSED (the connection is gone), HR_ETHREAD.  A body
+ * that already ended (or was ended by an early answer) accepts both calls
+ * and nothing more happens.
+ */
+HR_EXTERN int hr_request_body_pause(hr_request_t *req);
+/** Resumes a body paused by hr_request_body_pause (see there). */
+HR_EXTERN int hr_request_body_resume(hr_request_t *req);
 
 /** Copies the peer's address into *addr (*len in: its size; out: the
  * address length): the client's as a PROXY protocol header gave it, on a

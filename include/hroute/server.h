@@ -114,6 +114,22 @@ typedef struct hr_server_options_s {
   /** Longest gap between two pieces of a message body -> 408 and close.
    * 10000 ms. */
   uint64_t body_timeout_ms;
+  /** Slowest pace of a message body, in bytes per second, averaged over
+   * each window of body_rate_window_ms: a body that brought less in a
+   * window -> 408 (and close on HTTP/1.1; the stream on HTTP/2).  The
+   * gap timeout alone lets a client that sends a byte every few seconds
+   * hold a connection for as long as it likes.  Counted only while the
+   * body is due: not while the handler paused it (hr_request_body_pause)
+   * or the client waits for 100 Continue.  1024; 0 turns it off (the model
+   * is Apache's mod_reqtimeout MinRate). */
+  uint64_t body_min_rate_bytes;
+  /** The window of body_min_rate_bytes, in ms.  10000; 0 means 10000. */
+  uint64_t body_rate_window_ms;
+  /** Longest time a whole message body may take, from when it became due
+   * (its header section, or 100 Continue) -> 408.  0 (the default): no
+   * overall deadline, as with nginx and Go's net/http; the gap and the
+   * pace above still apply. */
+  uint64_t body_deadline_ms;
   /** Longest time queued output may make no progress, then close.
    * Progress is bytes written, or bytes of ours the peer acknowledged (a
    * slow reader draining a large socket buffer).  10000 ms.  For this and

@@ -27,6 +27,8 @@ void hr_server_options_init(hr_server_options_t *o) {
   o->header_timeout_ms = 10000;
   o->keepalive_timeout_ms = 5000;
   o->body_timeout_ms = 10000;
+  o->body_min_rate_bytes = 1024;
+  o->body_rate_window_ms = 10000;
   o->write_timeout_ms = 10000;
   o->write_high_water_bytes = 65536;
   o->backlog = 511;
@@ -55,6 +57,7 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
       o.write_high_water_bytes == 0 || o.backlog <= 0)
     return HR_EINVAL;
   if (o.max_form_pairs == 0) o.max_form_pairs = 1000;
+  if (o.body_rate_window_ms == 0) o.body_rate_window_ms = 10000;
   if (o.h2_max_concurrent_streams == 0) o.h2_max_concurrent_streams = 100;
   if (o.h2_initial_window_bytes == 0) o.h2_initial_window_bytes = 65535;
   if (o.h2_max_frame_bytes == 0) o.h2_max_frame_bytes = 16384;

@@ -301,6 +301,10 @@ static void update_reading(hr__conn_t *c) {
   else if (c->upgraded)
     /* A stream reads while its owner wants and the buffer has room. */
     want = !hr__stream_paused(c) && (c->rbuf == NULL || c->rlen < c->w->server->rbuf_size);
+  else if (c->ex != NULL && c->ex->req.body_paused && c->ex->phase == HR__PH_BODY)
+    /* The handler paused its body: what the client sends waits in the
+     * kernel (and then in the client) until it resumes. */
+    want = 0;
   else if (c->ex != NULL && c->ex->phase == HR__PH_DONE)
     /* Waiting for the response: pipelined bytes wait in the buffer, and
      * reading goes on while there is room so that a peer that goes away is

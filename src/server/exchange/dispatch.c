@@ -192,6 +192,31 @@ static int no_route(hr__exchange_t *ex, const hr_match_t *m,
   return 0;
 }
 
+/* Makes room for `cap` bytes of buffered body (cap >= what it holds): in
+ * the arena up to HR__BODY_ARENA_MAX, else in a block of its own from the
+ * server's allocator (req.body_heap), grown by realloc, so that a large
+ * body is neither copied into a second block nor kept twice.  Returns 0
+ * or -1 (out of memory). */
+#define HR__BODY_ARENA_MAX 16384
+static int body_reserve(hr__exchange_t *ex, size_t cap) {
+  hr_request_t *r = &ex->req;
+  char *b;
+  if (cap <= r->body_cap) return 0;
+  if (cap <= HR__BODY_ARENA_MAX && !r->body_heap) {
+    b = hr__arena_grow(&ex->arena, r->body, r->body_cap, cap);
+  } else if (r->body_heap) {
+    b = hr__mem_realloc(&ex->w->mem, r->body, cap);
+  } else {
+    b = hr__mem_alloc(&ex->w->mem, cap);
+    if (b != NULL && r->body_len > 0) memcpy(b, r->body, r->body_len);
+    if (b != NULL) r->body_heap = 1;
+  }
+  if (b == NULL) return -1;
+  r->body = b;
+  r->body_cap = cap;
+  return 0;
+}
+
 /* The header section has been parsed and checked by its protocol.
  * Returns 0 to go on, -1 when the exchange is failing or must stop. */
 int hr__dispatch_head(hr__exchange_t *ex) {
@@ -201,6 +226,7 @@ int hr__dispatch_head(hr__exchange_t *ex) {
    * complete (h1: llhttp pauses there; h2: END_STREAM on HEADERS). */
   int body_expected = !ex->msg_complete;
   ex->body_limit = ex->w->server->opts.max_body_bytes;
+  hr__body_restart(ex); /* the body is due from here */
   if (route_request(ex, &m) != 0) {
     ex->proto->fail(ex, 503, "out of memory");
     return -1;
@@ -239,16 +265,12 @@ int hr__dispatch_head(hr__exchange_t *ex) {
     }
   }
   if (r->route->body_mode == HR_BODY_BUFFER && r->has_length &&
-      r->content_length > 0) {
-    /* Start small and grow as bytes arrive: a peer announcing a large body
-     * it never sends must not make the server hold that much memory. */
-    size_t first = r->content_length < 16384 ? (size_t)r->content_length : 16384;
-    r->body = hr__arena_alloc(&ex->arena, first);
-    if (r->body == NULL) {
-      ex->proto->fail(ex, 503, "out of memory");
-      return -1;
-    }
-    r->body_cap = first;
+      r->content_length > 0 && body_reserve(ex, (size_t)r->content_length) != 0) {
+    /* The declared length (within the limit, checked above), once: a
+     * body that arrives is never copied as it grows.  Pages of it that
+     * no byte reached yet cost nothing (a large block is mapped). */
+    ex->proto->fail(ex, 503, "out of memory");
+    return -1;
   }
   if (r->route->body_mode == HR_BODY_STREAM) {
     ex->dispatched = 1;
@@ -292,17 +314,57 @@ int hr__dispatch_body(hr__exchange_t *ex, const char *at, size_t len) {
     return 0;
   }
   if (r->body_cap - r->body_len < len) {
-    size_t cap = r->body_cap ? r->body_cap * 2 : 1024;
-    char *b;
+    /* A body of unknown length (chunked; HTTP/2 without content-length)
+     * doubles, within the limit. */
+    uint64_t cap = r->body_cap ? (uint64_t)r->body_cap * 2 : 1024;
     while (cap < r->body_len + len) cap *= 2;
-    if (cap > ex->body_limit && ex->body_limit >= r->body_len + len)
-      cap = (size_t)ex->body_limit;
-    b = hr__arena_grow(&ex->arena, r->body, r->body_cap, cap);
-    if (b == NULL) return 503;
-    r->body = b;
-    r->body_cap = cap;
+    if (cap > ex->body_limit) cap = ex->body_limit;
+    if (body_reserve(ex, (size_t)cap) != 0) return 503;
   }
   memcpy(r->body + r->body_len, at, len);
   r->body_len += len;
+  return 0;
+}
+
+/* ---- the body's pace ------------------------------------------------------ */
+
+static int body_is_due(const hr__exchange_t *ex) {
+  const hr_request_t *r = &ex->req;
+  return ex->phase == HR__PH_BODY && !ex->msg_complete && !r->continue_pending &&
+         !r->body_paused;
+}
+
+void hr__body_restart(hr__exchange_t *ex) {
+  uint64_t now = uv_now(ex->w->loop);
+  ex->last_activity = ex->rate_start = now;
+  ex->rate_base = ex->body_data;
+  if (ex->body_started == 0) ex->body_started = now;
+}
+
+int hr__body_due(const hr__exchange_t *ex, uint64_t *due) {
+  const hr_server_options_t *o = &ex->w->server->opts;
+  uint64_t d;
+  if (!body_is_due(ex)) return 0;
+  d = ex->last_activity + o->body_timeout_ms;
+  if (o->body_min_rate_bytes > 0 && ex->rate_start + o->body_rate_window_ms < d)
+    d = ex->rate_start + o->body_rate_window_ms;
+  if (o->body_deadline_ms > 0 && ex->body_started + o->body_deadline_ms < d)
+    d = ex->body_started + o->body_deadline_ms;
+  *due = d;
+  return 1;
+}
+
+int hr__body_expired(hr__exchange_t *ex, uint64_t now) {
+  const hr_server_options_t *o = &ex->w->server->opts;
+  if (!body_is_due(ex)) return 0;
+  if (now >= ex->last_activity + o->body_timeout_ms) return 1;
+  if (o->body_deadline_ms > 0 && now >= ex->body_started + o->body_deadline_ms) return 1;
+  if (o->body_min_rate_bytes > 0 && now >= ex->rate_start + o->body_rate_window_ms) {
+    /* Bytes per second over the window, against the pace. */
+    uint64_t got = ex->body_data - ex->rate_base, span = now - ex->rate_start;
+    if (got * 1000 < o->body_min_rate_bytes * span) return 1;
+    ex->rate_start = now;
+    ex->rate_base = ex->body_data;
+  }
   return 0;
 }

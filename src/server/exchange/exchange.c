@@ -70,6 +70,8 @@ void hr__exchange_keep(hr__exchange_t *ex) {
 
 static void give_back(hr__exchange_t *ex) {
   hr__worker_t *w = ex->w;
+  if (ex->req.body_heap) hr__mem_free(&w->mem, ex->req.body);
+  ex->req.body_heap = 0;
   hr__arena_reset(&ex->arena);
   if (ex->rbuf != NULL) hr__pool_put(&w->rpool, ex->rbuf);
   ex->rbuf = NULL;

@@ -79,6 +79,8 @@ struct hr_request_s {
   unsigned te_unsupported : 1;
   unsigned target_bad : 1;
   unsigned continue_pending : 1; /* 100 Continue waits for read_body */
+  unsigned body_paused : 1;   /* hr_request_body_pause: no piece is delivered */
+  unsigned body_heap : 1;     /* body is a block of its own (dispatch.c) */
   unsigned in_field_value : 1;
   struct hr__form_s *query_form; /* parsed on first use (query.c) */
   void **locals;                 /* HR_MAX_LOCALS values, from the first set */
@@ -136,6 +138,9 @@ struct hr__exchange_s {
   hr_span_t internal_location;
   uint64_t head_started;   /* loop time of the first byte */
   uint64_t last_activity;  /* loop time of the last body bytes */
+  /* The body's pace (hr__body_due): loop time its current rate window
+   * began and the body bytes seen then, and when the body became due. */
+  uint64_t rate_start, rate_base, body_started;
   uint64_t t_done;          /* uv_hrtime() at the response's completion */
   uint64_t t_first;         /* uv_hrtime() at the first byte */
   hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
@@ -168,6 +173,8 @@ struct hr__exchange_s {
   unsigned close_after : 1;   /* the connection ends after this response */
   unsigned free_pending : 1;  /* released while held: freed at the unhold */
   unsigned dropped : 1;       /* its connection or stream is done with it */
+  unsigned body_held : 1;     /* h1: llhttp stopped after a piece, paused */
+  unsigned body_cut : 1;      /* answered before the body ended: discarded */
   uint8_t holds;              /* library frames on the stack that use it */
   int sent_status;            /* what the server answered in its place */
 
@@ -256,6 +263,21 @@ void hr__dispatch_answer(hr__exchange_t *ex);
 /* The same for `status` (a typed parameter that names no resource: 404;
  * no context: 503): the protocols' answer_status. */
 void hr__dispatch_answer_status(hr__exchange_t *ex, int status);
+/* The request body's pace (RFC 9110 leaves it to the server; Apache's
+ * mod_reqtimeout MinRate is the model): whether the body is due now
+ * (neither complete, nor paused by the handler, nor held back for 100
+ * Continue) and, if so, *due: the loop time by which it must have moved,
+ * the earliest of its gap (body_timeout_ms after the last bytes), the end
+ * of its rate window (body_rate_window_ms) and its overall deadline
+ * (body_deadline_ms).  The protocols arm their BODY deadline with it. */
+int hr__body_due(const hr__exchange_t *ex, uint64_t *due);
+/* That time came (`now`, loop time): returns 1 when the body is too slow
+ * (answer 408), or 0 after starting a new rate window (arm again). */
+int hr__body_expired(hr__exchange_t *ex, uint64_t now);
+/* The body becomes due now (its head was dispatched, 100 Continue went
+ * out, or the handler resumed it): its gap and rate window start over. */
+void hr__body_restart(hr__exchange_t *ex);
+
 /* The body of a server answer with `status`: the host's error_body hook
  * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
  * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type

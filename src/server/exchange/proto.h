@@ -67,6 +67,10 @@ typedef struct hr__proto_s {
   size_t (*queued)(const hr__exchange_t *ex);
   /* New output or a state change: process it on the next loop turn. */
   void (*kick)(hr__exchange_t *ex);
+  /* The handler resumed its paused body (hr_request_body_resume): what
+   * was held back is delivered, and reading goes on, from the next loop
+   * turn (never inside the call). */
+  void (*resume_body)(hr__exchange_t *ex);
   /* What the exchange knows of the connection that carries it: the
    * client's address (a PROXY header's, else the socket peer's; 0 or a
    * libuv error), its transport (TLS facts), and whether the connection

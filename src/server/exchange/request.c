@@ -79,12 +79,44 @@ int hr_request_read_body(hr_request_t *req, hr_body_cb cb, void *udata) {
     /* The client waits for this before sending the body (RFC 9110 §10.1.1). */
     if (ex->proto->send_continue(ex) != 0) return HR_ENOMEM;
     req->continue_pending = 0;
-    /* The body timeout counts from now. */
-    ex->last_activity = uv_now(ex->w->loop);
+    /* The body's timeouts count from now. */
+    hr__body_restart(ex);
     ex->proto->kick(ex);
   }
   req->body_cb = cb;
   req->body_udata = udata;
+  return 0;
+}
+
+/* Whether `req` is a streaming body still arriving that the handler reads
+ * (hr_request_body_pause and _resume apply): 0, or the call's error. */
+static int body_flowing(hr_request_t *req) {
+  hr__exchange_t *ex = HR__EX_OF_REQ(req);
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (req->route == NULL || req->route->body_mode != HR_BODY_STREAM || req->body_cb == NULL)
+    return HR_ESTATE;
+  if (ex->conn == NULL) return HR_ECLOSED;
+  return 0;
+}
+
+int hr_request_body_pause(hr_request_t *req) {
+  int err = body_flowing(req);
+  if (err != 0) return err;
+  req->body_paused = 1;
+  return 0;
+}
+
+int hr_request_body_resume(hr_request_t *req) {
+  hr__exchange_t *ex = HR__EX_OF_REQ(req);
+  int err = body_flowing(req);
+  if (err != 0) return err;
+  if (!req->body_paused) return 0;
+  req->body_paused = 0;
+  if (req->body_done) return 0;
+  /* The client could not send while paused: its pace counts from now. */
+  hr__body_restart(ex);
+  ex->proto->resume_body(ex);
   return 0;
 }
 

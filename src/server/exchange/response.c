@@ -94,7 +94,17 @@ static int check_send(hr_response_t *res, int status, size_t len) {
 
 /* Completion shared by every finishing call. */
 static int finish(hr__exchange_t *ex) {
+  hr_request_t *r = &ex->req;
   ex->res.state = HR__RES_DONE;
+  if (!ex->msg_complete && ex->phase != HR__PH_HEAD) {
+    /* An early answer ends the body (http.h, hr_body_cb): its callback
+     * hears nothing more, and the protocol discards the rest or ends the
+     * connection or stream. */
+    ex->body_cut = 1;
+    ex->discard_body = 1;
+    r->body_done = 1;
+    r->body_paused = 0;
+  }
   ex->proto->done(ex);
   return 0;
 }

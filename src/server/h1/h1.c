@@ -227,7 +227,12 @@ static int body_step_piece(hr__conn_t *c, hr__exchange_t *ex, size_t n) {
   ex->gap_start = start;
   e = llhttp_execute(&ex->parser, start, n);
   if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
-  if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+  if (e == HPE_PAUSED && ex->body_held) {
+    /* The handler paused its body inside its callback: the piece ends
+     * after the bytes delivered (llhttp goes on from there). */
+    stop = llhttp_get_error_pos(&ex->parser);
+    llhttp_resume(&ex->parser);
+  } else if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
     stop = llhttp_get_error_pos(&ex->parser);
     if (e == HPE_PAUSED)
       llhttp_resume(&ex->parser);
@@ -259,9 +264,17 @@ static int body_step_piece(hr__conn_t *c, hr__exchange_t *ex, size_t n) {
  * bytes are needed, -1 to stop. */
 static int step_body(hr__conn_t *c, hr__exchange_t *ex) {
   int r = 0;
+  if (ex->req.body_paused) return 0; /* the handler resumes it */
+  if (ex->body_held) {
+    /* Resumed: llhttp goes on where it stopped, even without a byte more
+     * (the message may be complete already). */
+    ex->body_held = 0;
+    r = body_step_piece(c, ex, 0);
+    if (r != 0 || ex->req.body_paused) return r;
+  }
   if (ex->rpos == c->rlen) return 0;
   ex->last_activity = uv_now(c->w->loop);
-  while (r == 0 && ex->rpos < c->rlen)
+  while (r == 0 && ex->rpos < c->rlen && !ex->req.body_paused)
     r = body_step_piece(c, ex, body_piece(c, ex, c->rlen - ex->rpos));
   return r;
 }

@@ -108,7 +108,18 @@ static void h1_fail(hr__exchange_t *ex, int status, const char *reason) {
   hr__h1_fail(ex->conn, status, reason);
 }
 
-static void h1_done(hr__exchange_t *ex) { hr__conn_response_done(ex->conn); }
+/* How much of a body still announced an early answer may leave behind for
+ * the connection to read and drop (Go's net/http: 256 KiB); more, or a
+ * chunked body, ends the connection after the response. */
+#define HR__DISCARD_MAX (256 * 1024)
+
+static void h1_done(hr__exchange_t *ex) {
+  const hr_request_t *r = &ex->req;
+  if (ex->body_cut && !ex->msg_complete &&
+      (!r->has_length || r->content_length - ex->body_data > HR__DISCARD_MAX))
+    ex->close_after = 1;
+  hr__conn_response_done(ex->conn);
+}
 
 static void h1_lost(hr__exchange_t *ex) { hr__conn_framing_lost(ex->conn); }
 
@@ -141,6 +152,7 @@ const hr__proto_t hr__h1_proto = {
     .cut = h1_cut,
     .queued = h1_queued,
     .kick = h1_kick,
+    .resume_body = h1_kick,
     .peer = hr__conn_ex_peer,
     .transport = hr__conn_ex_transport,
     .stepping = hr__conn_ex_stepping,

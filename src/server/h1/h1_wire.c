@@ -26,11 +26,11 @@ static void h1_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
   } else if (ex->phase == HR__PH_HEAD) {
     *list = HR__TL_HEADER;
     *due = ex->head_started + o->header_timeout_ms;
-  } else if (ex->phase == HR__PH_BODY && !ex->req.continue_pending) {
+  } else if (hr__body_due(ex, due)) {
     /* (While the client waits for 100 Continue, which waits for the
-     * handler to ask for the body, no body is due yet.) */
+     * handler to ask for the body, or the handler paused it, no body is
+     * due.) */
     *list = HR__TL_BODY;
-    *due = ex->last_activity + o->body_timeout_ms;
   } else {
     *list = HR__TL_NONE;
   }
@@ -39,8 +39,11 @@ static void h1_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
 static void h1_timeout(hr__conn_t *c, hr__tlist_t list) {
   if (list == HR__TL_HEADER && c->ex != NULL && c->rlen != c->msg_start)
     hr__h1_fail(c, 408, "header section not received in time");
-  else if (list == HR__TL_BODY)
-    hr__h1_fail(c, 408, "body not received in time");
+  else if (list == HR__TL_BODY) {
+    if (c->ex != NULL && hr__body_expired(c->ex, uv_now(c->w->loop)))
+      hr__h1_fail(c, 408, "body not received in time");
+    /* else: a new pace window began; the deadline is armed again */
+  }
   else
     hr__conn_close(c);
 }

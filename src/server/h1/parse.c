@@ -190,6 +190,12 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
   }
   switch (hr__dispatch_body(c, at, len)) {
     case 0:
+      /* Paused by the handler: llhttp stops after this piece (h1.c,
+       * body_step_piece), and goes on from there at the resume. */
+      if (r->body_paused) {
+        c->body_held = 1;
+        return HPE_PAUSED;
+      }
       return 0;
     case 413:
       c->fail_status = 413;
@@ -202,6 +208,20 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     default: /* the exchange is gone (its handler closed the connection) */
       return HPE_USER;
   }
+}
+
+/* A chunk's size line (RFC 9112 §7.1): a size that would take the body
+ * past its limit is refused at the line, before any of its data, as a
+ * Content-Length over the limit is at the header section. */
+static int on_chunk_header(llhttp_t *p) {
+  hr__exchange_t *c = ex_of(p);
+  if (p->content_length > c->body_limit - (c->body_data < c->body_limit ? c->body_data
+                                                                          : c->body_limit)) {
+    c->fail_status = 413;
+    llhttp_set_error_reason(p, "chunk larger than the body limit");
+    return HPE_USER;
+  }
+  return 0;
 }
 
 static int on_message_complete(llhttp_t *p) {
@@ -219,6 +239,7 @@ const llhttp_settings_t hr__parser_settings = {
     .on_header_field_complete = on_header_field_complete,
     .on_header_value_complete = on_header_value_complete,
     .on_body = on_body,
+    .on_chunk_header = on_chunk_header,
     .on_message_complete = on_message_complete,
 };
 

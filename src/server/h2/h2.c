@@ -183,6 +183,8 @@ static void stream_free(hr__h2_t *h2, hr__h2s_t *st) {
   h2->nstreams--;
   if (h2->nstreams == 0) h2->idle_since = uv_now(h2->c->w->loop);
   hr__h2_pieces_free(st);
+  hr__mem_free(&h2->c->w->mem, st->held); /* what a paused body held */
+  st->held = NULL;
   stream_drop(st, HR_ECLOSED);
   hr__slab_free(&h2->c->w->slab, st);
 }
@@ -472,27 +474,69 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
   return 0;
 }
 
-static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data,
-                         size_t len, void *ud) {
-  hr__h2_t *h2 = ud;
-  hr__h2s_t *st = stream_of(h2, id);
-  hr__exchange_t *ex;
+/* Keeps `len` body bytes of a paused stream (after any kept before).
+ * Returns 0 or -1 (out of memory). */
+static int hold(hr__h2_t *h2, hr__h2s_t *st, const uint8_t *data, size_t len) {
+  hr__h2held_t *h = st->held;
+  if (h == NULL || h->cap - h->len < len) {
+    size_t cap = h != NULL ? h->cap * 2 : 16384, have = h != NULL ? h->len : 0;
+    while (cap < have + len) cap *= 2;
+    h = hr__mem_realloc(&h2->c->w->mem, h, sizeof(*h) + cap);
+    if (h == NULL) return -1;
+    if (st->held == NULL) h->len = 0;
+    h->cap = cap;
+    st->held = h;
+  }
+  memcpy(h->data + h->len, data, len);
+  h->len += len;
+  return 0;
+}
+
+/* Body bytes of stream `id` to its exchange: into the buffer, or to the
+ * streaming handler's callback.  Their stream's window opens again once
+ * it returned (so a slow handler slows its client); the connection's at
+ * once, so that one stream's handler never holds up the others. */
+static void take_body(hr__h2_t *h2, hr__h2s_t *st, const char *data, size_t len) {
+  hr__exchange_t *ex = st->ex;
+  int32_t id = st->id;
   int rc;
-  (void)flags;
-  /* The windows open again as the body is taken: into the buffer, or by
-   * the streaming handler's callback, which has returned by then. */
-  nghttp2_session_consume(ng, id, len);
-  if (st == NULL || st->ex == NULL) return 0;
-  ex = st->ex;
   ex->last_activity = uv_now(h2->c->w->loop); /* the stream's body moves */
   hr__exchange_hold(ex);
-  rc = hr__dispatch_body(ex, (const char *)data, len);
+  rc = hr__dispatch_body(ex, data, len);
   if (rc == 413)
     hr__h2_fail(ex, 413, "body larger than the limit");
   else if (rc == 503)
     hr__h2_fail(ex, 503, "out of memory");
   hr__exchange_unhold(ex);
+  nghttp2_session_consume_stream(h2->ng, id, len);
+}
+
+static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *ud) {
+  hr__h2_t *h2 = ud;
+  hr__h2s_t *st = stream_of(h2, id);
+  (void)flags;
+  nghttp2_session_consume_connection(ng, len);
+  if (st == NULL || st->ex == NULL) {
+    nghttp2_session_consume_stream(ng, id, len);
+    return 0;
+  }
+  if (st->ex->req.body_paused || st->held != NULL) {
+    /* Paused (or what came while it was is still to be delivered): kept,
+     * its window shut, until the resume (RFC 9113 §5.2). */
+    if (hold(h2, st, data, len) != 0) hr__h2_fail(st->ex, 503, "out of memory");
+    return 0;
+  }
+  take_body(h2, st, (const char *)data, len);
   return 0;
+}
+
+/* A resumed stream: what it held back goes to its handler, in one piece. */
+static void deliver_held(hr__h2_t *h2, hr__h2s_t *st) {
+  hr__h2held_t *h = st->held;
+  st->held = NULL;
+  if (h->len > 0) take_body(h2, st, h->data, h->len);
+  hr__mem_free(&h2->c->w->mem, h);
 }
 
 static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *frame, void *ud) {
@@ -647,9 +691,22 @@ static void run_ready(hr__h2_t *h2) {
     st->ready_next = NULL;
     if (ex == NULL) continue;
     hr__exchange_hold(ex);
-    hr__dispatch_complete(ex);
+    if (st->held != NULL && !ex->req.body_paused) deliver_held(h2, st);
+    /* A paused body's last call waits for the resume (which pushes the
+     * stream here again); a resumed body's for its END_STREAM. */
+    if (st->ex == ex && ex->msg_complete && st->held == NULL &&
+        !(ex->req.body_paused && ex->req.body_cb != NULL && !ex->req.body_done))
+      hr__dispatch_complete(ex);
     hr__exchange_unhold(ex);
   }
+}
+
+/* The exchange's protocol: the handler resumed its body. */
+void hr__h2_resume_body(hr__exchange_t *ex) {
+  hr__h2s_t *st = ex->h2s;
+  if (st == NULL) return;
+  ready_push(st->h2, st);
+  hr__conn_kick(ex->conn);
 }
 
 /* Frames into the output queue while it is below the high-water mark.
@@ -782,8 +839,9 @@ static void earliest(hr__tlist_t *list, uint64_t *due, hr__tlist_t l, uint64_t d
 }
 
 /* Whether the stream waits for request body bytes the client owes. */
-static int body_waits(const hr__h2s_t *st) {
-  return st->ex != NULL && !st->ex->msg_complete && !st->ex->req.continue_pending;
+/* Whether a stream's body is due, and by when (hr__body_due). */
+static int body_waits(const hr__h2s_t *st, uint64_t *due) {
+  return st->ex != NULL && hr__body_due(st->ex, due);
 }
 
 void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
@@ -805,8 +863,8 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
      * from that stream's last body bytes (or its head), not the
      * connection's, so that PINGs or another stream's bytes keep no
      * stalled body (and its buffer) alive. */
-    if (body_waits(st))
-      earliest(list, due, HR__TL_BODY, st->ex->last_activity + o->body_timeout_ms);
+    uint64_t body_due;
+    if (body_waits(st, &body_due)) earliest(list, due, HR__TL_BODY, body_due);
     /* A response the client's windows hold back: as output that makes no
      * progress (a zero window, a client that stopped opening it). */
     if (window_shut(h2, st))
@@ -816,7 +874,6 @@ void hr__h2_deadline(const hr__conn_t *c, hr__tlist_t *list, uint64_t *due) {
 
 void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
   hr__h2_t *h2 = c->h2;
-  const hr_server_options_t *o = &c->w->server->opts;
   hr__h2s_t *st, *next;
   uint64_t now;
   if (list == HR__TL_NAP) {
@@ -834,7 +891,7 @@ void hr__h2_timeout(hr__conn_t *c, hr__tlist_t list) {
   now = uv_now(c->w->loop);
   for (st = h2->streams; st != NULL; st = next) {
     next = st->next;
-    if (body_waits(st) && st->ex->last_activity + o->body_timeout_ms <= now)
+    if (st->ex != NULL && hr__body_expired(st->ex, now))
       hr__h2_fail(st->ex, 408, "body not received in time");
   }
   hr__conn_kick(c);

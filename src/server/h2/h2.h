@@ -84,7 +84,17 @@ typedef struct hr__h2s_s {
   unsigned cookie_seen : 1;    /* a cookie field came */
   unsigned cookie : 1;         /* more than one came: joined (§8.2.3) */
   hr_span_t host_field;        /* a Host field beside :authority */
+  /* Body bytes that came while the handler paused its body, not yet
+   * delivered nor consumed (its window stays shut by as much): at most
+   * the stream's window. */
+  struct hr__h2held_s *held;
 } hr__h2s_t;
+
+/* A paused stream's body bytes, data[0..len) (h2.c). */
+typedef struct hr__h2held_s {
+  size_t len, cap;
+  char data[];
+} hr__h2held_t;
 
 /* How long an HTTP/2 connection without streams waits before it gives
  * back the pages of nghttp2's outbound frame buffer (16 KiB, which 1.52
@@ -169,6 +179,8 @@ void hr__h2_pieces_free(hr__h2s_t *st);
  * handler (proto->fail); the exchange is done with the stream from then
  * on. */
 void hr__h2_fail(hr__exchange_t *ex, int status, const char *reason);
+/* The handler resumed its paused body (hr__proto_t.resume_body). */
+void hr__h2_resume_body(hr__exchange_t *ex);
 /* The stream's exchange: nothing more of its response goes out (reset
  * with `code`, RFC 9113 §5.4.2). */
 void hr__h2_reset(hr__h2s_t *st, uint32_t code);

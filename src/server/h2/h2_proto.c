@@ -494,6 +494,7 @@ const hr__proto_t hr__h2_proto = {
     .cut = h2_cut,
     .queued = h2_queued,
     .kick = h2_kick,
+    .resume_body = hr__h2_resume_body,
     .peer = hr__conn_ex_peer,
     .transport = hr__conn_ex_transport,
     .stepping = hr__conn_ex_stepping,
