@@ -587,6 +587,7 @@ static void release_abandoned(hr_server_t *s) {
     hr__worker_t *w = &s->workers[k];
     if (w->mem.a == NULL) continue; /* never initialised */
     hr__pool_drain(&w->rpool);
+    hr__pool_drain(&w->rpool_small);
     hr__pool_drain(&w->apool);
     hr__pool_drain(&w->xpool);
   }
@@ -649,7 +650,7 @@ void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {
     out->accept_pauses +=
         atomic_load_explicit(&w->st_accept_pauses, memory_order_relaxed);
     out->exchanges_in_use += hr__pool_in_use(&w->xpool);
-    out->read_buffers_in_use += hr__pool_in_use(&w->rpool);
+    out->read_buffers_in_use += hr__pool_in_use(&w->rpool) + hr__pool_in_use(&w->rpool_small);
     out->output_blocks_in_use += hr__pool_in_use(&w->bpool);
     out->arena_blocks_in_use += hr__pool_in_use(&w->apool);
     out->output_queues_in_use += hr__pool_in_use(&w->opool);

@@ -39,6 +39,7 @@ static void on_date_timer(uv_timer_t *t) {
   hr__worker_t *w = t->data;
   render_date(w);
   uv_timer_start(t, on_date_timer, ms_to_next_second(), 0);
+  hr__worker_trim(w);
   /* Per-loop contexts of replaced or removed routes go within a second. */
   hr__worker_ctx_sweep(w, 0);
   HR__TP(HR__TP_CTX_SWEPT, w);
@@ -90,6 +91,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   w->loop_slot = hr__router_loop_acquire(s->router);
   if (w->loop_slot < 0) return HR_EINVAL; /* more loops than HR__MAX_LOOPS */
   hr__pool_init(&w->rpool, &w->mem, s->rbuf_size, 64);
+  hr__pool_init(&w->rpool_small, &w->mem, HR__RBUF_SMALL, 256);
   hr__pool_init(&w->bpool, &w->mem, 4096, 128);
   hr__pool_init(&w->apool, &w->mem, 4096, 128);
   hr__pool_init(&w->xpool, &w->mem, sizeof(hr__exchange_t), 64);
@@ -278,6 +280,7 @@ void hr__worker_cleanup(hr__worker_t *w) {
   if (w->reserve_fd >= 0) close(w->reserve_fd);
   w->reserve_fd = -1;
   hr__pool_drain(&w->rpool);
+  hr__pool_drain(&w->rpool_small);
   hr__pool_drain(&w->bpool);
   hr__pool_drain(&w->apool);
   hr__pool_drain(&w->xpool);

@@ -84,7 +84,7 @@ static void conn_free(hr__conn_t *c) {
   else
     w->conns = c->next;
   if (c->next != NULL) c->next->prev = c->prev;
-  if (c->rbuf != NULL) hr__pool_put(&w->rpool, c->rbuf);
+  hr__rbuf_put(w, c->rbuf, c->rbuf_large);
   hr__out_discard(c);
   if (c->proxy_slot) hr__proxied_free(c);
   assert(c->ex == NULL); /* dropped when it closed */
@@ -116,7 +116,9 @@ void hr__conn_drop_exchange(hr__conn_t *c, int body_status) {
    * buffer its spans point into, and references on its invokers, since it
    * outlives this read-side critical section. */
   ex->rbuf = c->rbuf;
+  ex->rbuf_large = c->rbuf_large;
   c->rbuf = NULL;
+  c->rbuf_large = 0;
   c->rlen = c->msg_start = 0;
   hr__exchange_keep(ex);
   hr__exchange_detach(ex, hr__conn_peer_text(c));
@@ -157,8 +159,9 @@ static void maybe_shut(hr__conn_t *c) {
   }
   if (c->upgraded) hr__stream_fin_sent(c);
   to_state(c, HR__C_SHUT);
-  if (c->rbuf != NULL) hr__pool_put(&c->w->rpool, c->rbuf);
+  hr__rbuf_put(c->w, c->rbuf, c->rbuf_large);
   c->rbuf = NULL;
+  c->rbuf_large = 0;
   c->rlen = c->msg_start = 0;
 }
 
@@ -173,9 +176,32 @@ void hr__conn_shutdown(hr__conn_t *c) {
 
 /* ---- reading ------------------------------------------------------------- */
 
+size_t hr__conn_rbuf_cap(const hr__conn_t *c) {
+  return c->rbuf_large ? c->w->server->rbuf_size : HR__RBUF_SMALL;
+}
+
+int hr__conn_rbuf_grow(hr__conn_t *c) {
+  char *b;
+  if (c->rbuf_large || c->rbuf == NULL) return 0;
+  if ((b = hr__rbuf_get(c->w, 1)) == NULL) return HR_ENOMEM;
+  memcpy(b, c->rbuf, c->rlen);
+  hr__rbuf_put(c->w, c->rbuf, 0);
+  c->rbuf = b;
+  c->rbuf_large = c->rbuf_grew = 1;
+  return 0;
+}
+
+/* Whether a full small buffer may move into a large one now: while no
+ * span points into it (HTTP/1.1 before a header section is parsed; HTTP/2
+ * copies what it keeps).  An upgraded stream keeps its small one. */
+static int may_grow(const hr__conn_t *c) {
+  if (c->upgraded) return 0;
+  return c->h2 != NULL || c->ex == NULL || c->ex->phase == HR__PH_HEAD;
+}
+
 static void on_alloc(void *owner, uv_buf_t *buf) {
   hr__conn_t *c = owner;
-  size_t cap = c->w->server->rbuf_size;
+  size_t cap;
   if (c->state != HR__C_OPEN) {
     /* Draining or lingering: no further request is read; the bytes are
      * dropped. */
@@ -183,13 +209,20 @@ static void on_alloc(void *owner, uv_buf_t *buf) {
     return;
   }
   if (c->rbuf == NULL) {
-    c->rbuf = hr__pool_get(&c->w->rpool);
+    /* HTTP/2 reads frames of many streams at once, and a connection that
+     * needed a large one before (pipelining, uploads) will again. */
+    c->rbuf_large = c->h2 != NULL || c->rbuf_grew;
+    c->rbuf = hr__rbuf_get(c->w, c->rbuf_large);
     c->rlen = c->msg_start = 0;
+  } else if (c->rlen == hr__conn_rbuf_cap(c) && may_grow(c) && hr__conn_rbuf_grow(c) != 0) {
+    *buf = uv_buf_init(NULL, 0); /* the read event gets UV_ENOBUFS */
+    return;
   }
   if (c->rbuf == NULL) {
     *buf = uv_buf_init(NULL, 0); /* the read event gets UV_ENOBUFS */
     return;
   }
+  cap = hr__conn_rbuf_cap(c);
   *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(cap - c->rlen));
 }
 
@@ -300,7 +333,7 @@ static void update_reading(hr__conn_t *c) {
     want = 1;
   else if (c->upgraded)
     /* A stream reads while its owner wants and the buffer has room. */
-    want = !hr__stream_paused(c) && (c->rbuf == NULL || c->rlen < c->w->server->rbuf_size);
+    want = !hr__stream_paused(c) && (c->rbuf == NULL || c->rlen < hr__conn_rbuf_cap(c));
   else if (c->ex != NULL && c->ex->req.body_paused && c->ex->phase == HR__PH_BODY)
     /* The handler paused its body: what the client sends waits in the
      * kernel (and then in the client) until it resumes. */
@@ -309,7 +342,7 @@ static void update_reading(hr__conn_t *c) {
     /* Waiting for the response: pipelined bytes wait in the buffer, and
      * reading goes on while there is room so that a peer that goes away is
      * noticed (its handler hears of it through the abort callback). */
-    want = c->rbuf != NULL && c->rlen < c->w->server->rbuf_size &&
+    want = c->rbuf != NULL && c->rlen < hr__conn_rbuf_cap(c) &&
            !above_high_water(c);
   else
     want = !above_high_water(c);
@@ -324,8 +357,9 @@ static void update_reading(hr__conn_t *c) {
 /* Gives the read buffer back when nothing in it is needed any more. */
 static void release_rbuf(hr__conn_t *c) {
   if (c->rbuf == NULL || c->ex != NULL || c->msg_start != c->rlen) return;
-  hr__pool_put(&c->w->rpool, c->rbuf);
+  hr__rbuf_put(c->w, c->rbuf, c->rbuf_large);
   c->rbuf = NULL;
+  c->rbuf_large = 0;
   c->rlen = c->msg_start = 0;
 }
 

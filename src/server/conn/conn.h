@@ -71,6 +71,8 @@ struct hr__conn_s {
    * (conn.c, put_off): set until the next read; late_due holds the low
    * bits of that deadline, which is not put off twice. */
   unsigned late_read : 1;
+  unsigned rbuf_large : 1; /* rbuf is a large read buffer (HR__RBUF_SMALL) */
+  unsigned rbuf_grew : 1;  /* it needed one before: takes a large one at once */
   uint32_t late_due;
 };
 
@@ -133,6 +135,12 @@ void hr__conn_framing_lost(hr__conn_t *c);
 int hr__conn_ex_peer(const hr__exchange_t *ex, struct sockaddr *addr, int *len);
 hr__transport_t *hr__conn_ex_transport(const hr__exchange_t *ex);
 int hr__conn_ex_stepping(const hr__exchange_t *ex);
+/* The capacity of the connection's read buffer, in bytes. */
+size_t hr__conn_rbuf_cap(const hr__conn_t *c);
+/* Moves what the read buffer holds into a large one (a no-op when it is
+ * one).  Only while nothing points into it: before a header section is
+ * parsed, or on HTTP/2 (whose frames are copied out).  0 or HR_ENOMEM. */
+int hr__conn_rbuf_grow(hr__conn_t *c);
 /* Runs the resume list soon (an idle handle of the worker). */
 void hr__worker_schedule(hr__worker_t *w);
 /* Renders the peer of a new connection into its room (a no-op without an

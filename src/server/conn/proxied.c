@@ -164,7 +164,7 @@ int hr__proxy_step(hr__conn_t *c) {
   if (r == 0) {
     /* More to come, unless the read buffer is full already or the peer
      * has ended its side: truncated. */
-    if (c->rlen >= c->w->server->rbuf_size || c->peer_eof)
+    if (c->rlen >= hr__conn_rbuf_cap(c) || c->peer_eof)
       return refuse(c, "a truncated PROXY protocol header");
     return 0;
   }

@@ -7,6 +7,9 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "server/core/worker.h"
 #include "server/net/tls.h"
@@ -116,3 +119,27 @@ void hr__worker_conn_gone(hr__worker_t *w) {
 }
 
 void hr__worker_exchange_gone(hr__worker_t *w) { maybe_quiet(w); }
+
+/* ---- read buffers ---------------------------------------------------------- */
+
+/* Large read buffers freed since the last trim that make one worthwhile. */
+#define HR__TRIM_BYTES (4u << 20)
+
+char *hr__rbuf_get(hr__worker_t *w, int large) {
+  return hr__pool_get(large ? &w->rpool : &w->rpool_small);
+}
+
+void hr__rbuf_put(hr__worker_t *w, char *b, int large) {
+  hr__pool_t *p = large ? &w->rpool : &w->rpool_small;
+  if (b == NULL) return;
+  if (large && p->nfree >= p->max_free) w->rbuf_freed += p->block_size;
+  hr__pool_put(p, b);
+}
+
+void hr__worker_trim(hr__worker_t *w) {
+  if (w->rbuf_freed < HR__TRIM_BYTES) return;
+  w->rbuf_freed = 0;
+#ifdef __GLIBC__
+  if (w->server->opts.allocator == NULL) malloc_trim(0);
+#endif
+}

@@ -108,7 +108,9 @@ struct hr__worker_s {
   size_t nctx, ctx_cap;
 
   hr__mem_t mem;
-  hr__pool_t rpool; /* read buffers */
+  hr__pool_t rpool; /* large read buffers (hr_server_s.rbuf_size) */
+  hr__pool_t rpool_small; /* small read buffers (HR__RBUF_SMALL) */
+  uint64_t rbuf_freed;    /* bytes of large read buffers freed since the last trim */
   hr__pool_t bpool; /* output blocks */
   hr__pool_t apool; /* arena blocks */
   hr__pool_t xpool; /* exchanges */
@@ -201,6 +203,24 @@ struct hr_server_s {
 static inline int hr__worker_ending(const hr__worker_t *w) {
   return w->stopping || w->draining;
 }
+
+/* Read buffers come in two sizes: a connection's first bytes go into a
+ * small one, which is enough for nearly every header section, and only a
+ * larger section, or a message body, moves them into a large one (room
+ * for the header limit and a body to stream through).  So connections
+ * that hold a partial header section cost 4 KiB each, not 24. */
+#define HR__RBUF_SMALL 4096
+/* Takes a read buffer (large or small) from the loop's pools; NULL when
+ * out of memory. */
+char *hr__rbuf_get(hr__worker_t *w, int large);
+/* Gives one back; large ones that the pool does not keep count towards
+ * handing memory back to the system (hr__worker_trim). */
+void hr__rbuf_put(hr__worker_t *w, char *b, int large);
+/* Once a second: after many large read buffers were freed (a burst of
+ * connections with large header sections ended), asks the C library to
+ * give unused heap memory back to the system (glibc's malloc_trim), so a
+ * burst leaves no lasting footprint. */
+void hr__worker_trim(hr__worker_t *w);
 
 /* core/worker.c */
 /* Makes the loop's TLS state when it has none yet: 0 or HR_ENOMEM. */

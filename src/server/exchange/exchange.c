@@ -73,7 +73,7 @@ static void give_back(hr__exchange_t *ex) {
   if (ex->req.body_heap) hr__mem_free(&w->mem, ex->req.body);
   ex->req.body_heap = 0;
   hr__arena_reset(&ex->arena);
-  if (ex->rbuf != NULL) hr__pool_put(&w->rpool, ex->rbuf);
+  hr__rbuf_put(w, ex->rbuf, ex->rbuf_large);
   ex->rbuf = NULL;
   hr__pool_put(&w->xpool, ex);
 }

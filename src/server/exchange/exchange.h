@@ -175,6 +175,7 @@ struct hr__exchange_s {
   unsigned dropped : 1;       /* its connection or stream is done with it */
   unsigned body_held : 1;     /* h1: llhttp stopped after a piece, paused */
   unsigned body_cut : 1;      /* answered before the body ended: discarded */
+  unsigned rbuf_large : 1;    /* rbuf (detached) is a large read buffer */
   uint8_t holds;              /* library frames on the stack that use it */
   int sent_status;            /* what the server answered in its place */
 

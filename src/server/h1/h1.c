@@ -162,6 +162,12 @@ static int headers_complete(hr__conn_t *c, hr__exchange_t *ex) {
   return hr__dispatch_head(ex);
 }
 
+/* Whether the message starting at `p` (n bytes, a complete header
+ * section) is a GET or HEAD request, which seldom has a body. */
+static int bodiless_method(const char *p, size_t n) {
+  return (n > 4 && memcmp(p, "GET ", 4) == 0) || (n > 5 && memcmp(p, "HEAD ", 5) == 0);
+}
+
 /* Scans and parses a header section.  Returns 1 to continue with the body,
  * 0 when more bytes are needed, -1 to stop. */
 static int step_head(hr__conn_t *c, hr__exchange_t *ex) {
@@ -176,9 +182,17 @@ static int step_head(hr__conn_t *c, hr__exchange_t *ex) {
     return -1;
   }
   if (r == 0) return 0;
+  /* A request that may carry a body moves into a large buffer now, while
+   * nothing points into the small one yet: its body then streams through
+   * in large reads.  GET and HEAD (nearly every request) stay small. */
+  if (!c->rbuf_large && !bodiless_method(c->rbuf + c->msg_start, avail) &&
+      hr__conn_rbuf_grow(c) != 0) {
+    hr__h1_fail(c, 503, "out of memory");
+    return -1;
+  }
   /* Keep room behind the section for the body to stream through. */
   if (c->msg_start > 0 &&
-      s->rbuf_size - (c->msg_start + (size_t)r) < HR__BODY_ROOM) {
+      hr__conn_rbuf_cap(c) - (c->msg_start + (size_t)r) < HR__BODY_ROOM) {
     memmove(c->rbuf, c->rbuf + c->msg_start, avail);
     c->rlen = (uint32_t)avail;
     c->msg_start = 0;
