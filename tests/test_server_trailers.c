@@ -370,6 +370,32 @@ static void test_request_trailers_over_limits(void **state) {
   expect_response(c, "HTTP/1.1 431 Request Header Fields Too Large", NULL, NULL);
 }
 
+/* Chunk data not followed by CRLF, then a trailer section over the
+ * limit: the framing fault comes first in the bytes, so 400 whether they
+ * arrive whole or one at a time (the fuzz_differential input that found
+ * the 431 answered for the whole and 400 for the pieces). */
+static void test_request_trailers_fault_before_limit(void **state) {
+  fx_t *fx = *state;
+  char req[1024];
+  size_t n, i, k;
+  fx_h1_only("chunked framing is HTTP/1.1's");
+  fx->opts.max_header_fields = 10;
+  start(state);
+  n = (size_t)snprintf(req, sizeof req, CHUNKED_HEAD("/buf") "1\r\nx\xfb\n0\r\n");
+  for (i = 0; i < 11; i++) n += (size_t)snprintf(req + n, sizeof req - n, "t%zu: v\r\n", i);
+  n += (size_t)snprintf(req + n, sizeof req - n, "\r\n");
+  for (k = 0; k < 2; k++) {
+    rc_t *c = fx_connect(fx);
+    if (k == 0)
+      assert_int_equal(rc_send(c, req, n), 0);
+    else
+      assert_int_equal(rc_send_bytewise(c, req, n, 0), 0);
+    expect_response(c, "HTTP/1.1 400 Bad Request", NULL, NULL);
+    expect_closed(c);
+    fx_drop(fx, c);
+  }
+}
+
 /* HTTP/1.1 framing and connection fields among the trailers are dropped
  * and change nothing: the connection persists.  (A Transfer-Encoding
  * trailer llhttp refuses, 400, as every other fault in the framing.) */
@@ -544,6 +570,7 @@ int main(void) {
       T(test_request_trailers_buffered),
       T(test_request_trailers_streamed),
       T(test_request_trailers_over_limits),
+      T(test_request_trailers_fault_before_limit),
       T(test_request_trailers_framing_fields),
       T(test_response_trailers),
       T(test_response_trailers_file_and_empty),

@@ -157,6 +157,9 @@ struct hr__exchange_s {
   uint64_t body_data;      /* message body bytes (after decoding chunks) */
   uint64_t body_limit;
   int fail_status;         /* set by llhttp callbacks before HPE_USER */
+  /* Why, when llhttp would not keep the callback's reason (an error from
+   * on_header_value_complete is its own "callback error"). */
+  const char *fail_reason;
   int internal_status;     /* 404 or 405 answered by the server itself */
   hr_span_t internal_allow;
   hr_span_t internal_location;

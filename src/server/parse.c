@@ -80,7 +80,8 @@ static int new_field(hr__exchange_t *c) {
  * a line for ": " and CRLF) and max_header_fields; past either, 431.  What
  * goes over is not copied, and the limits are judged at the end of each
  * line, where the bytes alone decide it: a fault inside the line (which
- * llhttp finds first) is answered the same however reads split it. */
+ * llhttp finds first), or in the framing before it (which h1.c scans up
+ * to where llhttp paused), is answered the same however reads split it. */
 static int trailer_piece(hr__exchange_t *c, hr_span_t *s, const char *at, size_t len) {
   const hr_server_options_t *o = &c->w->server->opts;
   char *p;
@@ -115,15 +116,17 @@ static int trailer_line_end(hr__exchange_t *c) {
   c->trailer_lines++;
   c->trailer_bytes += 4;
   if (c->trailer_lines > o->max_header_fields || c->trailer_bytes > o->max_header_bytes) {
+    /* llhttp pauses right after the line: h1.c judges the framing before
+     * it, then answers 431. */
     c->fail_status = 431;
-    llhttp_set_error_reason(&c->parser, "trailer section longer than the limit");
-    return HPE_USER;
+    c->fail_reason = "trailer section longer than the limit";
+    return HPE_PAUSED;
   }
   while (v.len && (v.ptr[0] == ' ' || v.ptr[0] == '\t')) v.ptr++, v.len--;
   while (v.len && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t')) v.len--;
   if (hr__request_add_trailer(c, c->trailer_cur.name, v) != 0) {
     c->fail_status = 503;
-    llhttp_set_error_reason(&c->parser, "out of memory");
+    c->fail_reason = "out of memory";
     return HPE_USER;
   }
   return 0;
