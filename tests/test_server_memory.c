@@ -41,7 +41,7 @@ static const char reqs[] =
     "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 26\r\n\r\n"
     "abcdefghijklmnopqrstuvwxyz"
     "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-    "3\r\nabc\r\n0\r\n\r\n"
+    "3\r\nabc\r\n0\r\nX-Sum: 1\r\nX-Note: trailer fields are copied into the arena\r\n\r\n"
     "GET /stream HTTP/1.1\r\nHost: a\r\n\r\n"
     "GET /missing HTTP/1.1\r\nHost: a\r\n\r\n";
 

@@ -111,6 +111,65 @@ HR_EXTERN int hr_request_field_at(const hr_request_t *req, size_t index,
 HR_EXTERN int hr_request_field(const hr_request_t *req, hr_span_t name,
                                size_t *cursor, hr_span_t *value);
 
+/**
+ * Number of trailer field lines the request kept (RFC 9110 §6.5): the
+ * fields after a chunked body (HTTP/1.1, RFC 9112 §7.1.2) or in a HEADERS
+ * frame after the DATA frames (HTTP/2, RFC 9113 §8.1).  0 until the
+ * message is complete: a buffered route's handler (HR_BODY_BUFFER) runs
+ * after it is, a streaming route's body callback is told so by status 1
+ * (hr_body_cb); before that a section still arriving is never shown in
+ * part.  0 for a request without trailers.
+ *
+ * Every trailer field the client sent is kept, in arrival order, declared
+ * in a Trailer field or not (as Go's net/http does for HTTP/1.1; its
+ * HTTP/2 server keeps only declared ones), except those a trailer section
+ * must not carry (RFC 9110 §6.5.1), which are dropped without failing the
+ * request (nginx drops every request trailer): Content-Length,
+ * Transfer-Encoding, Trailer, TE, Connection, Keep-Alive,
+ * Proxy-Connection, Upgrade (framing); Host (routing); Cache-Control,
+ * Expect, Max-Forwards, Pragma, Range and every If-* field (request
+ * modifiers); Authorization, Proxy-Authorization, WWW-Authenticate,
+ * Proxy-Authenticate, Cookie, Set-Cookie (authentication and
+ * credentials); Content-Encoding, Content-Type, Content-Range (content
+ * format); Accept, Accept-Charset, Accept-Encoding, Accept-Language
+ * (negotiation).  Trailers are never merged into the header fields
+ * (hr_request_field does not see them) and change nothing about how the
+ * request is handled.
+ *
+ * A trailer section is bounded as a header section is: more than
+ * hr_server_options_t.max_header_fields lines, or more than
+ * max_header_bytes bytes (HTTP/1.1: names and values plus 4 bytes a line;
+ * HTTP/2: names and values plus 32 bytes a field, RFC 9113 §6.5.2), is
+ * answered 431 in the handler's place (HTTP/1.1 then closes the
+ * connection; HTTP/2 answers on the stream, or resets it when a response
+ * has begun), and a streaming body callback gets HR_ECLOSED.  HTTP/1.1
+ * also keeps chunked framing in proportion to the data (413).
+ *
+ * Loop thread of the request.
+ */
+HR_EXTERN size_t hr_request_trailer_count(const hr_request_t *req);
+
+/** Trailer field `index` (0-based, in arrival order, below
+ * hr_request_trailer_count()): the name as sent (HTTP/2: lower case),
+ * the value with surrounding whitespace removed.  Spans are copies in the
+ * request's memory, valid until the response completes.  `name` or
+ * `value` may be NULL.  Returns 0 or HR_EINVAL when out of range
+ * (always before the message is complete).  Loop thread. */
+HR_EXTERN int hr_request_trailer_at(const hr_request_t *req, size_t index,
+                                    hr_span_t *name, hr_span_t *value);
+
+/**
+ * Finds a trailer field by name, case-insensitively (RFC 9110 §5.1), as
+ * hr_request_field() finds a header field: for repeated fields pass a
+ * cursor initialised to 0 and call again, each call returns the next one;
+ * `cursor` may be NULL to get the first.  Returns 0 and stores the value
+ * (valid until the response completes; `value` may be NULL), or
+ * HR_ENOTFOUND (also before the message is complete, and for the fields
+ * hr_request_trailer_count() says are dropped).  Loop thread.
+ */
+HR_EXTERN int hr_request_trailer(const hr_request_t *req, hr_span_t name,
+                                 size_t *cursor, hr_span_t *value);
+
 /** Number of parameters the matched pattern declares. */
 HR_EXTERN size_t hr_request_param_count(const hr_request_t *req);
 
@@ -196,7 +255,8 @@ HR_EXTERN hr_span_t hr_request_body(const hr_request_t *req);
  * handler still ends it with one completing call (hr_response_send or
  * hr_response_end, returning HR_ECLOSED), which releases req and res; the
  * abort callback, if set, runs too.  After a status other than 0 it is not
- * called again.  Chunk extensions and trailer fields are not delivered.
+ * called again.  Chunk extensions are not delivered; trailer fields are
+ * read with hr_request_trailer() from the call with status 1 on.
  *
  * An early answer ends the body: once the handler's response is complete
  * (hr_response_send*, hr_response_end) while the body is still arriving,
@@ -477,6 +537,47 @@ HR_EXTERN int hr_response_on_drain(hr_response_t *res, hr_drain_cb cb,
  * was lost first; complete now), HR_ETHREAD (nothing was done).
  */
 HR_EXTERN int hr_response_end(hr_response_t *res);
+
+/**
+ * Adds a trailer field line to a streaming response, copied, sent after
+ * the body when hr_response_end() ends it (RFC 9110 §6.5): over HTTP/1.1
+ * in the last chunk of the chunked coding ("0" CRLF, the trailer field
+ * lines, CRLF; RFC 9112 §7.1.2), over HTTP/2 as a HEADERS frame with
+ * END_STREAM after the last DATA frame, which then does not end the
+ * stream (RFC 9113 §8.1; names in lower case, §8.2).  Repeatable (each
+ * call adds a line, in order); gRPC's grpc-status and grpc-message are
+ * the common case.
+ *
+ * Valid between hr_response_start() with HR_LENGTH_UNKNOWN and
+ * hr_response_end(), for a response that has a body framed in pieces.
+ * Any other response cannot carry trailers and gets HR_ESTATE, never a
+ * silent drop: a declared content length, no body (a HEAD request, 204,
+ * 304), or an HTTP/1.0 request (its body is delimited by the connection's
+ * end; hr_request_version() says 10).  A whole response
+ * (hr_response_send*) has none either.
+ *
+ * hroute does not declare the names in the head: a handler that knows
+ * them before hr_response_start() may add a Trailer field
+ * (hr_response_add_field(res, "Trailer", "grpc-status, grpc-message"),
+ * RFC 9110 §6.6.2).  Trailers are sent whether or not the request's TE
+ * field says "trailers": a recipient may discard them (RFC 9110 §6.5).
+ *
+ * Returns 0, or
+ *   HR_EINVAL  `name` empty or not a token (RFC 9110 §5.6.2), one the
+ *              server frames itself (Date, Content-Length,
+ *              Transfer-Encoding, Connection), or one a trailer section
+ *              must not carry (the list at hr_request_trailer_count());
+ *              `value` holding CR, LF or NUL;
+ *   HR_ESTATE  not started, started so that it cannot carry trailers
+ *              (above), or already ended;
+ *   HR_ENOMEM, HR_ECLOSED (the connection is gone; end the response),
+ *   HR_ETHREAD.
+ * Nothing is added on an error.  hr_response_end() answers HR_ENOMEM
+ * when the trailer section cannot be framed (the connection is closed or
+ * the stream reset, as for a body).  Loop thread.
+ */
+HR_EXTERN int hr_response_add_trailer(hr_response_t *res, hr_span_t name,
+                                      hr_span_t value);
 
 /** Called when the connection is lost before the response completed (peer
  * closed, timeout, the server answered in the handler's place, server

@@ -96,9 +96,11 @@ typedef struct hr_server_options_s {
   /** Request line longer than this (bytes, without CRLF) -> 414.  8192. */
   size_t max_request_line_bytes;
   /** Header section (request line + field lines + empty line) longer than
-   * this (bytes) -> 431.  16384. */
+   * this (bytes) -> 431.  16384.  A request's trailer section is bounded
+   * by it too (hr_request_trailer_count). */
   size_t max_header_bytes;
-  /** More field lines than this -> 431.  100. */
+  /** More field lines than this -> 431; the same for trailer fields.
+   * 100. */
   size_t max_header_fields;
   /** Default body limit in bytes (a route may set its own) -> 413.  1 MiB. */
   uint64_t max_body_bytes;

@@ -36,8 +36,10 @@
  *    chunked framing out of proportion to its data (413); bare CR or LF,
  *    obs-fold or an empty name in the chunked framing, and chunk data not
  *    followed by CRLF (llhttp 8.1 skips the two bytes after chunk data
- *    unread).  The router's path rules ("malformed or unsafe path") are the
- *    router's, checked by fuzz_router, and accepted as they come.
+ *    unread); a trailer section over the field count or the header limit
+ *    (431, judged at each line's end).  The router's path rules
+ *    ("malformed or unsafe path") are the router's, checked by
+ *    fuzz_router, and accepted as they come.
  *  - hroute reads a header section whole before llhttp sees it: where
  *    llhttp rejects a section part-way, hroute may still be waiting for
  *    its end when the input stops.
@@ -299,6 +301,11 @@ typedef struct {
   size_t hosts;
   int host_bad, expect_continue, expect_other, te, te_other, close_token;
   int trailer_connection; /* a Connection field among the trailers */
+  /* Trailer field lines and their bytes (name + value as llhttp gives
+   * them, 4 a line), counted at each line's end, and whether the section
+   * went over MAX_FIELDS or MAX_HEAD there (hroute's 431). */
+  size_t trailer_lines, trailer_bytes;
+  int trailer_over;
   /* Body: data bytes, and the framing rules over the bytes between them. */
   uint64_t body_data;
   const char *body_start; /* p + head_end */
@@ -414,6 +421,9 @@ static int l_value_complete(llhttp_t *p) {
      * hroute, as RFC 9110 §6.5.1 asks, does not let trailers change how
      * the connection is handled. */
     if (span_is(m->name, "connection")) m->trailer_connection = 1;
+    m->trailer_lines++;
+    m->trailer_bytes += m->name.len + m->value.len + 4;
+    if (m->trailer_lines > MAX_FIELDS || m->trailer_bytes > MAX_HEAD) m->trailer_over = 1;
     m->name.len = m->value.len = 0;
     m->name.ptr = m->value.ptr = NULL;
     return 0;
@@ -670,6 +680,8 @@ static int own_check_holds(const char *reason, const l_msg_t *m, const char *p, 
            (m->framing_excess || m->end - m->head_end - m->body_data > MAX_HEAD + m->body_data);
   if (strcmp(reason, "bare CR or LF, obs-fold or empty name in chunked framing") == 0)
     return head && m->chunked && m->framing_bad;
+  if (strcmp(reason, "trailer section longer than the limit") == 0)
+    return head && m->chunked && m->trailer_over;
   return -1;
 }
 

@@ -77,6 +77,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
   switch (f->hd.type) {
     case NGHTTP2_DATA:
       stream_of(c, f->hd.stream_id)->data_frames++;
+      if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) stream_of(c, f->hd.stream_id)->data_ended = 1;
       /* fall through */
     case NGHTTP2_HEADERS:
       if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) stream_of(c, f->hd.stream_id)->ended = 1;
@@ -309,6 +310,13 @@ int32_t h2c_get(h2c_t *c, const char *method, const char *path) {
   r.method = method;
   r.path = path;
   return h2c_submit(c, &r);
+}
+
+int h2c_add_trailer(h2c_t *c, int32_t id, const char *name, const char *value) {
+  h2c_upload_t *u = upload_of(c, id);
+  if (u == NULL || u->end) return -1;
+  h2_fields_add(&u->trailers, name, strlen(name), value, strlen(value));
+  return 0;
 }
 
 int h2c_send_body(h2c_t *c, int32_t id, const void *p, size_t n, int end) {

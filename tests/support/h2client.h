@@ -86,6 +86,10 @@ h2c_t *h2c_connect(int port, const h2c_options_t *o);
 int32_t h2c_submit(h2c_t *c, const h2c_request_t *r);
 /* A GET (or any bodiless method) of `path`: h2c_submit's result. */
 int32_t h2c_get(h2c_t *c, const char *method, const char *path);
+/* Adds a trailer field (lower-case name) to an open request's body, sent
+ * after its last byte (before h2c_send_body ends it).  Returns 0, or -1
+ * (no open body, or it was ended). */
+int h2c_add_trailer(h2c_t *c, int32_t id, const char *name, const char *value);
 /* Adds body bytes to an open request (h2c_request_t.open); `end` ends the
  * body (trailers, if any, follow).  Returns 0, or -1 (no open body). */
 int h2c_send_body(h2c_t *c, int32_t id, const void *p, size_t n, int end);

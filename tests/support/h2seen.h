@@ -45,6 +45,7 @@ typedef struct h2_stream_s {
   size_t body_len;
   size_t data_frames;  /* DATA frames received (empty ones included) */
   int ended;           /* the server sent END_STREAM */
+  int data_ended;      /* ...on a DATA frame (not on the trailers' HEADERS) */
   int closed;          /* the stream is closed: ended and our side done, or
                           reset by either side */
   int reset;           /* the server sent RST_STREAM */

@@ -320,6 +320,14 @@ static int has_token(const char *v, const char *tok) {
 }
 
 /* Adds a field line to a response. */
+static void add_trailer(rc_response_t *r, const char *name, size_t nlen, const char *value,
+                        size_t vlen) {
+  r->trailers = trk_realloc(r->trailers, (r->ntrailers + 1) * sizeof *r->trailers);
+  r->trailers[r->ntrailers].name = dupn(name, nlen);
+  r->trailers[r->ntrailers].value = dupn(value, vlen);
+  r->ntrailers++;
+}
+
 static void add_field(rc_response_t *r, const char *name, size_t nlen, const char *value,
                       size_t vlen) {
   r->headers = trk_realloc(r->headers, (r->nheaders + 1) * sizeof *r->headers);
@@ -375,6 +383,11 @@ static int read_h2(rc_t *c, rc_response_t *r, int head) {
     body_append(r, &bodycap, st->body, st->body_len);
     raw_append(r, st->body, st->body_len);
   }
+  for (i = 0; i < st->trailers.n; i++) {
+    const h2_field_t *f = &st->trailers.v[i];
+    add_trailer(r, f->name, strlen(f->name), f->value, f->value_len);
+  }
+  r->stream_id = st->id;
   if (head && st->body_len > 0) return RC_BAD;
   if (st->ended) return RC_OK;
   if (!done && !h->io.seen.closed) c->err = EAGAIN;
@@ -453,10 +466,22 @@ int rc_read_response(rc_t *c, rc_response_t *r, int head) {
       if (size == 0) {
         /* trailer section */
         for (;;) {
+          const char *line, *colon, *vs, *ve;
           rc = need_line(c, pos, &ll);
           if (rc != RC_OK) break;
+          line = c->buf + pos;
           pos += ll + 2;
           if (ll == 0) break;
+          colon = memchr(line, ':', ll);
+          if (colon == NULL) {
+            rc = RC_BAD;
+            break;
+          }
+          vs = colon + 1;
+          ve = line + ll;
+          while (vs < ve && (*vs == ' ' || *vs == '\t')) vs++;
+          while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+          add_trailer(r, line, (size_t)(colon - line), vs, (size_t)(ve - vs));
         }
         break;
       }
@@ -501,6 +526,11 @@ void rc_response_free(rc_response_t *r) {
     trk_free(r->headers[i].value);
   }
   trk_free(r->headers);
+  for (i = 0; i < r->ntrailers; i++) {
+    trk_free(r->trailers[i].name);
+    trk_free(r->trailers[i].value);
+  }
+  trk_free(r->trailers);
   trk_free(r->status_line);
   trk_free(r->body);
   trk_free(r->raw);
@@ -512,6 +542,13 @@ const char *rc_header(const rc_response_t *r, const char *name) {
   size_t i;
   for (i = 0; i < r->nheaders; i++)
     if (strcasecmp(r->headers[i].name, name) == 0) return r->headers[i].value;
+  return NULL;
+}
+
+const char *rc_trailer(const rc_response_t *r, const char *name) {
+  size_t i;
+  for (i = 0; i < r->ntrailers; i++)
+    if (strcasecmp(r->trailers[i].name, name) == 0) return r->trailers[i].value;
   return NULL;
 }
 

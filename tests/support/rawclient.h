@@ -67,6 +67,10 @@ typedef struct rc_response_s {
   int chunked;         /* body used the chunked transfer coding */
   size_t nchunks;      /* data chunks received (chunked only) */
   int until_close;     /* body was delimited by the connection closing */
+  rc_header_t *trailers; /* trailer fields (chunked: the trailer section;
+                            HTTP/2: the HEADERS frame after the DATA) */
+  size_t ntrailers;
+  int stream_id;       /* HTTP/2: the stream it came on; 0 over HTTP/1.1 */
 } rc_response_t;
 
 /* errno of the last failed rc_connect*. */
@@ -113,6 +117,8 @@ void rc_free_all_responses(void);
 /* First value of a field (case-insensitive name), or NULL. */
 const char *rc_header(const rc_response_t *r, const char *name);
 size_t rc_header_count(const rc_response_t *r, const char *name);
+/* First value of a trailer field (case-insensitive name), or NULL. */
+const char *rc_trailer(const rc_response_t *r, const char *name);
 
 /* Whether the server said the connection ends after response `r`:
  * HTTP/1.1 "Connection: close"; HTTP/2 a GOAWAY received by the time the

@@ -208,6 +208,19 @@ static char *line_end(rch2_t *h) {
   return memmem(h->text.p + h->text.off, h2_bytes_pending(&h->text), "\r\n", 2);
 }
 
+/* A trailer field line (line[0..n), without CRLF), sent with the body's
+ * end as a field of its trailers' HEADERS frame.  0 or -EPROTO. */
+static int add_trailer(rch2_t *h, const char *line, size_t n) {
+  char buf[2048], *colon;
+  if (n >= sizeof buf) return -EPROTO;
+  memcpy(buf, line, n);
+  buf[n] = '\0';
+  colon = strchr(buf, ':');
+  if (colon == NULL || colon == buf) return -EPROTO;
+  *colon = '\0';
+  return h2c_add_trailer(h->c, h->open_id, lower(buf), trim(colon + 1)) == 0 ? 0 : -EPROTO;
+}
+
 /* One translation step.  Returns 1 when it made progress, 0 when it needs
  * more text, or a negative errno. */
 static int step(rch2_t *h) {
@@ -257,6 +270,7 @@ static int step(rch2_t *h) {
       return 1;
     case RQ_TRAILERS:
       if ((e = line_end(h)) == NULL) return 0;
+      if (e != p && add_trailer(h, p, (size_t)(e - p)) != 0) return -EPROTO;
       h2_bytes_consume(&h->text, (size_t)(e - p) + 2);
       if (e == p) {
         if (h2c_send_body(h->c, h->open_id, NULL, 0, 1) != 0) return -EPIPE;

@@ -12,7 +12,8 @@
  * Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade, TE but
  * "trailers"), and a body delimited by Content-Length or by the chunked
  * coding becomes DATA frames as its bytes come, END_STREAM after its last
- * (chunk extensions and trailer fields are dropped).  Pipelined requests
+ * (chunk extensions are dropped; trailer fields go in a HEADERS frame with
+ * END_STREAM after the DATA frames, names in lower case).  Pipelined requests
  * become concurrent streams; their responses are read in the order the
  * requests were written.  Text that is not a well-formed request (an
  * HTTP/1.1 framing test's business) cannot be translated: rc_send fails

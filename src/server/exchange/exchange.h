@@ -45,6 +45,11 @@ struct hr_response_s {
   void *drain_udata;
   hr_abort_cb abort_cb;
   void *abort_udata;
+  /* Trailer field lines "N: V\r\n" (hr_response_add_trailer), arena
+   * memory; sent after the body (h1: in the last chunk; h2: a HEADERS
+   * frame with END_STREAM). */
+  char *trailers;
+  size_t trailers_len, trailers_cap;
 };
 
 /* The request.  Everything before `nparams` is zeroed for each exchange;
@@ -85,6 +90,10 @@ struct hr_request_s {
   struct hr__form_s *query_form; /* parsed on first use (query.c) */
   void **locals;                 /* HR_MAX_LOCALS values, from the first set */
   struct hr__form_s *body_form;
+  /* Trailer fields kept (RFC 9110 §6.5; not the forbidden ones), copies
+   * in the arena; read once the message is complete. */
+  hr_field_t *trailers;
+  size_t ntrailers, trailers_cap;
   size_t nparams;
   hr_param_t params[HR_MAX_PARAMS];
   hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
@@ -128,11 +137,19 @@ struct hr__exchange_s {
   hr__head_scan_t hscan;
   hr__frame_scan_t fscan;
   const char *gap_start;   /* chunked: first framing byte not yet scanned */
+  /* chunked: the trailer field line being read (its name and value
+   * copied into the arena as they come, up to the limit), and the
+   * trailer section's lines and bytes so far (name + value + 4 a line) */
+  hr_field_t trailer_cur;
+  size_t trailer_lines, trailer_bytes;
   hr__phase_t phase;
   uint64_t body_bytes;     /* body-phase bytes seen, framing included */
   uint64_t body_data;      /* message body bytes (after decoding chunks) */
   uint64_t body_limit;
   int fail_status;         /* set by llhttp callbacks before HPE_USER */
+  /* Why, when llhttp would not keep the callback's reason (an error from
+   * on_header_value_complete is its own "callback error"). */
+  const char *fail_reason;
   int internal_status;     /* 404 or 405 answered by the server itself */
   hr_span_t internal_allow;
   hr_span_t internal_location;
@@ -173,6 +190,7 @@ struct hr__exchange_s {
   unsigned close_after : 1;   /* the connection ends after this response */
   unsigned free_pending : 1;  /* released while held: freed at the unhold */
   unsigned dropped : 1;       /* its connection or stream is done with it */
+  unsigned trailer_open : 1;  /* chunked: a trailer field line is being read */
   unsigned body_held : 1;     /* h1: llhttp stopped after a piece, paused */
   unsigned body_cut : 1;      /* answered before the body ended: discarded */
   unsigned rbuf_large : 1;    /* rbuf (detached) is a large read buffer */
@@ -285,6 +303,11 @@ void hr__body_restart(hr__exchange_t *ex);
  * value.  Returns the length.  The hook runs inside a read-side section. */
 #define HR__ERROR_BODY_MAX 1024
 size_t hr__error_body(const hr_answers_t *an, int status, char *buf, const char **ctype);
+
+/* request.c: keeps the request trailer field `name`: `value` (copies
+ * the exchange owns) unless hr__trailer_forbidden drops it.  0 or
+ * HR_ENOMEM. */
+int hr__request_add_trailer(hr__exchange_t *ex, hr_span_t name, hr_span_t value);
 
 /* invoke.c */
 void hr__invoke(hr__exchange_t *ex);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Request accessors: request line parts, field lines (case-insensitive
- * lookup, RFC 9110 §5.1), route parameters, body and peer address.
+ * lookup, RFC 9110 §5.1), trailer fields (§6.5), route parameters, body
+ * and peer address.
  */
 #include <string.h>
 
+#include "http/trailer.h"
 #include "server/exchange/exchange.h"
 
 hr_span_t hr_request_method(const hr_request_t *req) { return req->method; }
@@ -38,6 +40,55 @@ int hr_request_field(const hr_request_t *req, hr_span_t name, size_t *cursor,
     }
   }
   if (cursor != NULL) *cursor = req->nfields;
+  return HR_ENOTFOUND;
+}
+
+/* ---- trailer fields (RFC 9110 §6.5) --------------------------------------- */
+
+int hr__request_add_trailer(hr__exchange_t *ex, hr_span_t name, hr_span_t value) {
+  hr_request_t *r = &ex->req;
+  if (hr__trailer_forbidden(name)) return 0; /* dropped, RFC 9110 §6.5.1 */
+  if (r->ntrailers == r->trailers_cap) {
+    size_t cap = r->trailers_cap ? r->trailers_cap * 2 : 4;
+    hr_field_t *f = hr__arena_grow(&ex->arena, r->trailers, r->trailers_cap * sizeof(*f),
+                                   cap * sizeof(*f));
+    if (f == NULL) return HR_ENOMEM;
+    r->trailers = f;
+    r->trailers_cap = cap;
+  }
+  r->trailers[r->ntrailers].name = name;
+  r->trailers[r->ntrailers].value = value;
+  r->ntrailers++;
+  return 0;
+}
+
+/* Trailers are read once the message is complete: before, a section still
+ * arriving is not shown in part. */
+static size_t trailers_seen(const hr_request_t *req) {
+  return HR__EX_OF_REQ(req)->msg_complete ? req->ntrailers : 0;
+}
+
+size_t hr_request_trailer_count(const hr_request_t *req) { return trailers_seen(req); }
+
+int hr_request_trailer_at(const hr_request_t *req, size_t index, hr_span_t *name,
+                          hr_span_t *value) {
+  if (index >= trailers_seen(req)) return HR_EINVAL;
+  if (name != NULL) *name = req->trailers[index].name;
+  if (value != NULL) *value = req->trailers[index].value;
+  return 0;
+}
+
+int hr_request_trailer(const hr_request_t *req, hr_span_t name, size_t *cursor,
+                       hr_span_t *value) {
+  size_t i = cursor != NULL ? *cursor : 0, n = trailers_seen(req);
+  for (; i < n; i++) {
+    if (hr_span_eq_nocase(req->trailers[i].name, name)) {
+      if (value != NULL) *value = req->trailers[i].value;
+      if (cursor != NULL) *cursor = i + 1;
+      return 0;
+    }
+  }
+  if (cursor != NULL) *cursor = n;
   return HR_ENOTFOUND;
 }
 

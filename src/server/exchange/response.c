@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The response API: fields, whole responses (copied or borrowed bodies),
- * streaming with fixed length or the chunked coding (RFC 9112 §7.1), drain
- * and abort callbacks, and completion from other threads.
+ * streaming with fixed length or the chunked coding (RFC 9112 §7.1) and
+ * its trailer fields (RFC 9110 §6.5), drain and abort callbacks, and
+ * completion from other threads.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "http/head.h"
+#include "http/trailer.h"
 #include "server/exchange/exchange_api.h"
 #include "server/exchange/exchange.h"
 #include "util/text.h"
@@ -289,6 +291,47 @@ int hr_response_on_abort(hr_response_t *res, hr_abort_cb cb, void *udata) {
   if (res->state == HR__RES_DONE) return HR_ESTATE;
   res->abort_cb = cb;
   res->abort_udata = udata;
+  return 0;
+}
+
+int hr_response_add_trailer(hr_response_t *res, hr_span_t name, hr_span_t value) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  size_t i, need;
+  char *p;
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (res->state != HR__RES_STREAMING) return HR_ESTATE;
+  if (ex->conn == NULL) return HR_ECLOSED;
+  /* Only a body of unknown length sent in pieces ends with a trailer
+   * section: h1's chunked coding (RFC 9112 §7.1.2), h2's DATA frames
+   * (RFC 9113 §8.1); `chunked` says which responses are framed so. */
+  if (!res->chunked) return HR_ESTATE;
+  if (name.len == 0 || hr__reserved_field(name) || hr__trailer_forbidden(name))
+    return HR_EINVAL;
+  for (i = 0; i < name.len; i++)
+    if (!hr__is_tchar((unsigned char)name.ptr[i])) return HR_EINVAL;
+  for (i = 0; i < value.len; i++)
+    if (value.ptr[i] == '\r' || value.ptr[i] == '\n' || value.ptr[i] == '\0')
+      return HR_EINVAL;
+  need = name.len + value.len + 4;
+  if (res->trailers_cap - res->trailers_len < need) {
+    size_t cap = res->trailers_cap ? res->trailers_cap * 2 : 128;
+    while (cap < res->trailers_len + need) cap *= 2;
+    p = hr__arena_grow(&ex->arena, res->trailers, res->trailers_len, cap);
+    if (p == NULL) return HR_ENOMEM;
+    res->trailers = p;
+    res->trailers_cap = cap;
+  }
+  p = res->trailers + res->trailers_len;
+  memcpy(p, name.ptr, name.len);
+  p += name.len;
+  *p++ = ':';
+  *p++ = ' ';
+  memcpy(p, value.ptr, value.len);
+  p += value.len;
+  *p++ = '\r';
+  *p++ = '\n';
+  res->trailers_len += need;
   return 0;
 }
 

@@ -241,6 +241,16 @@ static int body_step_piece(hr__conn_t *c, hr__exchange_t *ex, size_t n) {
   ex->gap_start = start;
   e = llhttp_execute(&ex->parser, start, n);
   if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
+  if (e == HPE_PAUSED && ex->fail_status != 0) {
+    /* Paused at the end of a trailer line over the limits (parse.c): the
+     * framing before it first, then 431. */
+    stop = llhttp_get_error_pos(&ex->parser);
+    if (hr__frame_scan(&ex->fscan, ex->gap_start, (size_t)(stop - ex->gap_start)))
+      hr__h1_fail(c, 400, "bare CR or LF, obs-fold or empty name in chunked framing");
+    else
+      hr__h1_fail(c, ex->fail_status, ex->fail_reason);
+    return -1;
+  }
   if (e == HPE_PAUSED && ex->body_held) {
     /* The handler paused its body inside its callback: the piece ends
      * after the bytes delivered (llhttp goes on from there). */
@@ -257,7 +267,7 @@ static int body_step_piece(hr__conn_t *c, hr__exchange_t *ex, size_t n) {
     stop = start + n;
   } else {
     hr__h1_fail(c, ex->fail_status ? ex->fail_status : 400,
-                llhttp_get_error_reason(&ex->parser));
+                ex->fail_reason ? ex->fail_reason : llhttp_get_error_reason(&ex->parser));
     return -1;
   }
   if (ex->req.chunked &&

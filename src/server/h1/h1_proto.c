@@ -95,11 +95,20 @@ static int h1_file(hr__exchange_t *ex, int fd, uint64_t offset, uint64_t n,
   return err;
 }
 
+/* The last chunk, with the trailer section the handler gave (RFC 9112
+ * §7.1.2): "0" CRLF, the trailer field lines, CRLF. */
 static int h1_end(hr__exchange_t *ex) {
   hr_response_t *res = &ex->res;
+  int err;
   if (!res->chunked) return 0;
-  return res->crlf_owed ? hr__out_append(ex->conn, "\r\n0\r\n\r\n", 7)
-                        : hr__out_append(ex->conn, "0\r\n\r\n", 5);
+  if (res->trailers_len == 0)
+    return res->crlf_owed ? hr__out_append(ex->conn, "\r\n0\r\n\r\n", 7)
+                          : hr__out_append(ex->conn, "0\r\n\r\n", 5);
+  err = res->crlf_owed ? hr__out_append(ex->conn, "\r\n0\r\n", 5)
+                       : hr__out_append(ex->conn, "0\r\n", 3);
+  if (err == 0) err = hr__out_append(ex->conn, res->trailers, res->trailers_len);
+  if (err == 0) err = hr__out_append(ex->conn, "\r\n", 2);
+  return err;
 }
 
 static int h1_continue(hr__exchange_t *ex) { return hr__h1_continue(ex->conn); }

@@ -3,9 +3,10 @@
  * The llhttp side of a connection: the parser callbacks that collect the
  * request line and field lines as spans into the read buffer (trimming
  * values, noting Host, Connection, Expect and Transfer-Encoding, refusing
- * what llhttp 8.1 lets through), body delivery (buffered, streamed or
- * discarded, with the chunked framing checked between pieces), and handing
- * a checked header section to llhttp.
+ * what llhttp 8.1 lets through), the trailer section of a chunked body
+ * (copied, bounded, kept for the handler), body delivery (buffered,
+ * streamed or discarded, with the chunked framing checked between pieces),
+ * and handing a checked header section to llhttp.
  */
 #include <string.h>
 
@@ -70,10 +71,73 @@ static int new_field(hr__exchange_t *c) {
   return 0;
 }
 
+/* ---- trailer fields (RFC 9112 §7.1.2) ------------------------------------- */
+
+/* A trailer section arrives with the body's pieces, whose bytes the read
+ * buffer does not keep (a streamed body moves through it): each name and
+ * value is copied into the arena as it comes.  The section is bounded as a
+ * header section is, by max_header_bytes (names and values, 4 bytes more
+ * a line for ": " and CRLF) and max_header_fields; past either, 431.  What
+ * goes over is not copied, and the limits are judged at the end of each
+ * line, where the bytes alone decide it: a fault inside the line (which
+ * llhttp finds first), or in the framing before it (which h1.c scans up
+ * to where llhttp paused), is answered the same however reads split it. */
+static int trailer_piece(hr__exchange_t *c, hr_span_t *s, const char *at, size_t len) {
+  const hr_server_options_t *o = &c->w->server->opts;
+  char *p;
+  c->trailer_bytes += len;
+  if (c->trailer_bytes > o->max_header_bytes || len == 0) return 0;
+  p = hr__arena_grow(&c->arena, (char *)(uintptr_t)s->ptr, s->len, s->len + len);
+  if (p == NULL) {
+    c->fail_status = 503;
+    llhttp_set_error_reason(&c->parser, "out of memory");
+    return HPE_USER;
+  }
+  memcpy(p + s->len, at, len);
+  s->ptr = p;
+  s->len += len;
+  return 0;
+}
+
+static int trailer_field(hr__exchange_t *c, const char *at, size_t len) {
+  if (!c->trailer_open) {
+    c->trailer_open = 1;
+    memset(&c->trailer_cur, 0, sizeof(c->trailer_cur));
+  }
+  return trailer_piece(c, &c->trailer_cur.name, at, len);
+}
+
+/* The end of a trailer field line: over the limits, 431; else the field
+ * is kept (hr__request_add_trailer drops the forbidden ones). */
+static int trailer_line_end(hr__exchange_t *c) {
+  const hr_server_options_t *o = &c->w->server->opts;
+  hr_span_t v = c->trailer_cur.value;
+  c->trailer_open = 0;
+  c->trailer_lines++;
+  c->trailer_bytes += 4;
+  if (c->trailer_lines > o->max_header_fields || c->trailer_bytes > o->max_header_bytes) {
+    /* llhttp pauses right after the line: h1.c judges the framing before
+     * it, then answers 431. */
+    c->fail_status = 431;
+    c->fail_reason = "trailer section longer than the limit";
+    return HPE_PAUSED;
+  }
+  while (v.len && (v.ptr[0] == ' ' || v.ptr[0] == '\t')) v.ptr++, v.len--;
+  while (v.len && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t')) v.len--;
+  if (hr__request_add_trailer(c, c->trailer_cur.name, v) != 0) {
+    c->fail_status = 503;
+    c->fail_reason = "out of memory";
+    return HPE_USER;
+  }
+  return 0;
+}
+
+/* ---- field lines ---------------------------------------------------------- */
+
 static int on_header_field(llhttp_t *p, const char *at, size_t len) {
   hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
-  if (c->phase != HR__PH_HEAD) return 0; /* trailer fields are not kept */
+  if (c->phase != HR__PH_HEAD) return trailer_field(c, at, len);
   if (r->nfields == 0 || r->in_field_value) {
     int err = new_field(c);
     if (err) return err;
@@ -86,7 +150,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
 static int on_header_value(llhttp_t *p, const char *at, size_t len) {
   hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
-  if (c->phase != HR__PH_HEAD) return 0;
+  if (c->phase != HR__PH_HEAD) return trailer_piece(c, &c->trailer_cur.value, at, len);
   r->in_field_value = 1;
   span_extend(&r->fields[r->nfields - 1].value, at, len);
   return 0;
@@ -117,7 +181,7 @@ static int on_header_value_complete(llhttp_t *p) {
   hr__exchange_t *c = ex_of(p);
   hr_request_t *r = &c->req;
   hr_field_t *f;
-  if (c->phase != HR__PH_HEAD) return 0;
+  if (c->phase != HR__PH_HEAD) return trailer_line_end(c);
   if (r->nfields == 0) return 0;
   f = &r->fields[r->nfields - 1];
   if (!r->in_field_value) { /* a field with an empty value */

@@ -278,6 +278,29 @@ static void known_field(hr__h2s_t *st, hr_request_t *r, hr_span_t name, hr_span_
   }
 }
 
+/* A field of the request's trailer section (RFC 9113 §8.1: a HEADERS
+ * frame with END_STREAM after the body; nghttp2 has refused pseudo-header
+ * and connection-specific fields in it).  Bounded as the head is, per
+ * section (§6.5.2): past max_header_bytes or max_header_fields the rest is
+ * dropped and the stream answered 431 at the frame's end (on_frame_recv);
+ * the forbidden fields are dropped (hr__request_add_trailer). */
+static int on_trailer(hr__h2s_t *st, const uint8_t *name, size_t namelen, const uint8_t *value,
+                      size_t valuelen) {
+  hr__exchange_t *ex = st->ex;
+  const hr_server_options_t *o = &ex->w->server->opts;
+  hr_span_t n, v;
+  if (st->fail_status) return 0;
+  if (st->list_bytes > o->max_header_bytes || ++st->trailer_lines > o->max_header_fields) {
+    st->fail_status = 431;
+    return 0;
+  }
+  n = copy_span(ex, name, namelen);
+  v = copy_span(ex, value, valuelen);
+  if (n.ptr == NULL || v.ptr == NULL || hr__request_add_trailer(ex, n, v) != 0)
+    st->fail_status = 503;
+  return 0;
+}
+
 static int on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *ud) {
@@ -291,12 +314,8 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint
   if (st == NULL || st->ex == NULL) return 0;
   ex = st->ex;
   st->list_bytes += namelen + valuelen + 32;
-  if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-    /* Trailer fields are not delivered, as with HTTP/1.1's chunked
-     * trailers; they are bounded all the same. */
-    if (st->list_bytes > o->max_header_bytes) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    return 0;
-  }
+  if (frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return on_trailer(st, name, namelen, value, valuelen);
   if (st->fail_status) return 0;
   if (st->list_bytes > o->max_header_bytes || ex->req.nfields >= o->max_header_fields) {
     st->fail_status = 431; /* the rest is decoded by nghttp2 and dropped */
@@ -322,6 +341,11 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, voi
   hr__conn_t *c = h2->c;
   hr__h2s_t *st;
   hr__exchange_t *ex;
+  if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_HEADERS &&
+      (st = stream_of(h2, frame->hd.stream_id)) != NULL) {
+    st->list_bytes = 0; /* a trailer section: bounded on its own (§6.5.2) */
+    return 0;
+  }
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
   st = hr__slab_alloc(&c->w->slab, sizeof(*st));
@@ -454,6 +478,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
       if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) st->ex->msg_complete = 1;
       if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
         head_done(st);
+      } else if (frame->hd.type == NGHTTP2_HEADERS && st->fail_status) {
+        hr__h2_fail(st->ex, st->fail_status, st->fail_status == 431
+                                                 ? "trailer section longer than the limit"
+                                                 : "out of memory");
       } else if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
         st->ex->phase = HR__PH_DONE;
         ready_push(h2, st); /* the body (or its trailers) ended */

@@ -74,6 +74,12 @@ typedef struct hr__h2s_s {
   size_t fpos, fready;
   uint64_t queued;             /* bytes of memory pieces in it */
   size_t list_bytes;           /* decoded header list: name + value + 32 each */
+  size_t trailer_lines;        /* fields of the request's trailer section */
+  /* The response's trailer section (hr_response_add_trailer), for
+   * nghttp2_submit_trailer once the body's last DATA is framed: arena
+   * memory of the exchange's. */
+  nghttp2_nv *trailers;
+  size_t ntrailers;
   int fail_status;             /* the request is refused with this (431) */
   unsigned ready : 1;          /* on the ready list */
   unsigned submitted : 1;      /* the response head went to nghttp2 */

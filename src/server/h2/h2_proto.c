@@ -230,6 +230,17 @@ ssize_t hr__h2_read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
   }
   if (st->head == NULL && st->body_end) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (st->ntrailers > 0 && st->ex != NULL) {
+      /* A trailer section ends the stream instead of this DATA frame: a
+       * HEADERS frame with END_STREAM, which nghttp2 sends after it (it
+       * allows the call here; an empty last DATA frame it leaves out). */
+      if (nghttp2_submit_trailer(ng, id, st->trailers, st->ntrailers) != 0) {
+        st->reset = 1;
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
+      *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      st->ntrailers = 0;
+    }
   } else if (n == 0) {
     st->deferred = 1;
     return NGHTTP2_ERR_DEFERRED;
@@ -437,8 +448,22 @@ static int h2_file(hr__exchange_t *ex, int fd, uint64_t offset, uint64_t n,
   return 0;
 }
 
+/* The body's end; the trailer section (RFC 9113 §8.1), when the handler
+ * gave one, goes with the last DATA frame (hr__h2_read_body), its fields
+ * ready for nghttp2 from here (lower-case names, §8.2). */
 static int h2_end(hr__exchange_t *ex) {
   hr__h2s_t *st = ex->h2s;
+  hr_span_t lines = {ex->res.trailers, ex->res.trailers_len};
+  if (lines.len > 0 && !st->reset && st->has_data) {
+    nvset_t s;
+    memset(&s, 0, sizeof(s));
+    s.arena = &ex->arena;
+    s.cap = count_lines(lines);
+    s.nv = hr__arena_alloc(&ex->arena, s.cap * sizeof(nghttp2_nv));
+    if (s.nv == NULL || nv_lines(&s, lines, NULL) != 0) return HR_ENOMEM;
+    st->trailers = s.nv;
+    st->ntrailers = s.n;
+  }
   st->body_end = 1;
   wake(st);
   return 0;
