@@ -475,6 +475,11 @@ void hr__conn_settle(hr__conn_t *c) {
   maybe_shut(c);
   if (c->state == HR__C_CLOSED) return;
   hr__out_trim(c);
+  /* A small buffer the last read filled moves into a large one now, not
+   * at the next read: it goes back to its pool at once, for the next
+   * connection, instead of waiting with thousands of others. */
+  if (c->rbuf != NULL && !c->rbuf_large && c->rlen == HR__RBUF_SMALL && may_grow(c))
+    (void)hr__conn_rbuf_grow(c); /* else on_alloc tries again */
   update_reading(c);
   release_rbuf(c);
   update_timer(c);

@@ -137,8 +137,10 @@ void hr__rbuf_put(hr__worker_t *w, char *b, int large) {
 }
 
 void hr__worker_trim(hr__worker_t *w) {
-  if (w->rbuf_freed < HR__TRIM_BYTES) return;
+  if (w->nconns > w->conns_peak) w->conns_peak = w->nconns;
+  if (w->rbuf_freed < HR__TRIM_BYTES && w->conns_peak < w->nconns + 1000) return;
   w->rbuf_freed = 0;
+  w->conns_peak = w->nconns;
 #ifdef __GLIBC__
   if (w->server->opts.allocator == NULL) malloc_trim(0);
 #endif

@@ -111,6 +111,7 @@ struct hr__worker_s {
   hr__pool_t rpool; /* large read buffers (hr_server_s.rbuf_size) */
   hr__pool_t rpool_small; /* small read buffers (HR__RBUF_SMALL) */
   uint64_t rbuf_freed;    /* bytes of large read buffers freed since the last trim */
+  size_t conns_peak;      /* most connections seen by the trim since it last ran */
   hr__pool_t bpool; /* output blocks */
   hr__pool_t apool; /* arena blocks */
   hr__pool_t xpool; /* exchanges */
@@ -217,9 +218,10 @@ char *hr__rbuf_get(hr__worker_t *w, int large);
  * handing memory back to the system (hr__worker_trim). */
 void hr__rbuf_put(hr__worker_t *w, char *b, int large);
 /* Once a second: after many large read buffers were freed (a burst of
- * connections with large header sections ended), asks the C library to
- * give unused heap memory back to the system (glibc's malloc_trim), so a
- * burst leaves no lasting footprint. */
+ * connections with large header sections ended), or after a thousand
+ * connections or more ended, asks the C library to give unused heap
+ * memory back to the system (glibc's malloc_trim), so a burst leaves no
+ * lasting footprint. */
 void hr__worker_trim(hr__worker_t *w);
 
 /* core/worker.c */
