@@ -313,8 +313,8 @@ HR_EXTERN int hr_request_body_resume(hr_request_t *req);
 /** Copies the peer's address into *addr (*len in: its size; out: the
  * address length): the client's as a PROXY protocol header gave it, on a
  * listener that takes one (hr_server_listen_ex), else the socket's peer.
- * Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (no
- * socket: the connection is gone, or an in-process test connection),
+ * Returns 0, HR_EINVAL (NULL argument), UV_ENOTCONN (the connection is
+ * gone),
  * UV_ENOBUFS (*len too small for the address a PROXY header gave; use a
  * struct sockaddr_storage), or a negated errno from getpeername(2). */
 HR_EXTERN int hr_request_peer(const hr_request_t *req, struct sockaddr *addr,
