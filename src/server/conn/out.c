@@ -17,6 +17,7 @@
 
 #include "http/head.h"
 #include "server/conn/conn.h"
+#include "server/conn/fread.h"
 
 /* Largest segment: uv_buf_t lengths are unsigned ints elsewhere, and a
  * write returns a signed count. */
@@ -362,79 +363,29 @@ static int run_memory(hr__conn_t *c, hr__wbatch_t *b) {
  * one processing step at most, then the rest waits for the transport. */
 #define HR__FILE_STEP ((uint64_t)1 << 20)
 
-/* A piece of a file read on the thread pool.  The job owns the queue's
- * piece buffer and a descriptor of the file of its own while it runs, and
- * holds the connection record: if the connection ends meanwhile, the
- * queue forgets the job (orphan) and the job frees what it holds. */
-struct hr__fjob_s {
-  uv_work_t work;
-  hr__conn_t *c;
-  char *buf;
-  size_t cap, len;
-  int fd;
-  off_t off;
-  ssize_t n;   /* bytes read, or a negative errno */
-  unsigned orphan : 1;
-};
-
-static void fjob_run(uv_work_t *w) {
-  hr__fjob_t *j = w->data;
-  do
-    j->n = pread(j->fd, j->buf, j->len, j->off);
-  while (j->n < 0 && errno == EINTR);
-  if (j->n < 0) j->n = -errno;
-}
-
-static void fjob_done(uv_work_t *w, int status) {
-  hr__fjob_t *j = w->data;
-  hr__conn_t *c = j->c;
+/* A piece read on the thread pool (fread.h) is back. */
+static void piece_back(void *owner, char *buf, size_t cap, ssize_t n) {
+  hr__conn_t *c = owner;
   hr__out_t *o = c->out;
-  close(j->fd);
-  if (j->orphan || o == NULL || o->fjob != j) {
-    hr__mem_free(&c->w->mem, j->buf);
+  o->fjob = NULL;
+  o->fbuf = buf;
+  o->fbuf_cap = cap;
+  if (n <= 0) {
+    hr__conn_output_failed(c, n == 0 ? UV_EOF : (int)n); /* it shrank */
   } else {
-    o->fjob = NULL;
-    o->fbuf = j->buf;
-    o->fbuf_cap = j->cap;
-    if (status < 0 && j->n >= 0) j->n = status;
-    if (j->n <= 0) {
-      hr__conn_output_failed(c, j->n == 0 ? UV_EOF : (int)j->n); /* it shrank */
-    } else {
-      o->fready = (size_t)j->n;
-      hr__conn_kick(c); /* run_file writes the piece */
-    }
+    o->fready = (size_t)n;
+    hr__conn_kick(c); /* run_file writes the piece */
   }
-  hr__mem_free(&c->w->mem, j);
-  hr__conn_unhold(c);
 }
 
 /* Reads `len` bytes at `off` of `fd` into the piece buffer on the thread
  * pool.  Returns 0 (started), or -1 (then the caller reads on the loop). */
 static int fjob_start(hr__conn_t *c, int fd, uint64_t off, size_t len) {
   hr__out_t *o = c->out;
-  hr__fjob_t *j = hr__mem_alloc(&c->w->mem, sizeof(*j));
-  if (j == NULL) return -1;
-  memset(j, 0, sizeof(*j));
-  j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (j->fd < 0) {
-    hr__mem_free(&c->w->mem, j);
-    return -1;
-  }
-  j->c = c;
-  j->buf = o->fbuf;
-  j->cap = o->fbuf_cap;
-  j->len = len;
-  j->off = (off_t)off;
-  j->work.data = j;
-  if (uv_queue_work(c->w->loop, &j->work, fjob_run, fjob_done) != 0) {
-    close(j->fd);
-    hr__mem_free(&c->w->mem, j);
-    return -1;
-  }
+  o->fjob = hr__fread_start(c, fd, off, o->fbuf, o->fbuf_cap, len, piece_back, c);
+  if (o->fjob == NULL) return -1;
   o->fbuf = NULL; /* the job's until it is back */
   o->fbuf_cap = 0;
-  o->fjob = j;
-  hr__conn_hold(c);
   return 0;
 }
 
@@ -488,7 +439,7 @@ static int run_file(hr__conn_t *c, hr__wbatch_t *b, uint64_t *budget) {
       size_t piece = pool ? HR__FILE_POOL_PIECE : HR__FILE_PIECE;
       if (fbuf_get(c, piece) != 0) return HR_ENOMEM;
       if (left > piece) left = piece;
-      if (pool && fjob_start(c, s->fd, off, left) == 0) return 1; /* fjob_done kicks */
+      if (pool && fjob_start(c, s->fd, off, left) == 0) return 1; /* piece_back kicks */
       do
         n = pread(s->fd, o->fbuf, left, (off_t)off);
       while (n < 0 && errno == EINTR);
@@ -590,7 +541,7 @@ void hr__out_discard(hr__conn_t *c) {
   if (o == NULL) return;
   o->writing = 0; /* the transport is closed: its write is dropped */
   if (o->fjob != NULL) { /* it frees the buffer it holds when it is back */
-    o->fjob->orphan = 1;
+    hr__fread_forget(o->fjob);
     o->fjob = NULL;
   }
   o->fready = 0;

@@ -57,7 +57,6 @@ typedef struct hr__wbatch_s {
 #define HR__FILE_PIECE 16384
 #define HR__FILE_POOL_PIECE 65536
 
-typedef struct hr__fjob_s hr__fjob_t;
 
 typedef struct hr__out_s {
   hr__wbatch_t pending;  /* being built */
@@ -72,7 +71,7 @@ typedef struct hr__out_s {
   char *fbuf;            /* fbuf_cap bytes, while a file is read */
   size_t fbuf_cap;
   size_t fready;         /* bytes of the current file piece in fbuf, read by a job */
-  hr__fjob_t *fjob;      /* the piece being read on the thread pool (owns fbuf) */
+  struct hr__fread_s *fjob; /* the piece being read on the thread pool (fread.h; owns fbuf) */
   uint64_t write_since;  /* loop time of the last write progress */
   size_t unacked;        /* the socket's unacknowledged bytes then */
   unsigned writing : 1;

@@ -69,7 +69,7 @@ typedef struct hr__h2s_s {
   struct hr__h2s_s *prev, *next; /* the session's open streams */
   struct hr__h2s_s *ready_next;  /* the session's ready list */
   hr__h2piece_t *head, *tail;  /* the response body not yet framed */
-  struct hr__h2fjob_s *fjob;   /* the head file piece, read on the thread pool */
+  struct hr__fread_s *fjob;    /* the head file piece, read on the thread pool */
   char *fbuf;                  /* what such a read brought, fbuf[fpos..fready) */
   size_t fpos, fready;
   uint64_t queued;             /* bytes of memory pieces in it */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/conn/fread.h"
 #include "server/h2/h2.h"
 #include "util/text.h"
 
@@ -48,56 +49,25 @@ static void pop(hr__h2s_t *st) {
 
 /* ---- file pieces read on the thread pool --------------------------------- */
 
-/* A read of the file piece at the head of a stream's body, on libuv's
- * thread pool, as the HTTP/1.1 output queue reads files for TLS (out.c):
- * the job owns its buffer and a descriptor of its own while it runs, and
- * holds the connection record; a stream that closes meanwhile forgets it
- * (st NULL), and the job frees what it holds when it is back. */
-typedef struct hr__h2fjob_s {
-  uv_work_t work;
-  hr__conn_t *c;
-  hr__h2s_t *st;
-  char *buf;
-  size_t len;
-  int fd;
-  off_t off;
-  ssize_t n; /* bytes read, or a negative errno */
-} hr__h2fjob_t;
-
-static void fjob_run(uv_work_t *w) {
-  hr__h2fjob_t *j = w->data;
-  do
-    j->n = pread(j->fd, j->buf, j->len, j->off);
-  while (j->n < 0 && errno == EINTR);
-  if (j->n < 0) j->n = -errno;
-}
-
-static void fjob_done(uv_work_t *w, int status) {
-  hr__h2fjob_t *j = w->data;
-  hr__conn_t *c = j->c;
-  hr__h2s_t *st = j->st;
-  close(j->fd);
-  if (st == NULL) {
-    hr__mem_free(&c->w->mem, j->buf);
-  } else {
-    st->fjob = NULL;
-    if (status < 0 && j->n >= 0) j->n = status;
-    if (j->n <= 0) { /* it shrank, or failed: the body cannot be framed */
-      hr__mem_free(&c->w->mem, j->buf);
-      hr__h2_reset(st, NGHTTP2_INTERNAL_ERROR);
-    } else {
-      st->fbuf = j->buf;
-      st->fpos = 0;
-      st->fready = (size_t)j->n;
-      if (st->deferred) {
-        st->deferred = 0;
-        nghttp2_session_resume_data(st->h2->ng, st->id);
-      }
-      hr__conn_kick(c);
-    }
+/* The file piece at the head of a stream's body, read on libuv's thread
+ * pool (conn/fread.h), is back. */
+static void piece_back(void *owner, char *buf, size_t cap, ssize_t n) {
+  hr__h2s_t *st = owner;
+  (void)cap;
+  st->fjob = NULL;
+  if (n <= 0) { /* it shrank, or failed: the body cannot be framed */
+    hr__mem_free(&st->h2->c->w->mem, buf);
+    hr__h2_reset(st, NGHTTP2_INTERNAL_ERROR);
+    return;
   }
-  hr__mem_free(&c->w->mem, j);
-  hr__conn_unhold(c);
+  st->fbuf = buf;
+  st->fpos = 0;
+  st->fready = (size_t)n;
+  if (st->deferred) {
+    st->deferred = 0;
+    nghttp2_session_resume_data(st->h2->ng, st->id);
+  }
+  hr__conn_kick(st->h2->c);
 }
 
 /* Starts reading the next piece of file piece `pc`.  Returns 0, or -1
@@ -105,29 +75,14 @@ static void fjob_done(uv_work_t *w, int status) {
 static int fjob_start(hr__h2s_t *st, hr__h2piece_t *pc) {
   hr__conn_t *c = st->h2->c;
   uint64_t left = pc->len - pc->off;
-  hr__h2fjob_t *j = hr__mem_alloc(&c->w->mem, sizeof(*j));
-  if (j == NULL) return -1;
-  memset(j, 0, sizeof(*j));
-  j->len = left < HR__FILE_POOL_PIECE ? (size_t)left : HR__FILE_POOL_PIECE;
-  j->buf = hr__mem_alloc(&c->w->mem, j->len);
-  j->fd = j->buf != NULL ? fcntl(pc->fd, F_DUPFD_CLOEXEC, 0) : -1;
-  if (j->fd < 0) {
-    hr__mem_free(&c->w->mem, j->buf);
-    hr__mem_free(&c->w->mem, j);
+  size_t len = left < HR__FILE_POOL_PIECE ? (size_t)left : HR__FILE_POOL_PIECE;
+  char *buf = hr__mem_alloc(&c->w->mem, len);
+  if (buf == NULL) return -1;
+  st->fjob = hr__fread_start(c, pc->fd, pc->foff + pc->off, buf, len, len, piece_back, st);
+  if (st->fjob == NULL) {
+    hr__mem_free(&c->w->mem, buf);
     return -1;
   }
-  j->c = c;
-  j->st = st;
-  j->off = (off_t)(pc->foff + pc->off);
-  j->work.data = j;
-  if (uv_queue_work(c->w->loop, &j->work, fjob_run, fjob_done) != 0) {
-    close(j->fd);
-    hr__mem_free(&c->w->mem, j->buf);
-    hr__mem_free(&c->w->mem, j);
-    return -1;
-  }
-  st->fjob = j;
-  hr__conn_hold(c);
   return 0;
 }
 
@@ -159,7 +114,7 @@ static ssize_t file_bytes(hr__h2s_t *st, hr__h2piece_t *pc, uint8_t *buf, size_t
 
 void hr__h2_pieces_free(hr__h2s_t *st) {
   if (st->fjob != NULL) { /* it frees its buffer when it is back */
-    st->fjob->st = NULL;
+    hr__fread_forget(st->fjob);
     st->fjob = NULL;
   }
   hr__mem_free(&st->h2->c->w->mem, st->fbuf);
@@ -214,7 +169,7 @@ ssize_t hr__h2_read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
         st->reset = 1; /* the server's own reset, not the client's fault */
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
-      if (r == 0) break; /* read on the thread pool: fjob_done resumes */
+      if (r == 0) break; /* read on the thread pool: piece_back resumes */
       take = (size_t)r;
     } else if (take > 0) {
       memcpy(buf + n, pc->p + pc->off, take);
