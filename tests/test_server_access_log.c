@@ -2,8 +2,10 @@
 /*
  * The access log: one line per request, the server's own answers included
  * (404, 405, 400), in Common, Combined and JSON formats, with the bytes of
- * the body sent; escaping of hostile bytes.  The time and the duration
- * vary, so lines are compared with them cut out.  Over HTTP/2 the
+ * the body sent, and the request id last in Combined and JSON lines
+ * (test_server_request_id has the rest of ids); escaping of hostile bytes.
+ * The time and the duration vary, so lines are compared with them cut
+ * out.  Over HTTP/2 the
  * version is "HTTP/2.0" and the malformed requests are HTTP/1.1's alone.
  *
  * ctest-labels: tsan
@@ -160,27 +162,32 @@ static void test_combined_and_json(void **state) {
   fx_t *fx = *state;
   start(fx, HR_ACCESS_COMBINED);
   send_and_read(fx, "GET /hello/y HTTP/1.1\r\nHost: h.test\r\nReferer: http://r/\r\n"
-                    "User-Agent: curl/8 \"x\"\r\n\r\n", 0);
-  send_and_read(fx, "GET /hello/z HTTP/1.1\r\nHost: h.test\r\n\r\n", 0);
+                    "User-Agent: curl/8 \"x\"\r\nX-Request-Id: c-1\r\n\r\n", 0);
+  send_and_read(fx, "GET /hello/z HTTP/1.1\r\nHost: h.test\r\nX-Request-Id: c\"2\"\r\n\r\n", 0);
   wait_lines(2);
-  expect_line(0, "127.0.0.1 - - [] \"GET /hello/y HTTP/1.1\" 200 5 \"http://r/\" \"curl/8 \\x22x\\x22\"");
-  expect_line(1, "127.0.0.1 - - [] \"GET /hello/z HTTP/1.1\" 200 5 \"-\" \"-\"");
+  expect_line(0, "127.0.0.1 - - [] \"GET /hello/y HTTP/1.1\" 200 5 \"http://r/\" \"curl/8 \\x22x\\x22\""
+                 " \"c-1\"");
+  expect_line(1, "127.0.0.1 - - [] \"GET /hello/z HTTP/1.1\" 200 5 \"-\" \"-\" \"c\\x222\\x22\"");
 }
 
 static void test_json(void **state) {
   fx_t *fx = *state;
   start(fx, HR_ACCESS_JSON);
-  send_and_read(fx, "GET /hello/j HTTP/1.1\r\nHost: h.test\r\nUser-Agent: a\"b\r\n\r\n", 0);
+  send_and_read(fx, "GET /hello/j HTTP/1.1\r\nHost: h.test\r\nUser-Agent: a\"b\r\n"
+                    "X-Request-Id: j\"1\\\r\n\r\n", 0);
   /* Valid UTF-8 goes as it is; a byte that is not part of it as U+FFFD,
    * so the line stays valid JSON. */
-  send_and_read(fx, "GET /hello/caf\xc3\xa9\xff HTTP/1.1\r\nHost: h\r\nUser-Agent: \xc3\x28\r\n\r\n", 0);
+  send_and_read(fx, "GET /hello/caf\xc3\xa9\xff HTTP/1.1\r\nHost: h\r\nUser-Agent: \xc3\x28\r\n"
+                    "X-Request-Id: j-2\r\n\r\n", 0);
   wait_lines(2);
   expect_line(1, "{\"time\":\"\",\"peer\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/hello/caf\xc3\xa9\\ufffd\","
                  "\"version\":\"HTTP/1.1\",\"host\":\"h\",\"status\":200,\"bytes\":5,"
-                 "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"\\ufffd(\"}");
+                 "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"\\ufffd(\","
+                 "\"request_id\":\"j-2\"}");
   expect_line(0, "{\"time\":\"\",\"peer\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/hello/j\","
                  "\"version\":\"HTTP/1.1\",\"host\":\"h.test\",\"status\":200,\"bytes\":5,"
-                 "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"a\\\"b\"}");
+                 "\"duration_us\":,\"referer\":\"\",\"user_agent\":\"a\\\"b\","
+                 "\"request_id\":\"j\\\"1\\\\\"}");
 }
 
 /* A stray CRLF after a request is no request (RFC 9112 §2.2): no line,

@@ -204,6 +204,26 @@ HR_EXTERN int hr_request_param_by_name(const hr_request_t *req, hr_span_t name,
  * Allow value; empty otherwise.  Valid while the request is. */
 HR_EXTERN hr_span_t hr_request_allow(const hr_request_t *req);
 
+/**
+ * The request's id (hr_server_options_t.request_id_field, default
+ * "X-Request-Id"; a de-facto field, no RFC): the value of that field when
+ * the request's header section was received whole and carries exactly one
+ * such field line of 1 to 128 visible ASCII bytes (0x21 to 0x7e), else one
+ * the server generates:
+ *   "<16 hex digits>-<worker>-<n>", e.g. "4f1c2a9e0b7d3e65-0-1"
+ * at most 41 bytes: 64 random bits drawn from getrandom(2) when the server
+ * was made (so ids differ across servers and restarts), the worker
+ * thread's index (hr_server_start; 0 attached), and that worker's count of
+ * ids generated, from 1 (no system call, no lock, no allocation).  Made on
+ * the first call, by this function, the response's echo or the access
+ * log, and the same from then on: a handler, its middleware, the echo and
+ * the log see one value.  An empty span when request ids are off
+ * (request_id_field NULL).  The span borrows from the request and is valid
+ * while the request is (until the response completes; in after-middleware
+ * and the access-log callback too).  Loop thread of the request.
+ */
+HR_EXTERN hr_span_t hr_request_id(const hr_request_t *req);
+
 /** What went out for a request, once its exchange ended. */
 typedef struct hr_outcome_s {
   int status;           /**< the status line sent; 0 when none was */

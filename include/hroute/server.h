@@ -54,13 +54,18 @@ typedef enum hr_access_format_e {
   /** Common Log Format: host - - [10/Oct/2000:13:55:36 +0000] "GET /a HTTP/1.1"
    * 200 2326 */
   HR_ACCESS_COMMON = 0,
-  /** Combined: Common, then "Referer" "User-Agent" */
+  /** Combined: Common, then "Referer" "User-Agent"; with request ids on
+   * (hr_server_options_t.request_id_field), then the id quoted, as
+   * nginx's "$request_id" at the end of a custom log_format:
+   * ... "Referer" "User-Agent" "4f1c2a9e0b7d3e65-0-1".  Common lines carry
+   * no id; with ids off, JSON lines have no "request_id" either. */
   HR_ACCESS_COMBINED = 1,
   /** One JSON object per line: {"time":"2000-10-10T13:55:36Z","peer":"::1",
    * "method":"GET","target":"/a","version":"HTTP/1.1","host":"h",
    * "status":200,"bytes":2326,"duration_us":153,"referer":"",
-   * "user_agent":"curl/8"}; a byte that is not part of well-formed UTF-8
-   * is written U+FFFD, so that every line is valid JSON */
+   * "user_agent":"curl/8","request_id":"4f1c2a9e0b7d3e65-0-1"}; a byte
+   * that is not part of well-formed UTF-8 is written U+FFFD, so that every
+   * line is valid JSON */
   HR_ACCESS_JSON = 2
 } hr_access_format_t;
 
@@ -81,6 +86,9 @@ typedef struct hr_access_entry_s {
   uint64_t bytes;       /**< body bytes of the response */
   uint64_t duration_us; /**< request's first byte to the response completed */
   char peer[48];        /**< the client's address, text (empty if unknown) */
+  /** The request's id, as hr_request_id() gives it (the same bytes the
+   * response echoed); empty when request ids are off. */
+  hr_span_t request_id;
 } hr_access_entry_t;
 
 /** Receives one access-log line (without the newline; `len` bytes, valid
@@ -154,6 +162,30 @@ typedef struct hr_server_options_s {
   /** What its lines look like: HR_ACCESS_COMMON (the default),
    * HR_ACCESS_COMBINED or HR_ACCESS_JSON. */
   hr_access_format_t access_format;
+  /** Request ids (hr_request_id(), http.h): the field a request's id is
+   * taken from and its response echoes it in.  "X-Request-Id" (the
+   * de-facto name: Heroku's router, Rails, Phoenix, nginx's $request_id
+   * passed on by proxy_set_header).  A request with exactly one such field
+   * whose value is 1 to 128 visible ASCII bytes (VCHAR, RFC 5234; no
+   * space) keeps that id; any other request gets one generated, unique
+   * across workers and across servers and restarts (see hr_request_id).
+   * Must be a token (RFC 9110 §5.6.2) of at most 64 bytes and not a field
+   * the server writes itself (Date, Content-Length, Transfer-Encoding,
+   * Connection), else hr_server_new answers HR_EINVAL; copied there.
+   * NULL turns request ids off: hr_request_id() is empty, nothing is
+   * echoed and access-log lines are the classic formats.  An options
+   * struct zeroed rather than initialised has them off. */
+  const char *request_id_field;
+  /** 1: every final response (status 200 to 599) carries the request id
+   * in request_id_field: a handler's, and the server's own answers (404,
+   * 405, 501, redirects, and the errors that end a connection: 400, 408,
+   * 413, 414, 431, 505...), as Rails and Phoenix do, so that a client can
+   * quote it.  A response whose own fields (hr_response_add_field) name
+   * request_id_field already keeps its own value.  Not on 1xx responses.
+   * 0 (the default, as nginx's and Envoy's): never echoed; the id is still
+   * adopted, generated (only when something asks for it) and logged.
+   * Ignored with ids off. */
+  int request_id_echo;
   /** Most pairs a request's query, or its urlencoded form body, may hold:
    * with more, hr_request_query_* / hr_request_form_* answer HR_ETOOLARGE
    * (PHP's max_input_vars is the same idea).  1000; 0 means 1000. */

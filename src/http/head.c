@@ -11,7 +11,7 @@
 
 size_t hr__head_max(const hr__head_t *h) {
   return 9 + 4 + strlen(hr_status_reason(h->status)) + 2 + h->route_fields.len +
-         h->date.len + h->fields.len + 16 + 20 + 2 + 28 + 24 + 2;
+         h->date.len + h->fields.len + h->extra.len + 16 + 20 + 2 + 28 + 24 + 2;
 }
 
 static char *put(char *p, const char *s, size_t n) {
@@ -76,6 +76,7 @@ size_t hr__head_render(const hr__head_t *h, char *out) {
   if (h->route_fields.len) p = put_route_fields(p, h->route_fields, h->fields);
   if (h->date.len) p = put(p, h->date.ptr, h->date.len);
   if (h->fields.len) p = put(p, h->fields.ptr, h->fields.len);
+  if (h->extra.len) p = put(p, h->extra.ptr, h->extra.len);
   if (h->chunked) {
     p = put(p, "Transfer-Encoding: chunked\r\n", 28);
   } else if (h->length >= 0 && st >= 200 && st != 204 &&

@@ -24,6 +24,8 @@ typedef struct hr__head_s {
                              whose name `fields` has too is left out */
   hr_span_t date;         /* the Date line, or empty (1xx) */
   hr_span_t fields;       /* the response's own lines */
+  hr_span_t extra;        /* a line the server adds after them (the
+                             request id's echo), or empty */
   int64_t length;         /* Content-Length; < 0: none */
   unsigned chunked : 1;   /* Transfer-Encoding: chunked instead */
   unsigned close : 1;     /* Connection: close */

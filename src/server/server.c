@@ -38,6 +38,8 @@ void hr_server_options_init(hr_server_options_t *o) {
   o->h2_max_frame_bytes = 16384;
   o->h2_reset_burst = 200;
   o->h2_reset_rate = 33;
+  o->request_id_field = "X-Request-Id";
+  o->request_id_echo = 0;
 }
 
 int hr_server_new(hr_server_t **out, hr_router_t *router,
@@ -74,6 +76,12 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   s->mem = mem;
   s->router = router;
   s->opts = o;
+  /* The name is copied: the option's string need not outlive this call. */
+  if (hr__request_id_setup(s, o.request_id_field) != 0) {
+    hr__mem_free(&mem, s);
+    return HR_EINVAL;
+  }
+  s->opts.request_id_field = s->rid_name_len ? s->rid_name : NULL;
   /* The exchange's observers (hr__ex_observer_fn), in the order they run:
    * the after-middleware see the outcome (hr__invoke_end sets it) before
    * the worker counts it and the access log writes it. */
@@ -327,6 +335,7 @@ static int make_socket(struct sockaddr_storage *ss, int backlog, int reuseport,
 static int create_workers(hr_server_t *s, size_t n) {
   size_t i, k;
   int err;
+  hr__request_id_draw(s); /* before any worker generates an id */
   s->workers = hr__mem_alloc(&s->mem, n * sizeof(hr__worker_t));
   if (s->workers == NULL) return HR_ENOMEM;
   memset(s->workers, 0, n * sizeof(hr__worker_t));

@@ -30,6 +30,12 @@ typedef struct hr__exchange_s hr__exchange_t;
 typedef struct hr__conn_s hr__conn_t;
 typedef struct hr__listener_s hr__listener_t;
 
+/* Request ids (hr_server_options_t.request_id_field, exchange/request_id.c):
+ * the longest field name taken, and the length of the random part that
+ * begins every id a server generates (hex digits). */
+#define HR__RID_NAME_MAX 64
+#define HR__RID_PREFIX_LEN 16
+
 /* A per-loop context this loop made (see invoke.c). */
 typedef struct hr__ctxent_s {
   hr__core_t *core;
@@ -125,6 +131,13 @@ struct hr__worker_s {
   hr__exchange_t *detached; /* exchanges whose connection closed */
   size_t ndetached;
 
+  /* Request ids generated here (exchange/request_id.c): the text they
+   * begin with, "<server prefix>-<index>-", rendered at the first, and
+   * how many were made.  Loop thread only. */
+  char rid_head[HR__RID_PREFIX_LEN + 24];
+  uint8_t rid_head_len;
+  uint64_t rid_count;
+
   /* Statistics: single writer (this worker), relaxed; see hr__mem_t. */
   _Atomic uint64_t st_requests, st_accepted, st_bad, st_accept_pauses;
   _Atomic uint64_t st_bytes_received, st_bytes_sent; /* HTTP bytes, TLS unwrapped */
@@ -167,6 +180,14 @@ struct hr_server_s {
    * made. */
   const struct hr__wire_s *wire[2];
   hr__head_limits_t head_limits;
+  /* Request ids: the field's name as given and in lower case (HTTP/2
+   * sends names so, RFC 9113 §8.2), rid_name_len 0 when ids are off; the
+   * random prefix of generated ids, hex.  Written by hr_server_new (the
+   * name, NUL-terminated, which opts.request_id_field then points to) and
+   * at the start (the prefix). */
+  char rid_name[HR__RID_NAME_MAX + 1], rid_lname[HR__RID_NAME_MAX];
+  size_t rid_name_len;
+  char rid_prefix[HR__RID_PREFIX_LEN];
   hr__addr_t *addrs;
   size_t naddrs;
   hr__worker_t *workers;

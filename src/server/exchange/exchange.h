@@ -52,8 +52,12 @@ struct hr_response_s {
   size_t trailers_len, trailers_cap;
 };
 
+/* Longest request id the server generates (request_id.c): 16 hex digits,
+ * '-', a worker index, '-', a 64-bit count, and room to spare. */
+#define HR__RID_GEN_MAX 48
+
 /* The request.  Everything before `nparams` is zeroed for each exchange;
- * the parameter arrays are written before they are read. */
+ * the parameter arrays and id_buf are written before they are read. */
 struct hr_request_s {
   hr_span_t method, target, path, query;
   hr_span_t host; /* Host field value */
@@ -98,6 +102,7 @@ struct hr_request_s {
   hr_param_t params[HR_MAX_PARAMS];
   hr_value_t values[HR_MAX_PARAMS]; /* typed parameters, converted */
   void *objs[HR_MAX_PARAMS];        /* parameters parsed by a delegate */
+  char id_buf[HR__RID_GEN_MAX];     /* a generated request id (request_id.c) */
 };
 
 /* The host a request is routed by: an absolute-form target's authority
@@ -166,6 +171,9 @@ struct hr__exchange_s {
   struct hr__h2s_s *h2s;      /* HTTP/2: its stream (h2.h), in the arena */
   uint64_t sent_bytes;      /* body bytes of an answer the server gave */
   hr__slot_t *slot;        /* the route's slot for this loop */
+  /* The request's id once made (request_id.c): adopted from the request's
+   * field, or generated into req.id_buf; ptr NULL until then. */
+  hr_span_t request_id;
   /* What the router answers this request with, from the one route table
    * it was matched in (hr__exchange_view): its host's answers, copied,
    * and fallback invoker (the router-level middleware of the answers the
@@ -194,6 +202,9 @@ struct hr__exchange_s {
   unsigned body_held : 1;     /* h1: llhttp stopped after a piece, paused */
   unsigned body_cut : 1;      /* answered before the body ended: discarded */
   unsigned rbuf_large : 1;    /* rbuf (detached) is a large read buffer */
+  unsigned fields_whole : 1;  /* the header section was received and parsed
+                                 whole: its fields may be trusted to be all
+                                 there (a request id is adopted from them) */
   uint8_t holds;              /* library frames on the stack that use it */
   int sent_status;            /* what the server answered in its place */
 
@@ -252,6 +263,33 @@ void hr__exchange_release_abandoned(hr__exchange_t *ex);
  * HR_ETHREAD. */
 int hr__exchange_check_thread(const hr__exchange_t *ex);
 
+
+/* request_id.c: request ids (http.h hr_request_id; server.h
+ * request_id_field and request_id_echo). */
+/* Longest incoming id adopted, in bytes. */
+#define HR__RID_ADOPT_MAX 128
+/* Longest echo line, "<name>: <id>\r\n". */
+#define HR__RID_LINE_MAX (HR__RID_NAME_MAX + 2 + HR__RID_ADOPT_MAX + 2)
+/* Takes the request-id field `name` (NULL: ids off) into `s` and draws the
+ * prefix of the ids it will generate.  0, or HR_EINVAL for a name that is
+ * not a token of at most HR__RID_NAME_MAX bytes or is one the server
+ * writes itself.  hr_server_new, before the server is shared. */
+int hr__request_id_setup(hr_server_t *s, const char *name);
+/* Draws the random prefix of the ids `s` will generate (getrandom(2)):
+ * when it starts, before any worker runs (create_workers, server.c). */
+void hr__request_id_draw(hr_server_t *s);
+/* The request's id, made on the first call (hr_request_id); empty when ids
+ * are off.  Loop thread. */
+hr_span_t hr__request_id(hr__exchange_t *ex);
+/* The echo of the response `ex` is about to send with the field lines
+ * `own` ("N: V\r\n" each: the handler's, or those of the server's answer),
+ * as the field line "<name>: <id>\r\n" into `line` (HR__RID_LINE_MAX
+ * bytes): its length, or 0 when ids or the echo are off or `own` names the
+ * field already.  The name comes as the option gave it; HTTP/2 takes
+ * s->rid_lname instead (hr__request_id_echo). */
+size_t hr__request_id_line(hr__exchange_t *ex, hr_span_t own, char *line);
+/* The same, as the value alone: empty for no echo. */
+hr_span_t hr__request_id_echo(hr__exchange_t *ex, hr_span_t own);
 
 /* Whether the exchange's connection or stream is done with it: closed,
  * or the exchange dropped (a handler running then hears of it through

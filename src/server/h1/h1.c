@@ -26,7 +26,7 @@
 /* An error answer that ends the connection, straight into the output;
  * *body_len gets the length of its body. */
 static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
-  char body[HR__ERROR_BODY_MAX], field[256];
+  char body[HR__ERROR_BODY_MAX], field[256], id_line[HR__RID_LINE_MAX];
   const char *ctype;
   hr_answers_t none;
   const hr_answers_t *an = &none;
@@ -52,6 +52,12 @@ static int queue_error(hr__conn_t *c, int status, uint64_t *body_len) {
   h.date.len = c->w->date_len;
   h.fields.ptr = field;
   h.fields.len = (size_t)fl;
+  /* The request's id (generated when its header section was not read
+   * whole); no request, no id. */
+  if (c->ex != NULL) {
+    h.extra.ptr = id_line;
+    h.extra.len = hr__request_id_line(c->ex, h.fields, id_line);
+  }
   h.length = (int64_t)n;
   h.close = 1;
   *body_len = n;
@@ -211,6 +217,7 @@ static int step_head(hr__conn_t *c, hr__exchange_t *ex) {
                 llhttp_get_error_reason(&ex->parser));
     return -1;
   }
+  ex->fields_whole = 1; /* parsed to its end: a request id may be adopted */
   ex->rpos = ex->hdr_end;
   ex->phase = HR__PH_BODY;
   hr__frame_scan_init(&ex->fscan);

@@ -19,6 +19,7 @@ static int h1_head(hr__exchange_t *ex, int status, int64_t length, int chunked) 
   hr_request_t *req = &ex->req;
   hr_response_t *res = &ex->res;
   const hr_route_t *rt = req->route;
+  char id_line[HR__RID_LINE_MAX];
   hr__head_t h;
   /* Answered without asking for a body the client holds back until it sees
    * 100 Continue: it will not come, so the connection cannot go on. */
@@ -31,6 +32,8 @@ static int h1_head(hr__exchange_t *ex, int status, int64_t length, int chunked) 
   h.date.len = c->w->date_len;
   h.fields.ptr = res->fields;
   h.fields.len = res->fields_len;
+  h.extra.ptr = id_line;
+  h.extra.len = hr__request_id_line(ex, h.fields, id_line);
   h.length = length;
   h.chunked = (unsigned)(chunked != 0);
   h.close = (unsigned)(!req->keep_alive || ex->close_after || hr__worker_ending(c->w));

@@ -439,6 +439,7 @@ static void head_done(hr__h2s_t *st) {
                                                              : "out of memory");
     goto out;
   }
+  ex->fields_whole = 1; /* every field decoded and kept: an id may be adopted */
   if (st->cookie && join_cookies(ex) != 0) {
     hr__h2_fail(ex, 503, "out of memory");
     goto out;

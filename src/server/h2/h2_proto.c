@@ -297,15 +297,17 @@ static size_t count_lines(hr_span_t s) {
 }
 
 /* The head's fields: :status, the route's pre-rendered fields, the
- * handler's, Content-Length and Date (as hr__head_render has them). */
+ * handler's, the request id's echo, Content-Length and Date (as
+ * hr__head_render has them). */
 static int build_head(hr__exchange_t *ex, nvset_t *s, int status, int64_t length,
                       char *status_text, char *length_text) {
   const hr_route_t *rt = ex->req.route;
   hr_span_t route = {NULL, 0}, fields = {ex->res.fields, ex->res.fields_len};
   hr__worker_t *w = ex->w;
+  hr_span_t id = hr__request_id_echo(ex, fields);
   int err;
   if (rt != NULL && !ex->internal_answer) route = rt->head;
-  s->cap = 3 + count_lines(route) + count_lines(fields);
+  s->cap = 4 + count_lines(route) + count_lines(fields);
   s->nv = hr__arena_alloc(&ex->arena, s->cap * sizeof(nghttp2_nv));
   if (s->nv == NULL) return HR_ENOMEM;
   status_text[0] = (char)('0' + status / 100 % 10);
@@ -313,6 +315,9 @@ static int build_head(hr__exchange_t *ex, nvset_t *s, int status, int64_t length
   status_text[2] = (char)('0' + status % 10);
   nv_add(s, ":status", 7, status_text, 3);
   if ((err = nv_lines(s, route, &fields)) != 0 || (err = nv_lines(s, fields, NULL)) != 0)
+    return err;
+  if (id.len && (err = nv_add(s, w->server->rid_lname, w->server->rid_name_len, id.ptr,
+                              id.len)) != 0)
     return err;
   if (length >= 0 && status >= 200 && status != 204 && !(status == 304 && length == 0)) {
     size_t n = hr__put_u64(length_text, (uint64_t)length);

@@ -2,7 +2,9 @@
 /*
  * The access log (server.h hr_server_options_t.access_log): one line per
  * request, rendered when its exchange ends, in Common or Combined Log
- * Format or as a JSON object.  Only called when a sink is set.
+ * Format or as a JSON object, with the request's id (request_id.c) at the
+ * end of Combined and JSON lines while ids are on.  Only called when a
+ * sink is set.
  */
 #include <stdio.h>
 #include <string.h>
@@ -94,6 +96,9 @@ static void fill_entry(hr__exchange_t *ex, hr_access_entry_t *e) {
     memcpy(e->peer, ex->peer_text, HR__PEER_TEXT);
   }
   e->peer[HR__PEER_TEXT - 1] = '\0';
+  /* The id the response echoed, or made now: also for a request cut short
+   * or refused before its header section was whole. */
+  e->request_id = hr__request_id(ex);
 }
 
 /* The time of the line, rendered once a second per thread: the Common Log
@@ -126,7 +131,7 @@ void hr__access_log(hr__exchange_t *ex) {
   fill_entry(ex, &e);
   /* Fixed text plus every span escaped at its widest (6 bytes a byte). */
   cap = 256 + 6 * (e.method.len + e.target.len + e.host.len + e.referer.len +
-                   e.user_agent.len);
+                   e.user_agent.len + e.request_id.len);
   line = hr__arena_alloc(&ex->arena, cap);
   if (line == NULL) return; /* out of memory: no line rather than a cut one */
 #define PUT(s, l) (memcpy(line + n, (s), (l)), n += (l))
@@ -156,6 +161,10 @@ void hr__access_log(hr__exchange_t *ex) {
     n += put_escaped(line + n, e.referer, 1);
     PUTS("\",\"user_agent\":\"");
     n += put_escaped(line + n, e.user_agent, 1);
+    if (e.request_id.len) {
+      PUTS("\",\"request_id\":\"");
+      n += put_escaped(line + n, e.request_id, 1);
+    }
     PUTS("\"}");
   } else {
     PUTS(e.peer[0] ? e.peer : "-");
@@ -180,6 +189,11 @@ void hr__access_log(hr__exchange_t *ex) {
       PUTS("\" \"");
       if (e.user_agent.len) n += put_escaped(line + n, e.user_agent, 0); else PUTS("-");
       PUTS("\"");
+      if (e.request_id.len) { /* as nginx's "$request_id" after them */
+        PUTS(" \"");
+        n += put_escaped(line + n, e.request_id, 0);
+        PUTS("\"");
+      }
     }
   }
 #undef PUT
