@@ -262,6 +262,8 @@ void hr__dispatch_answer_status(hr__exchange_t *ex, int status);
  * value.  Returns the length.  The hook runs inside a read-side section. */
 #define HR__ERROR_BODY_MAX 1024
 size_t hr__error_body(const hr_answers_t *an, int status, char *buf, const char **ctype);
+/* The hook's part of hr__error_body alone: 0 when it gives no body. */
+size_t hr__error_body_hook(const hr_answers_t *an, int status, char *buf, const char **ctype);
 
 /* invoke.c */
 void hr__invoke(hr__exchange_t *ex);
