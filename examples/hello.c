@@ -383,7 +383,7 @@ static void on_sighup(uv_signal_t *handle, int signum) {
   if (app->tls.cert_file == NULL) return;
   err = hr_server_tls_update(app->server, 0, &app->tls);
   if (err != 0)
-    fprintf(stderr, "hello: SIGHUP: certificate not reloaded: %s\n", hr_strerror(err));
+    fprintf(stderr, "hello: SIGHUP: certificate not reloaded: %s\n", hr_error_detail(err));
   else
     fprintf(stderr, "hello: SIGHUP: certificate reloaded\n");
 }
@@ -683,9 +683,11 @@ static void write_access_line(void *ctx, const char *line, size_t len,
   if (buf != small) free(buf);
 }
 
-/* Reports a failed call and returns 1 (the exit status). */
+/* Reports a failed call and returns 1 (the exit status): why, in the
+ * words of hr_error_detail (which address, which file, OpenSSL's reason),
+ * or the code's message when the call recorded no detail. */
 static int fail(const char *what, int err) {
-  fprintf(stderr, "hello: %s: %s (%s)\n", what, hr_strerror(err),
+  fprintf(stderr, "hello: %s: %s (%s)\n", what, hr_error_detail(err),
           hr_err_name(err));
   return 1;
 }

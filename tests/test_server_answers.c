@@ -10,6 +10,7 @@
  * after-middleware hear of it; the next request sees the new version.
  * A 404 answered later, after its table was replaced and reclaimed, still
  * ends through that table's after-middleware (the exchange kept them).
+ * An error_body hook that gives no body leaves the default text.
  *
  * ctest-labels: tsan
  * ctest-protocols: h1 h2
@@ -286,12 +287,36 @@ static void test_late_answer_keeps_its_table(void **state) {
   held_destroy(&held_default);
 }
 
+/* error_body may give no body, and then need not set the type: the
+ * default text (it read the unset type, NULL, and crashed). */
+static size_t no_body(void *udata, int status, char *buf, size_t cap, const char **ct) {
+  (void)udata;
+  (void)status;
+  (void)buf;
+  (void)cap;
+  (void)ct;
+  return 0;
+}
+
+static void test_error_body_gives_none(void **state) {
+  fx_t *fx = *state;
+  hr_answers_t a;
+  hr_answers_init(&a);
+  a.error_body = no_body;
+  fx_route(fx, "GET", "/items/:id", ta_text, "item");
+  assert_int_equal(hr_router_set_answers(fx->router, NULL, &a), 0);
+  fx_start(fx, 1);
+  request(fx, "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found",
+          "Not Found\n", "text/plain");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_answers, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_one_answer_one_table_404, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_one_answer_one_table_413, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_late_answer_keeps_its_table, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_error_body_gives_none, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

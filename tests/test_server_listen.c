@@ -4,7 +4,8 @@
  * that every worker polls, so that no other socket (another process of the
  * same user included) can join the port; with reuseport, one SO_REUSEPORT
  * socket per worker, which another SO_REUSEPORT socket can join.  Both
- * serve every connection.
+ * serve every connection.  A host name listens on each of its addresses
+ * with one port; failures say which address (hr_error_detail).
  *
  * ctest-labels: tsan
  */
@@ -18,7 +19,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <netdb.h>
+
 #include "fixture.h"
+#include "server/internal.h"
 
 /* Binds a socket with SO_REUSEPORT to 127.0.0.1:port; returns 0 or the
  * errno of bind. */
@@ -230,6 +234,177 @@ static void test_hand_over(void **state) {
   hr_router_free(r2);
 }
 
+/* ---- host names, several addresses, error details ------------------------ */
+
+/* GET / on a new connection to host:port (numeric); asserts "root". */
+static void get_root_at(const char *host, int port) {
+  rc_t *c = rc_connect_ex(host, port, 0);
+  if (c == NULL) fail_msg("connect %s port %d: errno %d", host, port, rc_connect_errno);
+  assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+  rc_close(c);
+}
+
+/* "localhost" is resolved: the server listens on every address the
+ * system gives for it (127.0.0.1, and ::1 where /etc/hosts has it), all
+ * on the one port hr_server_port(0) reports; the next listen call is
+ * index 1 whatever the number of addresses. */
+static void test_host_name(void **state) {
+  fx_t *fx = *state;
+  struct addrinfo hints, *res = NULL, *ai;
+  char text[INET6_ADDRSTRLEN];
+  int port, n = 0;
+  fx_route(fx, "GET", "/", ta_text, "root");
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  assert_int_equal(hr_server_listen(fx->server, "localhost", 0), 0);
+  assert_int_equal(hr_server_listen(fx->server, "127.0.0.1", 0), 0);
+  assert_int_equal(hr_server_start(fx->server, 2), 0);
+  fx->started = 1;
+  port = hr_server_port(fx->server, 0);
+  assert_true(port > 0);
+  assert_true(hr_server_port(fx->server, 1) > 0);
+  assert_int_not_equal(hr_server_port(fx->server, 1), port);
+  assert_int_equal(hr_server_port(fx->server, 2), 0);
+  memset(&hints, 0, sizeof hints);
+  hints.ai_socktype = SOCK_STREAM;
+  assert_int_equal(getaddrinfo("localhost", NULL, &hints, &res), 0);
+  for (ai = res; ai != NULL; ai = ai->ai_next) {
+    const void *in = ai->ai_family == AF_INET
+                         ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
+                         : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+    assert_non_null(inet_ntop(ai->ai_family, in, text, sizeof text));
+    get_root_at(text, port);
+    n++;
+  }
+  freeaddrinfo(res);
+  assert_true(n >= 1);
+  get_root_at("127.0.0.1", hr_server_port(fx->server, 1));
+}
+
+/* A name's addresses as hr_server_listen_ex adds them once resolved
+ * (this host's /etc/hosts may give "localhost" one address only): ::1
+ * and 127.0.0.1 as one listen call share one port, picked by the first,
+ * and the listen options (a PROXY setting here, freed once); a group of
+ * several sockets is not one socket to hand over. */
+static void test_addresses_share_port(void **state) {
+  fx_t *fx = *state;
+  const char *const trusted[] = {"10.0.0.0/8", NULL};
+  struct sockaddr_storage ss[2];
+  hr_listen_options_t lo;
+  int port, fd;
+  fx_route(fx, "GET", "/", ta_text, "root");
+  memset(ss, 0, sizeof ss);
+  assert_int_equal(uv_ip6_addr("::1", 0, (struct sockaddr_in6 *)&ss[0]), 0);
+  assert_int_equal(uv_ip4_addr("127.0.0.1", 0, (struct sockaddr_in *)&ss[1]), 0);
+  hr_listen_options_init(&lo);
+  lo.proxy = HR_PROXY_OPTIONAL;
+  lo.proxy_trusted = trusted;
+  assert_int_equal(hr_server_new(&fx->server, fx->router, &fx->opts), 0);
+  assert_int_equal(hr__server_listen_addrs(fx->server, ss, 2, 0, &lo), 0);
+  assert_int_equal(hr_server_listen(fx->server, "127.0.0.1", 0), 0);
+  assert_int_equal(hr_server_start(fx->server, 2), 0);
+  fx->started = 1;
+  port = hr_server_port(fx->server, 0);
+  assert_true(port > 0);
+  get_root_at("::1", port);
+  get_root_at("127.0.0.1", port);
+  get_root_at("127.0.0.1", hr_server_port(fx->server, 1));
+  assert_int_equal(hr_server_listener_fd(fx->server, 0), HR_EINVAL);
+  fd = hr_server_listener_fd(fx->server, 1);
+  assert_true(fd >= 0);
+  close(fd);
+}
+
+/* A listening socket on `host` (numeric) with a port the system picks;
+ * returns its descriptor and stores the port. */
+static int busy_socket(const char *host, int *port) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  int fd;
+  memset(&ss, 0, sizeof ss);
+  if (uv_ip4_addr(host, 0, (struct sockaddr_in *)&ss) != 0)
+    assert_int_equal(uv_ip6_addr(host, 0, (struct sockaddr_in6 *)&ss), 0);
+  fd = socket(ss.ss_family, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(bind(fd, (struct sockaddr *)&ss,
+                        ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                : sizeof(struct sockaddr_in6)),
+                   0);
+  assert_int_equal(listen(fd, 8), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+  *port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                        : ((struct sockaddr_in6 *)&ss)->sin6_port);
+  return fd;
+}
+
+/* hr_error_detail from another thread: a failure there is its own. */
+typedef struct {
+  hr_router_t *router;
+  int rc;
+  char detail[512];
+  char mine[512]; /* what EADDRINUSE's detail is on that thread */
+} other_t;
+
+static void other_thread(void *arg) {
+  other_t *o = arg;
+  hr_server_t *s = NULL;
+  /* No cmocka assertion off the test's thread: the test checks o. */
+  if ((o->rc = hr_server_new(&s, o->router, NULL)) != 0) return;
+  o->rc = hr_server_listen(s, "10.1", 80);
+  snprintf(o->detail, sizeof o->detail, "%s", hr_error_detail(o->rc));
+  snprintf(o->mine, sizeof o->mine, "%s", hr_error_detail(UV_EADDRINUSE));
+  hr_server_free(s);
+}
+
+/* What a failed listen, attach or start says: the address in use (IPv4
+ * and IPv6, by hr_server_start and hr_server_attach), an address that is
+ * not one; the code's message for another code, after a success, and on
+ * another thread. */
+static void test_error_details(void **state) {
+  fx_t *fx = *state;
+  hr_server_t *s = NULL;
+  uv_loop_t loop;
+  uv_thread_t th;
+  other_t other;
+  char want[128];
+  int fd, port;
+  assert_int_equal(hr_server_new(&s, fx->router, NULL), 0);
+  assert_int_equal(hr_server_listen(s, "1.2.3", 0), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL), "\"1.2.3\" is not an IPv4 or IPv6 address");
+  assert_string_equal(hr_error_detail(UV_EADDRINUSE), hr_strerror(UV_EADDRINUSE));
+  assert_int_equal(hr_server_listen(s, "", 0), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL), "\"\" is not an IPv4 or IPv6 address");
+  /* An address in use, by hr_server_start. */
+  fd = busy_socket("127.0.0.1", &port);
+  assert_int_equal(hr_server_listen(s, "127.0.0.1", port), 0);
+  assert_string_equal(hr_error_detail(HR_EINVAL), hr_strerror(HR_EINVAL)); /* forgotten */
+  assert_int_equal(hr_server_start(s, 1), UV_EADDRINUSE);
+  snprintf(want, sizeof want, "bind 127.0.0.1:%d: address already in use", port);
+  assert_string_equal(hr_error_detail(UV_EADDRINUSE), want);
+  /* Per thread. */
+  memset(&other, 0, sizeof other);
+  other.router = fx->router;
+  assert_int_equal(uv_thread_create(&th, other_thread, &other), 0);
+  assert_int_equal(uv_thread_join(&th), 0);
+  assert_int_equal(other.rc, HR_EINVAL);
+  assert_string_equal(other.detail, "\"10.1\" is not an IPv4 or IPv6 address");
+  assert_string_equal(other.mine, hr_strerror(UV_EADDRINUSE));
+  assert_string_equal(hr_error_detail(UV_EADDRINUSE), want); /* still this thread's */
+  hr_server_free(s);
+  close(fd);
+  /* IPv6, by hr_server_attach. */
+  fd = busy_socket("::1", &port);
+  assert_int_equal(hr_server_new(&s, fx->router, NULL), 0);
+  assert_int_equal(hr_server_listen(s, "::1", port), 0);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(hr_server_attach(s, &loop), UV_EADDRINUSE);
+  snprintf(want, sizeof want, "bind [::1]:%d: address already in use", port);
+  assert_string_equal(hr_error_detail(UV_EADDRINUSE), want);
+  hr_server_free(s);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  close(fd);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -239,6 +414,9 @@ int main(void) {
       T(test_listen_option_errors),
       T(test_socket_activation),
       T(test_hand_over),
+      T(test_host_name),
+      T(test_addresses_share_port),
+      T(test_error_details),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,9 @@
  * preconditions of RFC 9110 §13 and the ranges of §14 with exact heads
  * (one range, suffixes, open ends, 416, multipart/byteranges, sets that are
  * ignored, If-Range), HEAD, precompressed siblings, Cache-Control, a mount
- * under a prefix, and a file that changes between requests.
+ * under a prefix, a file that changes between requests, refusals in the
+ * router's error_body format, listings with nothing to list, and the
+ * error detail of a root that cannot be served.
  *
  * ctest-labels: tsan
  * ctest-protocols: h1 h2
@@ -552,6 +554,107 @@ static void test_listing(void **state) {
   rmdir(path);
 }
 
+/* The host's error_body hook: {"status":N} as JSON. */
+static size_t json_error(void *udata, int status, char *buf, size_t cap, const char **ctype) {
+  (void)udata;
+  *ctype = "application/json";
+  return (size_t)snprintf(buf, cap, "{\"status\":%d}", status);
+}
+
+/* A hook that gives no body (and sets no type): the default text. */
+static size_t no_body(void *udata, int status, char *buf, size_t cap, const char **ctype) {
+  (void)udata;
+  (void)status;
+  (void)buf;
+  (void)cap;
+  (void)ctype;
+  return 0;
+}
+
+/* The static handler's refusals (403, 404, 416) in the router's
+ * error_body format when it has one, with their own fields kept
+ * (Content-Range); without one, or with one that gives no body, the
+ * reason phrase as text/plain. */
+static void test_refusals_error_body(void **state) {
+  static const struct {
+    const char *req, *status;
+    int code;
+  } cases[] = {
+      {REQ("GET /empty/"), "HTTP/1.1 403 Forbidden", 403},
+      {REQ("GET /nothing"), "HTTP/1.1 404 Not Found", 404},
+      {REQ("GET /.env"), "HTTP/1.1 404 Not Found", 404},
+      {"GET /digits.txt HTTP/1.1\r\nHost: a\r\nRange: bytes=1000-\r\n\r\n",
+       "HTTP/1.1 416 Range Not Satisfiable", 416},
+  };
+  fx_t *fx = *state;
+  hr_answers_t a;
+  rc_response_t r;
+  char want[64];
+  size_t i;
+  int pass, hook;
+  start(fx, NULL, 0);
+  for (pass = 0; pass < 3; pass++) {
+    hr_answers_init(&a);
+    a.error_body = pass == 2 ? no_body : json_error;
+    assert_int_equal(hr_router_set_answers(fx->router, NULL, pass ? &a : NULL), 0);
+    hook = pass == 1; /* pass 2: a hook, but the default text */
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      if (hook)
+        snprintf(want, sizeof want, "{\"status\":%d}", cases[i].code);
+      else
+        snprintf(want, sizeof want, "%s\n", hr_status_reason(cases[i].code));
+      get(fx, cases[i].req, cases[i].status, want, &r);
+      expect_field(&r, "Content-Type", hook ? "application/json" : "text/plain", 0);
+      if (cases[i].code == 416) expect_field(&r, "Content-Range", "bytes */1000", 0);
+      rc_response_free(&r);
+    }
+  }
+  stop(fx);
+}
+
+/* A listing of a directory with no entry to show (empty, or dotfiles
+ * only with dotfiles off) has no array to sort: qsort(NULL, 0) is
+ * undefined (UBSan's nonnull-attribute stopped the server here). */
+static void test_listing_nothing(void **state) {
+  static const char *const dirs[] = {"bare", "dots"};
+  fx_t *fx = *state;
+  hr_static_options_t o;
+  rc_response_t r;
+  char path[256], want[512];
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", root, dirs[i]);
+    assert_int_equal(mkdir(path, 0755), 0);
+  }
+  put_str("dots/.hidden", "h");
+  put_str("dots/.also", "h");
+  hr_static_options_init(&o);
+  o.listing = 1;
+  assert_int_equal(hr_static_new(&st, root, &o), 0);
+  assert_int_equal(hr_static_mount(fx->router, NULL, NULL, st), 0);
+  fx_start(fx, 1);
+  for (i = 0; i < 2; i++) {
+    char req[64];
+    snprintf(req, sizeof req, "GET /%s/ HTTP/1.1\r\nHost: a\r\n\r\n", dirs[i]);
+    snprintf(want, sizeof want,
+             "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Index of /%s/</title>\n"
+             "<h1>Index of /%s/</h1>\n<ul>\n<li><a href=\"../\">../</a></li>\n</ul>\n",
+             dirs[i], dirs[i]);
+    get(fx, req, "HTTP/1.1 200 OK", want, &r);
+    expect_field(&r, "Content-Type", "text/html; charset=utf-8", 0);
+    rc_response_free(&r);
+  }
+  stop(fx);
+  snprintf(path, sizeof path, "%s/dots/.hidden", root);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/dots/.also", root);
+  unlink(path);
+  for (i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", root, dirs[i]);
+    assert_int_equal(rmdir(path), 0);
+  }
+}
+
 static void test_types_and_errors(void **state) {
   hr_static_t *s;
   hr_static_options_t o;
@@ -565,8 +668,15 @@ static void test_types_and_errors(void **state) {
     assert_string_equal(hr_static_type(s, HR_SPAN_LIT("a.odt")),
                         "application/vnd.oasis.opendocument.text");
   hr_static_free(s);
+  /* The error detail names the root and why. */
   assert_int_equal(hr_static_new(&s, "/nonexistent-dir", NULL), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL),
+                      "static root \"/nonexistent-dir\": no such file or directory");
   assert_int_equal(hr_static_new(&s, "/etc/hostname", NULL), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL), "static root \"/etc/hostname\": not a directory");
+  assert_int_equal(hr_static_new(&s, root, NULL), 0); /* a success forgets it */
+  assert_string_equal(hr_error_detail(HR_EINVAL), hr_strerror(HR_EINVAL));
+  hr_static_free(s);
   hr_static_options_init(&o);
   o.symlinks = (hr_static_symlinks_t)7;
   assert_int_equal(hr_static_new(&s, root, &o), HR_EINVAL);
@@ -611,6 +721,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_prefix_and_changes, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_cache, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_listing, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_listing_nothing, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_refusals_error_body, fx_setup, fx_teardown),
       cmocka_unit_test(test_types_and_errors),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

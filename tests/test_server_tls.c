@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -494,13 +496,102 @@ static void test_listen_tls_errors(void **state) {
   o.cert_pem_len = cert_a.cert_len;
   o.key_pem = cert_a.key_pem;
   o.key_pem_len = cert_a.key_len;
-  assert_int_equal(hr_server_listen_tls(s, "localhost", 0, &o), HR_EINVAL);
+  assert_int_equal(hr_server_listen_tls(s, "::1::2", 0, &o), HR_EINVAL);
   assert_int_equal(hr_server_listen_tls(s, "127.0.0.1", 0, &o), 0);
   /* A TCP listener is not a TLS one. */
   assert_int_equal(hr_server_listen(s, "127.0.0.1", 0), 0);
   assert_int_equal(hr_server_tls_update(s, 1, &o), HR_EINVAL);
   assert_int_equal(hr_server_tls_update(s, 0, &o), 0); /* before start too */
   hr_server_free(s);
+}
+
+/* ---- what a refused certificate says (hr_error_detail) ------------------- */
+
+/* Writes `n` bytes to a new file in `dir`; its path into out. */
+static void write_file(const char *dir, const char *name, const char *data, size_t n,
+                       char *out, size_t cap) {
+  FILE *f;
+  snprintf(out, cap, "%s/%s", dir, name);
+  f = fopen(out, "w");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* `err` is HR_ETLS and its detail is `what` (the file, exactly), then
+ * ": ", then OpenSSL's reasons, which hold `reason`. */
+static void expect_detail(int err, const char *what, const char *reason) {
+  const char *d;
+  size_t n = strlen(what);
+  assert_int_equal(err, HR_ETLS);
+  d = hr_error_detail(err);
+  if (strncmp(d, what, n) != 0 || strncmp(d + n, ": ", 2) != 0 || strstr(d + n, reason) == NULL)
+    fail_msg("detail \"%s\": want \"%s: ...%s...\"", d, what, reason);
+}
+
+/* Each way a certificate or key is refused names the file (or the PEM in
+ * memory) and carries OpenSSL's reason: a missing file (the system's
+ * error), a file that is not PEM ("no start line"), a key that is not
+ * one (the SSL library's "PEM lib"), a key for another certificate ("key
+ * values mismatch"); by hr_server_listen_tls and hr_server_tls_update;
+ * a missing key is HR_EINVAL, with the detail saying what is needed. */
+static void test_tls_error_details(void **state) {
+  fx_t *fx = *state;
+  hr_server_t *s = NULL;
+  hr_tls_options_t o;
+  char dir[64], junk[128], ca[128], ka[128], kb[128], what[320];
+  snprintf(dir, sizeof dir, "/tmp/hroute-tls-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file(dir, "junk.pem", "not a certificate\n", 18, junk, sizeof junk);
+  write_file(dir, "a.crt", cert_a.cert_pem, cert_a.cert_len, ca, sizeof ca);
+  write_file(dir, "a.key", cert_a.key_pem, cert_a.key_len, ka, sizeof ka);
+  write_file(dir, "b.key", cert_b.key_pem, cert_b.key_len, kb, sizeof kb);
+  assert_int_equal(hr_server_new(&s, fx->router, NULL), 0);
+  hr_tls_options_init(&o);
+  o.cert_file = "/nonexistent/cert.pem";
+  o.key_file = ka;
+  expect_detail(hr_server_listen_tls(s, "127.0.0.1", 0, &o),
+                "certificate file \"/nonexistent/cert.pem\"", "No such file or directory");
+  o.cert_file = junk;
+  snprintf(what, sizeof what, "certificate file \"%s\"", junk);
+  expect_detail(hr_server_listen_tls(s, "127.0.0.1", 0, &o), what, "no start line");
+  o.cert_file = ca;
+  o.key_file = junk;
+  snprintf(what, sizeof what, "key file \"%s\"", junk);
+  expect_detail(hr_server_listen_tls(s, "127.0.0.1", 0, &o), what, "PEM lib");
+  o.key_file = kb;
+  snprintf(what, sizeof what, "key file \"%s\" does not match certificate file \"%s\"", kb, ca);
+  expect_detail(hr_server_listen_tls(s, "127.0.0.1", 0, &o), what, "key values mismatch");
+  hr_tls_options_init(&o);
+  o.cert_pem = "junk";
+  o.cert_pem_len = 4;
+  o.key_pem = cert_a.key_pem;
+  o.key_pem_len = cert_a.key_len;
+  expect_detail(hr_server_listen_tls(s, "127.0.0.1", 0, &o), "certificate (PEM in memory)",
+                "no start line");
+  o.key_pem = NULL;
+  assert_int_equal(hr_server_listen_tls(s, "127.0.0.1", 0, &o), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL),
+                      "TLS options: a certificate (cert_file or cert_pem) and a key "
+                      "(key_file or key_pem) are needed");
+  /* A good one, then an update that is refused: the same words. */
+  hr_tls_options_init(&o);
+  o.cert_file = ca;
+  o.key_file = ka;
+  assert_int_equal(hr_server_listen_tls(s, "127.0.0.1", 0, &o), 0);
+  assert_string_equal(hr_error_detail(HR_ETLS), hr_strerror(HR_ETLS)); /* forgotten */
+  o.key_file = kb;
+  snprintf(what, sizeof what, "key file \"%s\" does not match certificate file \"%s\"", kb, ca);
+  expect_detail(hr_server_tls_update(s, 0, &o), what, "key values mismatch");
+  o.cert_file = junk;
+  snprintf(what, sizeof what, "certificate file \"%s\"", junk);
+  expect_detail(hr_server_tls_add_name(s, 0, "second.test", &o), what, "no start line");
+  hr_server_free(s);
+  unlink(junk);
+  unlink(ca);
+  unlink(ka);
+  unlink(kb);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 /* ---- replacement under load -------------------------------------------- */
@@ -717,6 +808,7 @@ int main(void) {
       T(test_mutual_tls_per_name),
       T(test_resumption),
       T(test_listen_tls_errors),
+      T(test_tls_error_details),
       T(test_replacement_under_handshakes),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

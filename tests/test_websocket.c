@@ -3,7 +3,8 @@
  * WebSocket (hr_websocket_*) through the server, with frames built and
  * read byte by byte here: the handshake (RFC 6455's sample key and its
  * accept value, subprotocol choice, origin checks, 400/403/405/426
- * refusals), echo of text,
+ * refusals, in the router's error_body format when it has one), echo of
+ * text,
  * binary and fragmented messages with a ping between the fragments, the
  * close handshake both ways, the connection failed with 1002 (unmasked),
  * 1007 (bad UTF-8) and 1009 (over the route's limit), ping and idle
@@ -471,6 +472,60 @@ static void test_handshake(void **state) {
   fx_drop(fx, c);
   /* Only the accepted connections ended through closed. */
   assert_true(ev_wait(&closed_ev, 3, RC_TIMEOUT_MS));
+  ev_destroy(&closed_ev);
+}
+
+/* The host's error_body hook: {"status":N} as JSON. */
+static size_t json_error(void *udata, int status, char *buf, size_t cap, const char **ctype) {
+  (void)udata;
+  *ctype = "application/json";
+  return (size_t)snprintf(buf, cap, "{\"status\":%d}", status);
+}
+
+/* Each handshake refusal (400, 403, 405, 426): with the router's
+ * error_body hook set, its body and Content-Type, the refusal's own fields
+ * kept; without one, the refusal's text as text/plain. */
+static void test_refusals_error_body(void **state) {
+  static const struct {
+    const char *req, *status, *text;
+  } cases[] = {
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+       "Sec-WebSocket-Version: 13\r\n\r\n",
+       "HTTP/1.1 400 Bad Request", "WebSocket handshake: bad Sec-WebSocket-Key\n"},
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+       "Origin: https://evil.example\r\n\r\n",
+       "HTTP/1.1 403 Forbidden", "WebSocket handshake: origin not allowed\n"},
+      {"POST /ws HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+       "HTTP/1.1 405 Method Not Allowed", "WebSocket handshake: GET only\n"},
+      {"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+       "Sec-WebSocket-Version: 8\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+       "HTTP/1.1 426 Upgrade Required", "WebSocket handshake: version 13 only\n"},
+  };
+  fx_t *fx = *state;
+  hr_answers_t a;
+  rc_t *c;
+  rc_response_t r;
+  char want[32];
+  size_t i;
+  int hook;
+  start(fx);
+  for (hook = 0; hook < 2; hook++) {
+    hr_answers_init(&a);
+    a.error_body = json_error;
+    assert_int_equal(hr_router_set_answers(fx->router, NULL, hook ? &a : NULL), 0);
+    c = fx_connect(fx);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      assert_int_equal(rc_send_str(c, cases[i].req), 0);
+      snprintf(want, sizeof want, "{\"status\":%.3s}", cases[i].status + 9);
+      expect_response(c, cases[i].status, hook ? want : cases[i].text, &r);
+      expect_field(&r, "Content-Type", hook ? "application/json" : "text/plain; charset=utf-8", 0);
+      if (i == 2) expect_field(&r, "Allow", "GET", 0);
+      if (i == 3) expect_field(&r, "Sec-WebSocket-Version", "13", 0);
+      rc_response_free(&r);
+    }
+    fx_drop(fx, c);
+  }
   ev_destroy(&closed_ev);
 }
 
@@ -980,6 +1035,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_handshake, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_origin_list, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_refusals_error_body, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_echo_fragments_and_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_server_closes, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_registered_close_code, fx_setup, fx_teardown),

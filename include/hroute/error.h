@@ -5,6 +5,8 @@
  * table below and sit in the range -20999..-20001; libuv error codes
  * (UV_EADDRINUSE, ...) are passed through unchanged, so hr_strerror() and
  * hr_err_name() accept both.  Codes are only ever appended, never renumbered.
+ * hr_error_detail() says what a failed setup call was about (which
+ * address, which file, OpenSSL's reason).
  */
 #ifndef HROUTE_ERROR_H
 #define HROUTE_ERROR_H
@@ -58,6 +60,36 @@ HR_EXTERN const char *hr_strerror(int err);
 /** Returns the symbolic name of `err` ("HR_ENOMEM", "EADDRINUSE", ...; "OK"
  * for 0) or "UNKNOWN" (static storage).  Any thread. */
 HR_EXTERN const char *hr_err_name(int err);
+
+/**
+ * Says why the last failed setup call on this thread failed, naming what
+ * it was about, where hr_strerror() can only name the code: the address
+ * ("bind 127.0.0.1:8080: address already in use", "resolve
+ * \"nosuch.invalid\": Name or service not known"), the file and OpenSSL's
+ * reasons, oldest first ("certificate file \"/etc/x.pem\": no start line;
+ * PEM lib", "key file \"k.pem\" does not match certificate file
+ * \"c.pem\": key values mismatch"), the directory ("static root
+ * \"/srv/www\": no such file or directory").
+ *
+ * The calls that record a detail are hr_server_listen,
+ * hr_server_listen_ex, hr_server_listen_tls, hr_server_attach,
+ * hr_server_start, hr_server_tls_update, hr_server_tls_add_name and
+ * hr_static_new.  Each forgets the thread's previous detail when it
+ * starts, and records one, with the code it returns, when it fails for a
+ * reason it can name (others, a NULL argument say, record none).
+ *
+ * Returns that message when the last detail recorded on this thread was
+ * recorded with `err`, else hr_strerror(err): pass the code the call just
+ * returned, and the answer is always a message for it.  One line, no
+ * trailing newline, at most 511 bytes.
+ *
+ * Lifetime and threads: the detail is per thread (thread-local storage,
+ * as errno and OpenSSL's error queue are): any thread may call this, and
+ * it sees only the failures of calls it made itself.  The string stays
+ * valid and unchanged until the same thread makes another of the calls
+ * above (or exits); copy it to keep it longer.  Never NULL.
+ */
+HR_EXTERN const char *hr_error_detail(int err);
 
 #ifdef __cplusplus
 }

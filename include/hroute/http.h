@@ -435,6 +435,26 @@ HR_EXTERN int hr_response_add_field(hr_response_t *res, hr_span_t name,
 HR_EXTERN int hr_response_send(hr_response_t *res, int status,
                                const void *body, size_t len);
 
+/**
+ * Sends the server's error answer for `status` (400..599), as the server's
+ * own 4xx and 5xx answers are written: the body and Content-Type the
+ * router's error_body hook gives for it (hr_answers_t, of the host table
+ * the request was routed in), else `text` (NUL-terminated, copied; NULL:
+ * the reason phrase and a newline) with Content-Type "text/plain;
+ * charset=utf-8" ("text/plain" for the reason phrase, as the server's own
+ * answers).  For a handler, middleware or module that refuses a request
+ * and wants the host's error format (the static files' 403, 404 and 416
+ * and the WebSocket handshake's refusals use it).  Fields added before
+ * (Allow, Content-Range...) are sent too; do not add a Content-Type
+ * first.  The hook runs inside this call, on the loop thread.  Returns
+ * what hr_response_send returns, or HR_EINVAL (status outside
+ * 400..599), HR_ESTATE (already started or completed), HR_ENOMEM (the
+ * Content-Type field: nothing was sent, the response is still the
+ * handler's to complete), HR_ECLOSED, HR_ETHREAD (another thread: nothing
+ * was done).
+ */
+HR_EXTERN int hr_response_error(hr_response_t *res, int status, const char *text);
+
 /** Called when a borrowed body is no longer needed: after it was written, or
  * when the connection was lost.  Runs on the loop thread, never inside the
  * call that handed the body over.  `res` is the response the body was sent

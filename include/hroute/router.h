@@ -242,7 +242,10 @@ typedef void (*hr_after_cb)(hr_request_t *req, int status, void *udata);
  *                       the length; 0 (or more than `cap`, or an invalid
  *                       content type) keeps the default text.  It must not block: it runs on
  *                       the loop thread, for answers the server gives
- *                       before or instead of a handler.
+ *                       before or instead of a handler, and for every
+ *                       hr_response_error() (the static files' 403, 404,
+ *                       416, the WebSocket handshake's refusals, a
+ *                       handler's own).
  */
 typedef struct hr_answers_s {
   hr_handler_cb not_found;          /**< answers 404s (see above); NULL: default */

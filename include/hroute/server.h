@@ -238,11 +238,27 @@ HR_EXTERN int hr_server_new(hr_server_t **out, hr_router_t *router,
 
 /**
  * Adds a TCP listening address: `host` is a numeric IPv4 or IPv6 address
- * ("127.0.0.1", "::1", "0.0.0.0", "::"); IPv6 listeners are IPv6-only, so
- * "0.0.0.0" and "::" can both be added.  `port` 0 picks a free port when the
- * server starts (read it back with hr_server_port).  Call before
- * hr_server_attach / hr_server_start.  Returns 0, HR_EINVAL (bad address or
- * port, or already started), HR_ENOMEM.
+ * ("127.0.0.1", "::1", "0.0.0.0", "::") or a host name ("localhost",
+ * "ip6-localhost", "www.example.com"); IPv6 listeners are IPv6-only, so
+ * "0.0.0.0" and "::" can both be added.  A name is resolved now, with
+ * getaddrinfo (/etc/hosts, then DNS as the system is configured: the call
+ * blocks meanwhile), and the server listens on each IPv4 and IPv6 address
+ * it gives, in getaddrinfo's order, at most 16, repeats left out: for
+ * "localhost", 127.0.0.1 and, where /etc/hosts says so, ::1.  These
+ * addresses are one listening address for every call that takes an index
+ * (hr_server_port, hr_server_tls_update...): the call's index is its place
+ * among all hr_server_listen* calls, however many addresses it added.
+ * They share one port: with `port` 0 the first picks a free one when the
+ * server starts and the others bind the same (should it be taken on one
+ * of them, they all try again with another, 16 times at most), and
+ * hr_server_port reports that one port.  A text of only digits and dots
+ * that is no IPv4 address ("1.2.3"), or one with ':' that is no IPv6
+ * address, is refused rather than resolved.  Call before
+ * hr_server_attach / hr_server_start.  Returns 0, HR_EINVAL (bad address
+ * or port, or already started), a libuv getaddrinfo code (UV_EAI_NONAME:
+ * the name does not resolve, UV_EAI_AGAIN...), HR_ENOMEM; a failure records
+ * its detail (hr_error_detail: "resolve \"x.invalid\": Name or service not
+ * known").  Any thread.
  */
 HR_EXTERN int hr_server_listen(hr_server_t *server, const char *host, int port);
 
@@ -319,7 +335,10 @@ HR_EXTERN void hr_listen_options_init(hr_listen_options_t *opts);
  * client's address it carries (v2 LOCAL and v1 UNKNOWN: the connection's
  * own), hr_request_proxy() the rest; the access log shows the client.
  * Returns 0, HR_EINVAL (bad address, port, network, no trusted network
- * with proxy on, already started), HR_ENOMEM.  Any thread, before start.
+ * with proxy on, already started), a getaddrinfo code (see
+ * hr_server_listen), HR_ENOMEM, HR_ETLS (opts->tls, see
+ * hr_server_listen_tls); hr_error_detail says why.  Any thread, before
+ * start.
  */
 HR_EXTERN int hr_server_listen_ex(hr_server_t *server, const char *host, int port,
                                   const hr_listen_options_t *opts);
@@ -360,9 +379,11 @@ HR_EXTERN int hr_server_listen_activated(hr_server_t *server, const hr_listen_op
 
 /**
  * Serves on a loop the host owns and runs.  Binds and listens on every
- * address now (errors are returned here: UV_EADDRINUSE, ...).  Call on the
- * loop's thread, once per server.  Returns 0, HR_ESTATE, HR_EINVAL (no
- * address), HR_ENOMEM, or a libuv error.
+ * address now (errors are returned here: UV_EADDRINUSE, ...; the error
+ * detail names the step and the address: "bind [::1]:8080: address
+ * already in use", see hr_error_detail).  Call on the loop's thread, once
+ * per server.  Returns 0, HR_ESTATE, HR_EINVAL (no address), HR_ENOMEM,
+ * or a libuv error.
  */
 HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
 
@@ -371,7 +392,8 @@ HR_EXTERN int hr_server_attach(hr_server_t *server, uv_loop_t *loop);
  * polling every listening address: one socket per address that all of them
  * share, or, for addresses listened on with reuseport, one SO_REUSEPORT
  * socket per worker (hr_listen_options_t).  Binds every socket before
- * returning (errors are returned here) and returns once every worker is
+ * returning (errors are returned here, with the detail of a bind, as for
+ * hr_server_attach) and returns once every worker is
  * ready to accept.  The worker threads block SIGPIPE (file bodies go out
  * with sendfile(2), which cannot ask for no signal); handlers running on
  * them see EPIPE instead of the signal.  Any thread.  Returns 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM,
@@ -500,8 +522,10 @@ HR_EXTERN void hr_server_free(hr_server_t *server);
  * server.  Both accept from the one socket meanwhile, and it stays open
  * while either holds it, so no connection is refused.  The caller owns
  * the descriptor.  Not for addresses with reuseport (each worker has its
- * own socket there; a successor binds one of its own).  Returns the
- * descriptor, HR_EINVAL (no such address, reuseport), HR_ESTATE (not
+ * own socket there; a successor binds one of its own), nor for a host
+ * name that gave several addresses (several sockets: listen on each by
+ * number to hand them over).  Returns the
+ * descriptor, HR_EINVAL (no such address, reuseport, several sockets), HR_ESTATE (not
  * running, or stopped), or a negated errno.  Any thread, while the
  * server runs, not concurrently with hr_server_drain, hr_server_close or
  * hr_server_stop.
@@ -509,7 +533,8 @@ HR_EXTERN void hr_server_free(hr_server_t *server);
 HR_EXTERN int hr_server_listener_fd(const hr_server_t *server, size_t index);
 
 /** The port of listening address `index` (in hr_server_listen order) once
- * bound, else 0.  Any thread after attach / start returned. */
+ * bound, else 0; for a host name with several addresses, the one port
+ * they all listen on.  Any thread after attach / start returned. */
 HR_EXTERN int hr_server_port(const hr_server_t *server, size_t index);
 
 /** Counters summed over all workers; each is read atomically, the set is not

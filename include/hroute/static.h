@@ -35,6 +35,10 @@
  *   - HEAD like GET without the body; other methods are the router's
  *     (405, as the mount registers GET and HEAD);
  *   - Cache-Control as configured;
+ *   - refusals (403, 404, 416, and 400 for a name refused here) through
+ *     hr_response_error: the body and Content-Type of the router's
+ *     error_body hook (hr_answers_t) when it has one, else the reason
+ *     phrase as text/plain;
  *   - a directory: its index file (index.html), or without one 403 (or
  *     its listing when the `listing` option is on); a directory named without its trailing slash
  *     answers 301 to the name with it (its relative links would break
@@ -125,9 +129,11 @@ HR_EXTERN void hr_static_options_init(hr_static_options_t *opts);
  * Opens `root` (a directory; its descriptor is kept until hr_static_free)
  * and reads the mime.types file.  `opts` may be NULL (the defaults); it is
  * copied.  Returns 0 and stores the handler in *out, HR_EINVAL (NULL
- * argument, root is not a directory that can be opened: errno says why;
- * a default_type or cache_control that cannot be a field value;
- * cache_entries above 2^20), HR_ENOMEM.  Any thread.
+ * argument, root is not a directory that can be opened: the error
+ * detail says which and why, "static root \"/srv/www\": no such file or
+ * directory", see hr_error_detail; a default_type or cache_control that
+ * cannot be a field value; cache_entries above 2^20), HR_ENOMEM.  Any
+ * thread.
  */
 HR_EXTERN int hr_static_new(hr_static_t **out, const char *root,
                             const hr_static_options_t *opts);

@@ -93,14 +93,20 @@ HR_EXTERN void hr_tls_options_init(hr_tls_options_t *opts);
 
 /**
  * Adds a TLS listening address, as hr_server_listen() does for TCP
- * (numeric `host`; `port` 0 picks a free one), with the certificate of
+ * (a numeric `host` or a name, resolved there; `port` 0 picks a free
+ * one), with the certificate of
  * `opts`, which is loaded and checked now (the key must match the
  * certificate).  Call before hr_server_attach / hr_server_start.  Its
  * index (for hr_server_port and hr_server_tls_update) is its place among
  * all hr_server_listen* calls.  Returns 0, HR_EINVAL (bad address, port,
  * missing certificate or key, or already started), HR_ETLS (a file that
  * cannot be read, PEM that does not parse, a key that does not match, a
- * setup callback that refused), HR_ENOMEM.  Any thread.
+ * setup callback that refused), a getaddrinfo code (hr_server_listen),
+ * HR_ENOMEM.  An HR_ETLS records its detail (hr_error_detail): the file
+ * (or "certificate (PEM in memory)") and OpenSSL's reasons, oldest first:
+ * "certificate file \"c.pem\": No such file or directory; system lib",
+ * "key file \"k.pem\" does not match certificate file \"c.pem\": key
+ * values mismatch".  Any thread.
  */
 HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
                                    int port, const hr_tls_options_t *opts);
@@ -116,7 +122,7 @@ HR_EXTERN int hr_server_listen_tls(hr_server_t *server, const char *host,
  * for one listener are serialised only while the new context is swapped
  * in.  Returns 0, HR_EINVAL (no TLS
  * listener at `index`, missing certificate or key), HR_ETLS (as for
- * hr_server_listen_tls), HR_ENOMEM.
+ * hr_server_listen_tls, with the same detail), HR_ENOMEM.
  */
 HR_EXTERN int hr_server_tls_update(hr_server_t *server, size_t index,
                                    const hr_tls_options_t *opts);
@@ -130,7 +136,7 @@ HR_EXTERN int hr_server_tls_update(hr_server_t *server, size_t index,
  * listener's default certificate.  Published and reclaimed like
  * hr_server_tls_update; any thread, any time.  Returns 0, HR_EINVAL (no
  * TLS listener at `index`, not a host name, missing certificate or key),
- * HR_ETLS, HR_ENOMEM.
+ * HR_ETLS (with its detail, as for hr_server_listen_tls), HR_ENOMEM.
  */
 HR_EXTERN int hr_server_tls_add_name(hr_server_t *server, size_t index,
                                      const char *name,

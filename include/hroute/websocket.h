@@ -139,7 +139,9 @@ typedef struct hr_websocket_callbacks_s {
  * Returns 0; HR_EINVAL when the handshake is not valid: the response was
  * then sent (426 Upgrade Required with "Sec-WebSocket-Version: 13" for a
  * version other than 13, 403 for an origin `opts` does not accept, 405
- * for a method other than GET, 400 otherwise) and is complete; HR_EINVAL also for a bad argument (no response
+ * for a method other than GET, 400 otherwise, with hr_response_error: the
+ * body and Content-Type of the router's error_body hook when it has one,
+ * else a one-line reason as text/plain) and is complete; HR_EINVAL also for a bad argument (no response
  * sent); HR_ESTATE (the response already started, or a body is still to
  * come), HR_ECLOSED (the connection is gone; the response is complete),
  * HR_ENOMEM, HR_ETHREAD.  Loop thread.

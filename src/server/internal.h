@@ -25,5 +25,11 @@
  * hr__vconn_new.  Close it with hr_server_close. */
 int hr__server_attach_virtual(hr_server_t *s, uv_loop_t *loop);
 hr__worker_t *hr__server_worker(hr_server_t *s, size_t index);
+/* server.c: what hr_server_listen_ex does once `host` is resolved: adds
+ * the `n` addresses ss[0..n) (IPv4 or IPv6, n >= 1) as one listen call
+ * (one public index, one port: with `port` 0 the first picks it and the
+ * others bind the same).  Returns as hr_server_listen_ex does. */
+int hr__server_listen_addrs(hr_server_t *s, const struct sockaddr_storage *ss, size_t n,
+                            int port, const hr_listen_options_t *o);
 
 #endif /* HR_SERVER_INTERNAL_H */

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server object: options, listening addresses and sockets (one that
+ * The server object: options, listening addresses (numeric, or a host
+ * name's addresses on one port) and sockets (one that
  * every worker polls, or one per worker with SO_REUSEPORT), attaching to a host loop, worker threads,
- * graceful shutdown and statistics.
+ * graceful shutdown and statistics.  Setup failures record the thread's
+ * error detail (util/detail.h): which address, which step.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +19,7 @@
 #include "server/net/proxy.h"
 #include "server/net/tlsctx.h"
 #include "server/worker.h"
+#include "util/detail.h"
 #include "util/rcu.h"
 
 void hr_server_options_init(hr_server_options_t *o) {
@@ -204,24 +209,137 @@ static int add_address(hr_server_t *s, hr__addr_t *a, const hr_listen_options_t 
   if (o->h2 != HR_H2_AUTO && o->h2 != HR_H2_OFF && o->h2 != HR_H2_ON) return HR_EINVAL;
   a->h2 = (unsigned)(o->h2 == HR_H2_ON || (o->h2 == HR_H2_AUTO && o->tls != NULL));
   if ((err = proxyconf_of(s, o, &a->proxy)) != 0) return err;
-  if ((err = tlsconf_of(s, o->tls, o->h2 != HR_H2_OFF, &a->tls)) == 0 && (err = push_address(s, a)) == 0) return 0;
+  a->group = s->ngroups;
+  if ((err = tlsconf_of(s, o->tls, o->h2 != HR_H2_OFF, &a->tls)) == 0 && (err = push_address(s, a)) == 0) {
+    s->ngroups++;
+    return 0;
+  }
   tlsconf_free(s, a->tls);
   proxyconf_free(s, a->proxy);
   return err;
 }
 
-int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
-                        const hr_listen_options_t *o) {
+/* Most addresses one host name listens on (getaddrinfo's answers beyond
+ * are left out). */
+#define HR__MAX_RESOLVED 16
+
+/* getaddrinfo's error `rc` as a libuv code, as uv_getaddrinfo reports it. */
+static int gai_code(int rc, int saved_errno) {
+  switch (rc) {
+    case EAI_NONAME: return UV_EAI_NONAME;
+    case EAI_AGAIN: return UV_EAI_AGAIN;
+    case EAI_FAIL: return UV_EAI_FAIL;
+    case EAI_FAMILY: return UV_EAI_FAMILY;
+    case EAI_SERVICE: return UV_EAI_SERVICE;
+    case EAI_MEMORY: return HR_ENOMEM;
+#ifdef EAI_NODATA
+    case EAI_NODATA: return UV_EAI_NODATA;
+#endif
+#ifdef EAI_ADDRFAMILY
+    case EAI_ADDRFAMILY: return UV_EAI_ADDRFAMILY;
+#endif
+    case EAI_SYSTEM: return saved_errno != 0 ? -saved_errno : UV_EAI_FAIL;
+    default: return UV_EAI_FAIL;
+  }
+}
+
+/* Whether `host`, which is no valid IPv4 or IPv6 address, was meant as
+ * one: empty, or with a ':' (an IPv6 address), or nothing but digits and
+ * dots ("1.2.3": getaddrinfo would take it as inet_aton does, 1.2.0.3).
+ * No host name is all digits (RFC 3696 §2: a top-level domain is not). */
+static int looks_numeric(const char *host) {
+  size_t i;
+  if (host[0] == '\0' || strchr(host, ':') != NULL) return 1;
+  for (i = 0; host[i] != '\0'; i++)
+    if (host[i] != '.' && (host[i] < '0' || host[i] > '9')) return 0;
+  return 1;
+}
+
+/* The IPv4 and IPv6 addresses of host name `host` with `port`, in
+ * getaddrinfo's order (RFC 6724's), without repeats, into out[0..*n).
+ * Blocks while the name is looked up (/etc/hosts, DNS).  Returns 0 or a
+ * libuv code (UV_EAI_NONAME...), HR_ENOMEM, with the detail recorded. */
+static int resolve(const char *host, int port, struct sockaddr_storage *out, size_t *n) {
+  struct addrinfo hints, *res = NULL, *ai;
+  char service[8];
+  size_t i;
+  int rc;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  snprintf(service, sizeof service, "%d", port);
+  errno = 0;
+  if ((rc = getaddrinfo(host, service, &hints, &res)) != 0) {
+    int err = gai_code(rc, errno);
+    return hr__detail_set(err, "resolve \"%s\": %s", host,
+                          rc == EAI_SYSTEM ? hr_strerror(err) : gai_strerror(rc));
+  }
+  *n = 0;
+  for (ai = res; ai != NULL && *n < HR__MAX_RESOLVED; ai = ai->ai_next) {
+    if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+        ai->ai_addrlen > sizeof(*out))
+      continue;
+    memset(&out[*n], 0, sizeof(*out));
+    memcpy(&out[*n], ai->ai_addr, ai->ai_addrlen);
+    for (i = 0; i < *n && memcmp(&out[i], &out[*n], sizeof(*out)) != 0; i++) {
+    }
+    if (i == *n) (*n)++;
+  }
+  freeaddrinfo(res);
+  if (*n == 0)
+    return hr__detail_set(UV_EAI_NONAME, "resolve \"%s\": no IPv4 or IPv6 address", host);
+  return 0;
+}
+
+int hr__server_listen_addrs(hr_server_t *s, const struct sockaddr_storage *ss, size_t n,
+                            int port, const hr_listen_options_t *o) {
   hr__addr_t a;
-  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
+  size_t first, i;
+  int err;
+  if (s == NULL || ss == NULL || n == 0 || port < 0 || port > 65535) return HR_EINVAL;
   if (s->state != HR__SRV_NEW) return HR_EINVAL;
   memset(&a, 0, sizeof(a));
+  a.ss = ss[0];
   a.port = port;
+  a.any_port = port == 0;
   a.given = -1;
-  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&a.ss) != 0 &&
-      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&a.ss) != 0)
-    return HR_EINVAL;
-  return add_address(s, &a, o);
+  first = s->naddrs;
+  if ((err = add_address(s, &a, o)) != 0) return err;
+  for (i = 1; i < n; i++) {
+    hr__addr_t b = s->addrs[first];
+    b.ss = ss[i];
+    b.shares = 1;
+    if ((err = push_address(s, &b)) != 0) {
+      /* Undo the whole group: the call adds all or nothing. */
+      if (s->addrs[first].tls != NULL) s->ntls -= s->naddrs - first;
+      tlsconf_free(s, s->addrs[first].tls);
+      proxyconf_free(s, s->addrs[first].proxy);
+      s->naddrs = first;
+      s->ngroups--;
+      return err;
+    }
+  }
+  return 0;
+}
+
+int hr_server_listen_ex(hr_server_t *s, const char *host, int port,
+                        const hr_listen_options_t *o) {
+  struct sockaddr_storage ss[HR__MAX_RESOLVED];
+  size_t n = 1;
+  int err;
+  hr__detail_clear();
+  if (s == NULL || host == NULL || port < 0 || port > 65535) return HR_EINVAL;
+  if (s->state != HR__SRV_NEW) return HR_EINVAL;
+  memset(&ss[0], 0, sizeof(ss[0]));
+  /* A numeric address as it is; anything else is a name to resolve. */
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss[0]) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss[0]) != 0) {
+    if (looks_numeric(host))
+      return hr__detail_set(HR_EINVAL, "\"%s\" is not an IPv4 or IPv6 address", host);
+    if ((err = resolve(host, port, ss, &n)) != 0) return err;
+  }
+  return hr__server_listen_addrs(s, ss, n, port, o);
 }
 
 int hr_server_listen(hr_server_t *s, const char *host, int port) {
@@ -256,6 +374,7 @@ int hr_server_listen_fd(hr_server_t *s, int fd, const hr_listen_options_t *o) {
   a.port = ntohs(a.ss.ss_family == AF_INET ? ((struct sockaddr_in *)&a.ss)->sin_port
                                            : ((struct sockaddr_in6 *)&a.ss)->sin6_port);
   a.given = fd;
+  a.any_port = 0;
   /* Non-blocking for every worker's descriptor of it (they share the open
    * file description).  Set only once the address is taken: on an error
    * the caller keeps fd as it was. */
@@ -269,31 +388,49 @@ int hr_server_listen_fd(hr_server_t *s, int fd, const hr_listen_options_t *o) {
   return 0;
 }
 
+/* The first address of listen call `index` (the public index), or NULL.
+ * The addresses never change once the server runs. */
+static const hr__addr_t *group_first(const hr_server_t *s, size_t index) {
+  size_t i;
+  for (i = 0; s != NULL && i < s->naddrs; i++)
+    if (s->addrs[i].group == index) return &s->addrs[i];
+  return NULL;
+}
+
+/* The TLS settings of listen call `index` (shared by its addresses), or
+ * NULL. */
+static hr__tlsconf_t *group_tls(const hr_server_t *s, size_t index) {
+  const hr__addr_t *a = group_first(s, index);
+  return a != NULL ? a->tls : NULL;
+}
+
 int hr_server_tls_update(hr_server_t *s, size_t index,
                          const hr_tls_options_t *opts) {
+  hr__tlsconf_t *conf;
   SSL_CTX *ctx;
   int err;
-  if (s == NULL || opts == NULL || index >= s->naddrs || s->addrs[index].tls == NULL)
-    return HR_EINVAL;
-  if ((err = hr__tlsctx_build(opts, s->addrs[index].tls, &ctx)) != 0) return err;
-  hr__tlsconf_replace(s->addrs[index].tls, ctx);
+  hr__detail_clear();
+  if (opts == NULL || (conf = group_tls(s, index)) == NULL) return HR_EINVAL;
+  if ((err = hr__tlsctx_build(opts, conf, &ctx)) != 0) return err;
+  hr__tlsconf_replace(conf, ctx);
   return 0;
 }
 
 int hr_server_tls_rotate_tickets(hr_server_t *s, size_t index) {
-  if (s == NULL || index >= s->naddrs || s->addrs[index].tls == NULL) return HR_EINVAL;
-  return hr__tlsconf_rotate(s->addrs[index].tls);
+  hr__tlsconf_t *conf = group_tls(s, index);
+  if (conf == NULL) return HR_EINVAL;
+  return hr__tlsconf_rotate(conf);
 }
 
 int hr_server_tls_add_name(hr_server_t *s, size_t index, const char *name,
                            const hr_tls_options_t *opts) {
+  hr__tlsconf_t *conf;
   SSL_CTX *ctx;
   int err;
-  if (s == NULL || opts == NULL || name == NULL || index >= s->naddrs ||
-      s->addrs[index].tls == NULL)
-    return HR_EINVAL;
-  if ((err = hr__tlsctx_build(opts, s->addrs[index].tls, &ctx)) != 0) return err;
-  return hr__tlsconf_set_name(s->addrs[index].tls, name, ctx);
+  hr__detail_clear();
+  if (opts == NULL || name == NULL || (conf = group_tls(s, index)) == NULL) return HR_EINVAL;
+  if ((err = hr__tlsctx_build(opts, conf, &ctx)) != 0) return err;
+  return hr__tlsconf_set_name(conf, name, ctx);
 }
 
 static void set_port(struct sockaddr_storage *ss, int port) {
@@ -308,20 +445,23 @@ static void set_port(struct sockaddr_storage *ss, int port) {
  * listener on the same address (the kernel spreads connections over
  * them), and any process of the same user join them; without it, binding
  * a port another socket listens on fails with UV_EADDRINUSE.  Returns 0
- * or a libuv error code. */
+ * or a libuv error code; *step names the call that failed ("bind"...). */
 static int make_socket(struct sockaddr_storage *ss, int backlog, int reuseport,
-                       int *out) {
+                       int *out, const char **step) {
   int one = 1, fd;
   socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
                                            : sizeof(struct sockaddr_in6);
+  *step = "socket";
   fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
+  *step = "setsockopt";
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
       (reuseport &&
        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
       (ss->ss_family == AF_INET6 &&
        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
-      bind(fd, (struct sockaddr *)ss, len) != 0 || listen(fd, backlog) != 0) {
+      (*step = "bind", bind(fd, (struct sockaddr *)ss, len) != 0) ||
+      (*step = "listen", listen(fd, backlog) != 0)) {
     int err = -errno;
     close(fd);
     return err;
@@ -330,11 +470,53 @@ static int make_socket(struct sockaddr_storage *ss, int backlog, int reuseport,
   return 0;
 }
 
-/* Creates the workers array and binds every socket.  The first socket of
- * each address resolves port 0; the other workers bind that port. */
-static int create_workers(hr_server_t *s, size_t n) {
-  size_t i, k;
+/* How often a host name's addresses, with port 0, look for a port free on
+ * all of them before the start fails (below). */
+#define HR__ANY_PORT_TRIES 16
+
+/* Binds the sockets of address `i` for the `n` workers.  The first one
+ * resolves port 0; the other workers bind that port.  Returns 0 or a libuv
+ * error code, with the detail recorded. */
+static int bind_address(hr_server_t *s, size_t i, size_t n) {
+  hr__addr_t *a = &s->addrs[i];
+  size_t k;
   int err;
+  for (k = 0; k < n; k++) {
+    int *fd = &s->workers[k].fds[i];
+    /* One socket that every worker polls through a descriptor of its own
+     * (a passed one, or the first worker's), unless each binds its own
+     * with SO_REUSEPORT. */
+    int shared = a->given >= 0 ? a->given : (k > 0 && !a->reuseport ? s->workers[0].fds[i] : -1);
+    struct sockaddr_storage ss = a->ss;
+    const char *step;
+    if (shared >= 0) {
+      if ((*fd = fcntl(shared, F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
+      continue;
+    }
+    set_port(&ss, a->port);
+    if ((err = make_socket(&ss, s->opts.backlog, a->reuseport, fd, &step)) != 0) {
+      char at[64];
+      hr__detail_addr(&ss, at, sizeof at);
+      return hr__detail_set(err, "%s %s: %s", step, at, hr_strerror(err));
+    }
+    if (a->port == 0) {
+      socklen_t len = sizeof(ss);
+      if (getsockname(*fd, (struct sockaddr *)&ss, &len) != 0) return -errno;
+      a->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                              : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+  }
+  return 0;
+}
+
+/* Creates the workers array and binds every socket.  The addresses of one
+ * host name (a group) share one port: with port 0 the group's first
+ * address picks it and the others bind the same; when one of them finds
+ * it taken, the group starts over with a new port, up to
+ * HR__ANY_PORT_TRIES times. */
+static int create_workers(hr_server_t *s, size_t n) {
+  size_t i, k, first = 0;
+  int err, tries = 0;
   hr__request_id_draw(s); /* before any worker generates an id */
   s->workers = hr__mem_alloc(&s->mem, n * sizeof(hr__worker_t));
   if (s->workers == NULL) return HR_ENOMEM;
@@ -352,26 +534,27 @@ static int create_workers(hr_server_t *s, size_t n) {
   }
   for (i = 0; i < s->naddrs; i++) {
     hr__addr_t *a = &s->addrs[i];
-    for (k = 0; k < n; k++) {
-      int *fd = &s->workers[k].fds[i];
-      /* One socket that every worker polls through a descriptor of its own
-       * (a passed one, or the first worker's), unless each binds its own
-       * with SO_REUSEPORT. */
-      int shared = a->given >= 0 ? a->given : (k > 0 && !a->reuseport ? s->workers[0].fds[i] : -1);
-      struct sockaddr_storage ss = a->ss;
-      if (shared >= 0) {
-        if ((*fd = fcntl(shared, F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
-        continue;
+    if (!a->shares) first = i;
+    else a->port = s->addrs[i - 1].port; /* the group's one port */
+    err = bind_address(s, i, n);
+    if (err == UV_EADDRINUSE && a->shares && a->any_port && tries < HR__ANY_PORT_TRIES) {
+      /* The port the group's first address picked is taken here: close
+       * the group's sockets and let its first address pick again. */
+      size_t j;
+      tries++;
+      hr__detail_clear();
+      for (j = first; j <= i; j++) {
+        s->addrs[j].port = 0;
+        for (k = 0; k < n; k++)
+          if (s->workers[k].fds[j] >= 0) {
+            close(s->workers[k].fds[j]);
+            s->workers[k].fds[j] = -1;
+          }
       }
-      set_port(&ss, a->port);
-      if ((err = make_socket(&ss, s->opts.backlog, a->reuseport, fd)) != 0) return err;
-      if (a->port == 0) {
-        socklen_t len = sizeof(ss);
-        if (getsockname(*fd, (struct sockaddr *)&ss, &len) != 0) return -errno;
-        a->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
-      }
+      i = first - 1; /* the loop's i++ makes it `first` (unsigned wrap for 0) */
+      continue;
     }
+    if (err != 0) return err;
   }
   return 0;
 }
@@ -409,6 +592,7 @@ void hr__worker_finished(hr__worker_t *w) {
 
 int hr_server_attach(hr_server_t *s, uv_loop_t *loop) {
   int err;
+  hr__detail_clear();
   if (s == NULL || loop == NULL) return HR_EINVAL;
   if (s->state != HR__SRV_NEW) return HR_ESTATE;
   if (s->naddrs == 0) return HR_EINVAL;
@@ -535,6 +719,7 @@ int hr_server_start(hr_server_t *s, unsigned nthreads) {
   uv_sem_t ready;
   size_t k, started = 0;
   int err;
+  hr__detail_clear();
   if (s == NULL || nthreads == 0 || nthreads > 256) return HR_EINVAL;
   if (s->state != HR__SRV_NEW) return HR_ESTATE;
   if (s->naddrs == 0) return HR_EINVAL;
@@ -615,6 +800,7 @@ void hr_server_free(hr_server_t *s) {
   release_abandoned(s);
   free_workers(s);
   for (k = 0; k < s->naddrs; k++) {
+    if (s->addrs[k].shares) continue; /* its group's first frees them */
     tlsconf_free(s, s->addrs[k].tls);
     proxyconf_free(s, s->addrs[k].proxy);
     if (s->addrs[k].given >= 0) close(s->addrs[k].given);
@@ -626,22 +812,28 @@ void hr_server_free(hr_server_t *s) {
 }
 
 int hr_server_listener_fd(const hr_server_t *s, size_t index) {
+  const hr__addr_t *a = group_first(s, index);
+  size_t at;
   int fd;
-  if (s == NULL || index >= s->naddrs || s->addrs[index].reuseport) return HR_EINVAL;
+  if (a == NULL || a->reuseport) return HR_EINVAL;
+  at = (size_t)(a - s->addrs);
+  /* A host name's several addresses are several sockets: not one to hand. */
+  if (at + 1 < s->naddrs && s->addrs[at + 1].shares) return HR_EINVAL;
   if (s->workers == NULL || (s->state != HR__SRV_ATTACHED && s->state != HR__SRV_THREADS))
     return HR_ESTATE;
   /* Worker 0's listener holds the socket (every worker polls a descriptor
    * of it); it closes only at a shutdown, which the caller does not run
    * concurrently (see server.h). */
-  fd = s->workers[0].listeners[index].fd;
+  fd = s->workers[0].listeners[at].fd;
   if (fd < 0) return HR_ESTATE;
   fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   return fd < 0 ? -errno : fd;
 }
 
 int hr_server_port(const hr_server_t *s, size_t index) {
-  if (s == NULL || index >= s->naddrs || s->workers == NULL) return 0;
-  return s->addrs[index].port;
+  const hr__addr_t *a = group_first(s, index);
+  if (a == NULL || s->workers == NULL) return 0;
+  return a->port; /* the group's one port */
 }
 
 void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {

@@ -115,7 +115,9 @@ int hr__static_listing(int rootfd, const char *name, hr_static_symlinks_t mode, 
   }
   closedir(d);
   if (rc == 0) {
-    qsort(v, n, sizeof(*v), by_name);
+    /* qsort's array must not be NULL even for no entries (C11 7.22.5):
+     * an empty or dotfiles-only directory has none and no array. */
+    if (n > 1) qsort(v, n, sizeof(*v), by_name);
     puts_(&b, "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Index of ");
     put_text(&b, title);
     puts_(&b, "</title>\n<h1>Index of ");

@@ -27,7 +27,16 @@ static void release_ent(hr_response_t *res, int fd, void *udata) {
 void hr__static_status(hr_response_t *res, int status) {
   const char *r = hr_status_reason(status);
   char body[64];
-  int n = snprintf(body, sizeof body, "%s\n", r);
+  int n;
+  /* Refusals in the host's error format (its error_body hook), as the
+   * server's own answers. */
+  if (status >= 400) {
+    /* Out of memory for its Content-Type: still complete the response
+     * (a no-op when it was the send that failed). */
+    if (hr_response_error(res, status, NULL) == HR_ENOMEM) hr_response_send(res, status, NULL, 0);
+    return;
+  }
+  n = snprintf(body, sizeof body, "%s\n", r);
   hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain; charset=utf-8"));
   hr_response_send(res, status, body, (size_t)n);
 }

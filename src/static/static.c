@@ -18,6 +18,7 @@
 
 #include "hroute/delegate.h"
 #include "static/static.h"
+#include "util/detail.h"
 
 void hr_static_options_init(hr_static_options_t *o) {
   memset(o, 0, sizeof(*o));
@@ -42,6 +43,7 @@ int hr_static_new(hr_static_t **out, const char *root, const hr_static_options_t
   hr_static_t *st;
   int failed = 0, fd;
   struct stat sb;
+  hr__detail_clear();
   if (out == NULL || root == NULL) return HR_EINVAL;
   *out = NULL;
   if (opts == NULL) {
@@ -55,10 +57,10 @@ int hr_static_new(hr_static_t **out, const char *root, const hr_static_options_t
     return HR_EINVAL;
   if (opts->cache_entries > HR__CACHE_MAX) return HR_EINVAL;
   fd = open(root, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-  if (fd < 0) return HR_EINVAL;
+  if (fd < 0) return hr__detail_set(HR_EINVAL, "static root \"%s\": %s", root, hr_strerror(-errno));
   if (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     close(fd);
-    return HR_EINVAL;
+    return hr__detail_set(HR_EINVAL, "static root \"%s\": not a directory", root);
   }
   st = calloc(1, sizeof(*st));
   if (st == NULL) {

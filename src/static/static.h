@@ -154,7 +154,9 @@ typedef struct hr__sfile_s {
   const char *encoding;
 } hr__sfile_t;
 
-/* A short text answer with `status` (its reason phrase as the body). */
+/* A short answer with `status`: 4xx and 5xx through hr_response_error
+ * (the host's error_body hook, else the reason phrase as text/plain);
+ * others (301) the reason phrase as text. */
 void hr__static_status(hr_response_t *res, int status);
 /* Serves the regular file `f` named `name` (for its type): validators,
  * preconditions, ranges, the body.  Takes f->ent's reference. */

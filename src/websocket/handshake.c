@@ -4,7 +4,8 @@
  * the client's request is checked (§4.2.1), a subprotocol chosen (§4.2.2),
  * and the request answered with 101 and Sec-WebSocket-Accept, the base64
  * of the SHA-1 of the key and the protocol's GUID (§1.3, OpenSSL's SHA-1
- * and base64).  A request that fails gets 400, 405 or 426 here.
+ * and base64).  A request that fails gets 400, 403, 405 or 426 here, in
+ * the host's error format (hr_response_error).
  */
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -111,7 +112,12 @@ static int refuse(hr_response_t *res, int status, const char *why) {
   } else if (status == 405) {
     hr_response_add_field(res, HR_SPAN_LIT("Allow"), HR_SPAN_LIT("GET"));
   }
-  rc = hr_response_send(res, status, why, strlen(why));
+  /* In the host's error format when it has one (its error_body hook),
+   * else `why` as text/plain. */
+  rc = hr_response_error(res, status, why);
+  /* Out of memory for its Content-Type: still complete the response (a
+   * no-op when it was the send that failed). */
+  if (rc == HR_ENOMEM) rc = hr_response_send(res, status, why, strlen(why));
   return rc == HR_ECLOSED ? HR_ECLOSED : HR_EINVAL;
 }
 

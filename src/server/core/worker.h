@@ -143,15 +143,22 @@ struct hr__worker_s {
   _Atomic uint64_t st_bytes_received, st_bytes_sent; /* HTTP bytes, TLS unwrapped */
 };
 
-/* A listening address of the server (hr_server_listen*). */
+/* A listening address of the server (hr_server_listen*).  One listen
+ * call adds one, or, for a host name that resolves to several addresses,
+ * one per address, next to each other: a group, which the public index
+ * (hr_server_port, hr_server_tls_update...) names as a whole.  The
+ * group's first address owns `tls` and `proxy`; the others share them. */
 typedef struct hr__addr_s {
   struct sockaddr_storage ss;
   int port;                      /* as given; the bound one once started */
   struct hr__tlsconf_s *tls;     /* TLS context, or NULL */
   struct hr__proxyconf_s *proxy; /* PROXY protocol, or NULL */
   int given;                     /* a socket the host passed, or -1 */
+  size_t group;                  /* the listen call's place: the public index */
   unsigned reuseport : 1;        /* a socket per worker, with SO_REUSEPORT */
   unsigned h2 : 1;               /* TLS: offers h2 by ALPN; TCP: h2c too */
+  unsigned shares : 1;           /* not the group's first: tls, proxy are its */
+  unsigned any_port : 1;         /* port 0 given: the group's first picks one */
 } hr__addr_t;
 
 typedef enum { HR__SRV_NEW = 0, HR__SRV_ATTACHED, HR__SRV_THREADS,
@@ -190,6 +197,7 @@ struct hr_server_s {
   char rid_prefix[HR__RID_PREFIX_LEN];
   hr__addr_t *addrs;
   size_t naddrs;
+  size_t ngroups; /* listen calls that added addresses (hr__addr_t.group) */
   hr__worker_t *workers;
   size_t nworkers;
   hr__srv_state_t state;

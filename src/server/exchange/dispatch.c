@@ -15,14 +15,11 @@
 #include "server/exchange/exchange.h"
 #include "util/rcu.h"
 
-/* The body of a server answer with `status`: the host's error_body hook
- * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
- * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type
- * value.  Returns the length.  The hook runs inside a read-side section. */
-size_t hr__error_body(const hr_answers_t *an, int status, char *buf,
-                         const char **ctype) {
+/* The host's error_body hook's body for `status` (see hr__error_body),
+ * or 0 when there is no hook or it gives none (or an unusable one). */
+size_t hr__error_body_hook(const hr_answers_t *an, int status, char *buf,
+                           const char **ctype) {
   size_t n = 0, i;
-  const char *reason = hr_status_reason(status);
   hr__rcu_read_lock();
   if (status >= 400 && an->error_body != NULL) { /* not for redirects */
     const char *ct = NULL;
@@ -32,10 +29,21 @@ size_t hr__error_body(const hr_answers_t *an, int status, char *buf,
      * the default text. */
     for (i = 0; n > 0 && ct[i] != '\0'; i++)
       if ((unsigned char)ct[i] < 0x20 || ct[i] == 0x7f || i >= 200) n = 0;
-    if (ct[0] == '\0' || ct[0] == ' ') n = 0;
+    if (n > 0 && (ct[0] == '\0' || ct[0] == ' ')) n = 0; /* ct may be NULL with n 0 */
     if (n > 0) *ctype = ct;
   }
   hr__rcu_read_unlock();
+  return n;
+}
+
+/* The body of a server answer with `status`: the host's error_body hook
+ * (hr_answers_t `an`) when it gives one, else the reason phrase as text.
+ * `buf` holds HR__ERROR_BODY_MAX bytes; *ctype gets the Content-Type
+ * value.  Returns the length.  The hook runs inside a read-side section. */
+size_t hr__error_body(const hr_answers_t *an, int status, char *buf,
+                         const char **ctype) {
+  const char *reason = hr_status_reason(status);
+  size_t n = hr__error_body_hook(an, status, buf, ctype);
   if (n == 0) {
     n = strlen(reason);
     memcpy(buf, reason, n);

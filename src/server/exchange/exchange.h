@@ -341,6 +341,8 @@ void hr__body_restart(hr__exchange_t *ex);
  * value.  Returns the length.  The hook runs inside a read-side section. */
 #define HR__ERROR_BODY_MAX 1024
 size_t hr__error_body(const hr_answers_t *an, int status, char *buf, const char **ctype);
+/* The hook's part of hr__error_body alone: 0 when it gives no body. */
+size_t hr__error_body_hook(const hr_answers_t *an, int status, char *buf, const char **ctype);
 
 /* request.c: keeps the request trailer field `name`: `value` (copies
  * the exchange owns) unless hr__trailer_forbidden drops it.  0 or

@@ -145,6 +145,32 @@ int hr_response_send(hr_response_t *res, int status, const void *body,
   return finish(ex);
 }
 
+int hr_response_error(hr_response_t *res, int status, const char *text) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  char body[HR__ERROR_BODY_MAX];
+  const char *ctype = NULL, *out = body;
+  size_t n;
+  int err = hr__exchange_check_thread(ex);
+  if (err != 0) return err;
+  if (status < 400 || status > 599) return HR_EINVAL;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  if (ex->conn == NULL) return hr_response_send(res, status, NULL, 0); /* HR_ECLOSED */
+  /* The server's own answers' body (h1.c, h2.c, dispatch.c), or the
+   * caller's text, or theirs. */
+  n = hr__error_body_hook(&ex->answers, status, body, &ctype);
+  if (n == 0 && text != NULL) {
+    out = text;
+    n = strlen(text);
+    ctype = "text/plain; charset=utf-8";
+  } else if (n == 0) {
+    static const hr_answers_t none; /* no hook: the default text alone */
+    n = hr__error_body(&none, status, body, &ctype);
+  }
+  if ((err = hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), hr_span_cstr(ctype))) != 0)
+    return err;
+  return hr_response_send(res, status, out, n);
+}
+
 int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
                               size_t len, hr_release_cb release, void *udata) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);

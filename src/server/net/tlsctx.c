@@ -5,6 +5,7 @@
  * released while idle), certificate chain and key from files or memory,
  * checked against each other, and their publication (see tlsctx.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -14,6 +15,7 @@
 
 #include "hroute/error.h"
 #include "server/net/tlsctx.h"
+#include "util/detail.h"
 #include "util/rcu.h"
 #include "util/testpoint.h"
 
@@ -50,6 +52,49 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
   *out = h1;
   *outlen = 8;
   return SSL_TLSEXT_ERR_OK;
+}
+
+/* Records the detail of a refused certificate, key or CA list: `what`
+ * names it ("certificate file \"/x.pem\""), then come OpenSSL's reasons
+ * from this thread's error queue, oldest (the cause) first, each once
+ * ("no start line; PEM lib").  Empties the queue.  Returns HR_ETLS. */
+static int tls_refused(const char *what) {
+  char why[384], one[256];
+  const char *reason;
+  size_t len = 0;
+  unsigned long e;
+  why[0] = '\0';
+  int colons;
+  while ((e = ERR_get_error()) != 0) {
+    /* "error:<code>:<library>:<function>:<reason>": OpenSSL's own words,
+     * a system error's strerror() text included. */
+    ERR_error_string_n(e, one, sizeof one);
+    reason = one;
+    for (colons = 0; colons < 4 && reason != NULL; colons++)
+      if ((reason = strchr(reason, ':')) != NULL) reason++;
+    if (reason == NULL || *reason == '\0' || strstr(why, reason) != NULL) continue;
+    len += (size_t)snprintf(why + len, sizeof why - len, "%s%s", len ? "; " : "", reason);
+    if (len >= sizeof why) break;
+  }
+  hr__detail_set(HR_ETLS, "%s: %s", what, why[0] ? why : "refused by OpenSSL");
+  return HR_ETLS;
+}
+
+/* Whether OpenSSL's oldest or newest queued error is a key that does not
+ * match the certificate. */
+static int mismatch(void) {
+  unsigned long first = ERR_peek_error(), last = ERR_peek_last_error();
+  return (ERR_GET_LIB(first) == ERR_LIB_X509 && ERR_GET_REASON(first) == X509_R_KEY_VALUES_MISMATCH) ||
+         (ERR_GET_LIB(last) == ERR_LIB_X509 && ERR_GET_REASON(last) == X509_R_KEY_VALUES_MISMATCH);
+}
+
+/* "certificate file \"<path>\"" or "certificate (PEM in memory)" into out. */
+static const char *named(char *out, size_t cap, const char *kind, const char *file) {
+  if (file != NULL)
+    snprintf(out, cap, "%s file \"%s\"", kind, file);
+  else
+    snprintf(out, cap, "%s (PEM in memory)", kind);
+  return out;
 }
 
 static int load_chain(SSL_CTX *ctx, const hr_tls_options_t *o) {
@@ -359,33 +404,42 @@ static int sessions_on(SSL_CTX *ctx, hr__tlsconf_t *conf) {
 
 int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **out) {
   SSL_CTX *ctx;
+  char what[600], cert[280], key[280];
   int err = 0;
   if (o == NULL || out == NULL) return HR_EINVAL;
   if ((o->cert_file == NULL && (o->cert_pem == NULL || o->cert_pem_len == 0)) ||
       (o->key_file == NULL && (o->key_pem == NULL || o->key_pem_len == 0)))
-    return HR_EINVAL;
+    return hr__detail_set(HR_EINVAL, "TLS options: a certificate (cert_file or cert_pem) "
+                                     "and a key (key_file or key_pem) are needed");
+  ERR_clear_error(); /* the reasons below are this call's alone */
   ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == NULL) return HR_ENOMEM;
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
       SSL_CTX_set_cipher_list(ctx, tls12_ciphers) != 1)
-    err = HR_ETLS;
+    err = tls_refused("TLS defaults (versions, ciphers)");
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_alpn_select_cb(ctx, alpn_select, conf);
   if (conf != NULL) {
     SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
     SSL_CTX_set_tlsext_servername_arg(ctx, conf);
-    if (sessions_on(ctx, conf) != 0) err = HR_ETLS;
+    if (err == 0 && sessions_on(ctx, conf) != 0) err = tls_refused("session resumption");
   }
-  if (err == 0) err = load_chain(ctx, o);
-  if (err == 0) err = load_key(ctx, o);
-  if (err == 0 && SSL_CTX_check_private_key(ctx) != 1) err = HR_ETLS;
+  named(cert, sizeof cert, "certificate", o->cert_file);
+  named(key, sizeof key, "key", o->key_file);
+  if (err == 0 && (err = load_chain(ctx, o)) == HR_ETLS) tls_refused(cert);
+  /* A key for another certificate: OpenSSL refuses it as it is loaded
+   * ("key values mismatch"), or drops it then and finds no private key
+   * at the check: say which two do not match. */
+  snprintf(what, sizeof what, "%s does not match %s", key, cert);
+  if (err == 0 && (err = load_key(ctx, o)) == HR_ETLS) tls_refused(mismatch() ? what : key);
+  if (err == 0 && SSL_CTX_check_private_key(ctx) != 1) err = tls_refused(what);
   if (err == 0 && o->client_certs != HR_TLS_CLIENT_NONE) {
     if (o->client_certs != HR_TLS_CLIENT_OPTIONAL &&
         o->client_certs != HR_TLS_CLIENT_REQUIRED)
       err = HR_EINVAL;
-    else
-      err = load_client_cas(ctx, o);
+    else if ((err = load_client_cas(ctx, o)) == HR_ETLS)
+      tls_refused(named(what, sizeof what, "client CA", o->client_ca_file));
     SSL_CTX_set_verify(ctx,
                        SSL_VERIFY_PEER | (o->client_certs == HR_TLS_CLIENT_REQUIRED
                                               ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT
@@ -393,7 +447,7 @@ int hr__tlsctx_build(const hr_tls_options_t *o, hr__tlsconf_t *conf, SSL_CTX **o
                        NULL);
   }
   if (err == 0 && o->ctx_setup != NULL && o->ctx_setup(ctx, o->ctx_udata) != 0)
-    err = HR_ETLS;
+    err = tls_refused("the ctx_setup callback");
   ERR_clear_error(); /* OpenSSL's error queue is per thread: leave it clean */
   if (err != 0) {
     SSL_CTX_free(ctx);

@@ -101,7 +101,8 @@ typedef struct hr__tlsconf_s {
 
 /* Builds a context from `o` for `conf` (its server-name callback picks the
  * certificate from conf's names).  Returns 0 and stores it, or HR_EINVAL,
- * HR_ETLS, HR_ENOMEM. */
+ * HR_ETLS, HR_ENOMEM; an HR_ETLS records the thread's error detail
+ * (util/detail.h): which file or setting, and OpenSSL's reasons. */
 int hr__tlsctx_build(const hr_tls_options_t *o, struct hr__tlsconf_s *conf,
                      SSL_CTX **out);
 
