@@ -49,8 +49,9 @@
  *    "keep-alive" is there too), and after answering a request that
  *    expects 100-continue with a body it did not read (RFC 9110 §10.1.1):
  *    that body's bytes, which llhttp may find complete, incomplete or
- *    malformed, are not judged; the same after an HTTP/1.0 message with
- *    Transfer-Encoding answered before its body (/stream).  A Connection
+ *    malformed, are not judged; the same after a message with
+ *    Transfer-Encoding answered before its body (/stream): an early
+ *    answer ends a chunked body by closing (http.h).  A Connection
  *    field among the trailers ends the connection for llhttp but not for
  *    hroute: trailers do not change how the connection is handled (RFC
  *    9110 §6.5.1).
@@ -314,6 +315,9 @@ typedef struct {
   /* Framing before some data over the header limit plus the data before
    * it (hroute's 413 rule, judged before each piece of data). */
   int framing_excess;
+  /* A chunk whose size line would take the body past MAX_BODY (hroute's
+   * 413 at the size line). */
+  int chunk_over;
   /* The field being collected. */
   hr_span_t name, value;
   int in_value;
@@ -508,6 +512,13 @@ static int l_body(llhttp_t *p, const char *at, size_t len) {
   return 0;
 }
 
+static int l_chunk_header(llhttp_t *p) {
+  l_msg_t *m = lm(p);
+  if (p->content_length > MAX_BODY - (m->body_data < MAX_BODY ? m->body_data : MAX_BODY))
+    m->chunk_over = 1;
+  return 0;
+}
+
 static int l_message_complete(llhttp_t *p) {
   lm(p)->keep_alive = llhttp_should_keep_alive(p);
   return HPE_PAUSED;
@@ -521,6 +532,7 @@ static const llhttp_settings_t l_settings = {
     .on_header_value_complete = l_value_complete,
     .on_headers_complete = l_headers_complete,
     .on_body = l_body,
+    .on_chunk_header = l_chunk_header,
     .on_message_complete = l_message_complete,
 };
 
@@ -675,6 +687,8 @@ static int own_check_holds(const char *reason, const l_msg_t *m, const char *p, 
   if (strcmp(reason, "malformed or unsafe path") == 0) return head;
   if (strcmp(reason, "body larger than the limit") == 0)
     return head && ((m->has_length && m->content_length > MAX_BODY) || m->body_data > MAX_BODY);
+  if (strcmp(reason, "chunk larger than the body limit") == 0)
+    return head && m->chunked && m->chunk_over;
   if (strcmp(reason, "chunked framing out of proportion to its data") == 0)
     return head && m->chunked &&
            (m->framing_excess || m->end - m->head_end - m->body_data > MAX_HEAD + m->body_data);
@@ -732,11 +746,13 @@ static void compare_llhttp(const char *p, size_t size, const h_run_t *r) {
      * without judging the body. */
     early = m.head_done && m.expect_continue &&
             (m.chunked || (m.has_length && m.content_length > 0));
-    /* HTTP/1.0 with Transfer-Encoding is faulty framing (RFC 9112 §6.1):
-     * hroute serves the message, then closes; /stream answers before its
-     * body, so the connection ends before the body is judged. */
-    early = early || (m.head_done && m.minor == 0 && m.te &&
-                      hr_span_eq(m.target, HR_SPAN_LIT("/stream")));
+    /* /stream answers before its body.  An answer that leaves a chunked
+     * body behind ends the connection (the server will not read an
+     * unbounded body it no longer needs), as does HTTP/1.0 with
+     * Transfer-Encoding, faulty framing (RFC 9112 §6.1): the body is not
+     * judged.  A Content-Length body is read and dropped (up to 256 KiB,
+     * more than an input here holds), so it is judged as any other. */
+    early = early || (m.head_done && m.te && hr_span_eq(m.target, HR_SPAN_LIT("/stream")));
     if (trace) {
       fprintf(stderr, "message %zu: llhttp %s", k, l_name(&m));
       if (m.outcome == L_REJECT) fprintf(stderr, " (%s)", m.reason ? m.reason : "");

@@ -282,7 +282,7 @@ static int on_chunk_header(llhttp_t *p) {
   if (p->content_length > c->body_limit - (c->body_data < c->body_limit ? c->body_data
                                                                           : c->body_limit)) {
     c->fail_status = 413;
-    llhttp_set_error_reason(p, "chunk larger than the body limit");
+    c->fail_reason = "chunk larger than the body limit"; /* llhttp names the callback */
     return HPE_USER;
   }
   return 0;
