@@ -249,8 +249,9 @@ static int body_step_piece(hr__conn_t *c, hr__exchange_t *ex, size_t n) {
   e = llhttp_execute(&ex->parser, start, n);
   if (c->ex != ex || c->state == HR__C_CLOSED) return -1;
   if (e == HPE_PAUSED && ex->fail_status != 0) {
-    /* Paused at the end of a trailer line over the limits (parse.c): the
-     * framing before it first, then 431. */
+    /* Paused at the end of a trailer line over the limits (431) or of a
+     * chunk size line over the body limit (413; parse.c): the framing
+     * before it first, then that answer. */
     stop = llhttp_get_error_pos(&ex->parser);
     if (hr__frame_scan(&ex->fscan, ex->gap_start, (size_t)(stop - ex->gap_start)))
       hr__h1_fail(c, 400, "bare CR or LF, obs-fold or empty name in chunked framing");

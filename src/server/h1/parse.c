@@ -281,9 +281,12 @@ static int on_chunk_header(llhttp_t *p) {
   hr__exchange_t *c = ex_of(p);
   if (p->content_length > c->body_limit - (c->body_data < c->body_limit ? c->body_data
                                                                           : c->body_limit)) {
+    /* llhttp pauses right after the size line: h1.c judges the framing
+     * before it (llhttp 8.1 does not check the CRLF after chunk data), then
+     * answers 413, so the answer does not depend on where reads end. */
     c->fail_status = 413;
-    c->fail_reason = "chunk larger than the body limit"; /* llhttp names the callback */
-    return HPE_USER;
+    c->fail_reason = "chunk larger than the body limit";
+    return HPE_PAUSED;
   }
   return 0;
 }
