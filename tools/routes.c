@@ -139,6 +139,7 @@ typedef struct host_group_s {
 
 typedef struct loader_s {
   hr_router_t *router;
+  hr_txn_t *txn;         /* every route goes in one transaction */
   const char *file;
   host_group_t *groups;  /* one per host name, reused on a repeated "host" */
   hr_group_t *current;   /* NULL: the default table */
@@ -283,12 +284,8 @@ static int add_route(loader_t *ld, const char *methods, const char *pattern,
   hr_route_options_init(&ro);
   memset(&err, 0, sizeof(err));
   ro.error = &err;
-  if (ld->current != NULL)
-    rc = hr_group_add(ld->current, methods, pattern, no_handler,
-                      (void *)(uintptr_t)lineno, &ro);
-  else
-    rc = hr_router_add(ld->router, methods, pattern, no_handler,
-                       (void *)(uintptr_t)lineno, &ro);
+  rc = hr_txn_add(ld->txn, ld->current, methods, pattern, no_handler,
+                  (void *)(uintptr_t)lineno, &ro);
   if (rc == 0) {
     ld->registered++;
     if (ld->lint) lint_route(ld, methods, pattern, lineno);
@@ -299,16 +296,23 @@ static int add_route(loader_t *ld, const char *methods, const char *pattern,
   return rc == HR_ENOMEM ? -1 : 0;
 }
 
-/* Reads and registers the routes file.  Returns 0, or -1 after an I/O or
- * out-of-memory error (reported). */
+/* Reads and registers the routes file, in one transaction: each route is
+ * checked as its line is read, and the table is built once at the end.
+ * Returns 0, or -1 after an I/O, out-of-memory or commit error (reported). */
 static int load_routes(loader_t *ld) {
   FILE *f = fopen(ld->file, "r");
   char *line = NULL, *fields[3];
   size_t cap = 0;
   unsigned long lineno = 0;
+  hr_route_error_t err;
   int rc = 0;
   if (f == NULL) {
     fprintf(stderr, "hroute-routes: %s: %s\n", ld->file, strerror(errno));
+    return -1;
+  }
+  if (hr_router_begin(ld->router, &ld->txn) != 0) {
+    fprintf(stderr, "hroute-routes: out of memory\n");
+    fclose(f);
     return -1;
   }
   while (rc == 0 && getline(&line, &cap, f) != -1) {
@@ -336,7 +340,20 @@ static int load_routes(loader_t *ld) {
   }
   free(line);
   fclose(f);
-  return rc;
+  if (rc != 0) {
+    hr_txn_abort(ld->txn);
+    ld->txn = NULL;
+    return rc;
+  }
+  memset(&err, 0, sizeof(err));
+  rc = hr_txn_commit(ld->txn, &err);
+  ld->txn = NULL;
+  if (rc != 0) {
+    fprintf(stderr, "%s: the routes as a whole: %s: %s\n", ld->file, hr_err_name(rc),
+            err.reason != NULL ? err.reason : hr_strerror(rc));
+    return -1;
+  }
+  return 0;
 }
 
 static void loader_free(loader_t *ld) {

@@ -477,6 +477,76 @@ HR_EXTERN int hr_router_remove(hr_router_t *router, const char *methods,
 HR_EXTERN int hr_group_remove(hr_group_t *group, const char *methods,
                               const char *pattern);
 
+/* ---- transactions: many changes, one table --------------------------------- */
+
+/**
+ * A transaction: route changes recorded one by one and published together.
+ * Each hr_router_add or hr_router_remove builds the whole route table
+ * again and publishes it, which is what makes loading N routes that way
+ * cost N builds; a transaction builds once at its commit, so loading a
+ * large table (a generated API, a reload on SIGHUP) costs one build.
+ *
+ * Atomicity is the same as for one change: the commit publishes the new
+ * table with one release store, and a request sees the table from before
+ * the transaction or the one after it, never a part (the router's RCU
+ * publication, docs/concurrency.md).  Nothing is visible
+ * before the commit.
+ *
+ * A transaction is used by one thread at a time (any thread; it takes no
+ * lock between calls, so other writers go on meanwhile).  It holds a
+ * reference on what it recorded and on the routes it saw at its start.
+ */
+typedef struct hr_txn_s hr_txn_t;
+
+/**
+ * Starts a transaction on `router` and stores it in *out.  It starts from
+ * the routes registered now.  Returns 0, HR_EINVAL (NULL arguments) or
+ * HR_ENOMEM.  Any thread; O(routes) (it indexes them by place).  End it
+ * with hr_txn_commit or hr_txn_abort, which free it.
+ */
+HR_EXTERN int hr_router_begin(hr_router_t *router, hr_txn_t **out);
+
+/**
+ * Records the addition of a route, as hr_group_add would make it (`group`
+ * NULL: the router's default group; `opts` NULL: the defaults; with
+ * opts->replace, a route of the same methods and pattern, registered or
+ * recorded before in this transaction, is replaced).  The route is checked
+ * at once against the routes the transaction started from and the changes
+ * recorded so far, in constant time, so that a rejected route is reported
+ * by this call: the codes are hr_router_add's (HR_EPATTERN, HR_EEXIST,
+ * HR_ETOOLARGE is found at the commit only, HR_EINVAL -- also for a group
+ * of another router --, HR_ENOMEM), with opts->error filled.  A rejected
+ * route is not recorded; the transaction goes on.
+ */
+HR_EXTERN int hr_txn_add(hr_txn_t *txn, hr_group_t *group, const char *methods,
+                         const char *pattern, hr_handler_cb handler, void *udata,
+                         const hr_route_options_t *opts);
+
+/**
+ * Records the removal of the route of exactly these methods and pattern
+ * (as hr_group_remove; `group` NULL: the default group), registered or
+ * recorded before in this transaction.  Returns 0, HR_ENOTFOUND (no such
+ * route at this point of the transaction), HR_EINVAL, HR_ENOMEM.
+ */
+HR_EXTERN int hr_txn_remove(hr_txn_t *txn, hr_group_t *group, const char *methods,
+                            const char *pattern);
+
+/**
+ * Applies every recorded change, builds the route table once and
+ * publishes it, then frees the transaction.  When another writer changed
+ * the routes since hr_router_begin, the changes are checked again, in
+ * order, against the routes as they are now.  Returns 0, or an error with
+ * nothing changed: HR_EEXIST or HR_ENOTFOUND (a change no longer applies
+ * after another writer's; `err`, when not NULL, names the route involved),
+ * HR_ETOOLARGE (over 64 extension methods), HR_ENOMEM.  O(routes + changes)
+ * under the router's writer lock.  Replaced and removed routes finish the
+ * requests in flight, as with hr_router_remove.
+ */
+HR_EXTERN int hr_txn_commit(hr_txn_t *txn, hr_route_error_t *err);
+
+/** Drops every recorded change and frees the transaction.  NULL is ignored. */
+HR_EXTERN void hr_txn_abort(hr_txn_t *txn);
+
 /**
  * Adds middleware for every route whose pattern starts with `prefix` at a
  * segment boundary ("/api" covers "/api" and "/api/...", not "/apix"; NULL

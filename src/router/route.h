@@ -428,4 +428,18 @@ void hr__router_local_destroy(hr_router_t *r, hr_local_key_t key, void *value);
 int hr__router_loop_acquire(hr_router_t *r);
 void hr__router_loop_release(hr_router_t *r, int loop);
 
+/* Writer side, for transactions (txn.c).  hr__route_compile: what
+ * hr_group_add checks before it takes the lock (the pattern, methods and
+ * options, typed parameters); the new core has one reference.
+ * hr__router_publish: builds a table from `routes` and publishes it (lock
+ * held; on success the router owns `routes`).  hr__router_unlock: unlocks
+ * and frees a due batch of replaced tables.  hr__invoker_drop_new: frees an
+ * invoker no table ever held. */
+int hr__route_compile(hr_group_t *g, const char *methods, const char *pattern,
+                      hr_handler_cb handler, void *udata, const hr_route_options_t *opts,
+                      hr__core_t **out);
+int hr__router_publish(hr_router_t *r, hr_route_t **routes, size_t n, hr_route_error_t *err);
+void hr__router_unlock(hr_router_t *r);
+void hr__invoker_drop_new(hr_route_t *inv);
+
 #endif /* HR_ROUTER_ROUTE_H */

@@ -319,6 +319,15 @@ static void drop_new(hr_route_t *inv) {
   hr__invoker_unref(inv);
 }
 
+int hr__router_publish(hr_router_t *r, hr_route_t **routes, size_t n,
+                       hr_route_error_t *err) {
+  return publish(r, routes, n, err);
+}
+
+void hr__router_unlock(hr_router_t *r) { unlock_and_reclaim(r); }
+
+void hr__invoker_drop_new(hr_route_t *inv) { drop_new(inv); }
+
 /* ---- groups ---------------------------------------------------------------- */
 
 /* A group's host: a name (letters, digits, '-', '.', '_'; a trailing dot
@@ -418,21 +427,15 @@ static long find_same(hr_router_t *r, const hr__core_t *c) {
   return -1;
 }
 
-int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
-                 hr_handler_cb handler, void *udata,
-                 const hr_route_options_t *opts) {
+int hr__route_compile(hr_group_t *g, const char *methods, const char *pattern,
+                      hr_handler_cb handler, void *udata, const hr_route_options_t *opts,
+                      hr__core_t **out) {
   hr_route_options_t defaults;
-  hr_router_t *r;
+  hr_router_t *r = g->router;
   hr__core_t *core;
-  hr_route_t *inv = NULL, **routes;
-  hr__mwlist_t mws;
   hr_route_error_t *err;
-  long same = -1;
   size_t n;
   int rc;
-  if (g == NULL || methods == NULL || pattern == NULL || handler == NULL)
-    return HR_EINVAL;
-  r = g->router;
   if (opts == NULL) {
     hr_route_options_init(&defaults);
     opts = &defaults;
@@ -455,13 +458,33 @@ int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
       return HR_EINVAL;
     }
   }
+  *out = core;
+  return 0;
+}
+
+int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
+                 hr_handler_cb handler, void *udata,
+                 const hr_route_options_t *opts) {
+  hr_router_t *r;
+  hr__core_t *core;
+  hr_route_t *inv = NULL, **routes;
+  hr__mwlist_t mws;
+  hr_route_error_t *err;
+  long same = -1;
+  size_t n;
+  int rc;
+  if (g == NULL || methods == NULL || pattern == NULL || handler == NULL)
+    return HR_EINVAL;
+  r = g->router;
+  err = opts != NULL ? opts->error : NULL;
+  if ((rc = hr__route_compile(g, methods, pattern, handler, udata, opts, &core)) != 0) return rc;
 
   pthread_mutex_lock(&r->lock);
   mws.head = r->mws;
   rc = hr__invoker_new(&r->mem, core, &mws, &inv);
   hr__core_unref(&r->mem, core); /* the invoker holds it now */
   if (rc != 0) goto fail;
-  if (opts->replace) same = find_same(r, core);
+  if (opts != NULL && opts->replace) same = find_same(r, core);
   n = r->nroutes + (same < 0);
   routes = hr__mem_alloc(&r->mem, (n ? n : 1) * sizeof(*routes));
   if (routes == NULL) {
