@@ -32,6 +32,18 @@
  * own.  And for a 200, the pattern with the parameter values put back must
  * be the path decoded exactly once.
  * The router is freed after each input (LeakSanitizer checks the rest).
+ *
+ * With bit 4 of byte 0 the input is a differential of transactions
+ * (router.h hr_router_begin) instead: a route line may start with '-'
+ * (remove it) or '!' (add with replace), and every line goes to two
+ * routers, one call at a time to the first and through one transaction to
+ * the second.  Each line's result must be the same (the allocator does not
+ * fail then), the commit must succeed unless the one-at-a-time router
+ * refused a route for a reason only a whole table shows (HR_ETOOLARGE),
+ * both route trees must dump byte for byte alike, and every request must
+ * match the same way (status, route, parameters).  Bit 3 (failing
+ * allocator) applies to the transaction's router only and is checked for
+ * crashes and leaks alone.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -684,6 +696,133 @@ static int next_line(const char **p, const char *end, const char **s,
   return 1;
 }
 
+/* ---- transactions against one call at a time ------------------------------ */
+
+typedef struct {
+  char *p;
+  size_t n, cap;
+} text_t;
+
+static void text_sink(void *ctx, const char *p, size_t n) {
+  text_t *t = ctx;
+  if (t->n + n > t->cap) {
+    size_t cap = (t->n + n) * 2;
+    char *q = realloc(t->p, cap);
+    if (q == NULL) abort();
+    t->p = q;
+    t->cap = cap;
+  }
+  memcpy(t->p + t->n, p, n);
+  t->n += n;
+}
+
+/* One route line on both routers, their results compared when `compare`.
+ * Returns 1 when the one-at-a-time router refused it with HR_ETOOLARGE (a
+ * limit the transaction meets at its commit; from there on the two differ
+ * by that route). */
+static int txn_line(hr_router_t *a, hr_group_t *ga, hr_txn_t *t, hr_group_t *gt,
+                    const char *line, size_t n, int compare) {
+  char op = n > 0 && (line[0] == '-' || line[0] == '!') ? line[0] : 0;
+  const char *l = op ? line + 1 : line, *sp;
+  size_t ln = op ? n - 1 : n;
+  char *methods, *pattern;
+  hr_route_options_t ro;
+  int ra, rt, big = 0;
+  sp = memchr(l, ' ', ln);
+  methods = sp ? cstr(l, (size_t)(sp - l)) : cstr("GET", 3);
+  pattern = sp ? cstr(sp + 1, ln - (size_t)(sp - l) - 1) : cstr(l, ln);
+  hr_route_options_init(&ro);
+  ro.replace = op == '!';
+  if (op == '-') {
+    ra = ga ? hr_group_remove(ga, methods, pattern) : hr_router_remove(a, methods, pattern);
+    rt = hr_txn_remove(t, gt, methods, pattern);
+  } else {
+    ra = ga ? hr_group_add(ga, methods, pattern, noop, NULL, &ro)
+            : hr_router_add(a, methods, pattern, noop, NULL, &ro);
+    rt = hr_txn_add(t, gt, methods, pattern, noop, NULL, &ro);
+    big = ra == HR_ETOOLARGE;
+  }
+  if (compare && ra != rt && !(big && rt == 0)) abort();
+  free(methods);
+  free(pattern);
+  return big;
+}
+
+static void same_match(hr_router_t *a, hr_router_t *b, const char *line, size_t n) {
+  const char *sp = memchr(line, ' ', n);
+  hr_span_t method = HR_SPAN_LIT("GET"), target = {line, n};
+  static char ba[4096], bb[4096];
+  hr_match_t ma, mb;
+  size_t i;
+  int ra, rb;
+  if (sp != NULL) {
+    method.ptr = line;
+    method.len = (size_t)(sp - line);
+    target.ptr = sp + 1;
+    target.len = n - method.len - 1;
+  }
+  ra = hr_router_match(a, method, HR_SPAN_LIT(""), target, ba, sizeof ba, &ma);
+  rb = hr_router_match(b, method, HR_SPAN_LIT(""), target, bb, sizeof bb, &mb);
+  if (ra != rb || (ra == 0 && (ma.status != mb.status || ma.nparams != mb.nparams ||
+                               (ma.route == NULL) != (mb.route == NULL))))
+    abort();
+  if (ra != 0 || ma.route == NULL) return;
+  if (!hr_span_eq(hr_route_pattern(ma.route), hr_route_pattern(mb.route)) ||
+      !hr_span_eq(hr_route_methods(ma.route), hr_route_methods(mb.route)))
+    abort();
+  for (i = 0; i < ma.nparams; i++)
+    if (!hr_span_eq(ma.params[i].value, mb.params[i].value)) abort();
+}
+
+/* The transaction differential (bit 4 of byte 0). */
+static void txn_differential(const hr_router_options_t *base, failing_t *fail, const char *p,
+                             const char *end) {
+  hr_router_options_t oa = *base, ot = *base;
+  hr_allocator_t alloc = {f_malloc, f_realloc, f_free, fail};
+  hr_router_t *a = NULL, *b = NULL;
+  hr_group_t *ga = NULL, *gt = NULL;
+  hr_txn_t *t = NULL;
+  text_t da = {NULL, 0, 0}, db = {NULL, 0, 0};
+  const char *line;
+  size_t n;
+  int failing = fail->fail_from != 0, big = 0, rc;
+  oa.allocator = NULL;
+  ot.allocator = &alloc;
+  if (hr_router_new(&a, &oa) != 0) abort();
+  if (hr_router_new(&b, &ot) != 0 || hr_router_begin(b, &t) != 0) {
+    if (!failing) abort();
+    hr_router_free(a);
+    hr_router_free(b);
+    return;
+  }
+  while (next_line(&p, end, &line, &n) && n > 0) {
+    if (line[0] == '@') {
+      char *h = cstr(line + 1, n - 1);
+      int r1 = n == 1 ? -1 : hr_router_group(a, h, NULL, &ga);
+      int r2 = n == 1 ? -1 : hr_router_group(b, h, NULL, &gt);
+      if (r1 != 0) ga = NULL;
+      if (r2 != 0) gt = NULL;
+      if (!failing && r1 != r2) abort();
+      free(h);
+      continue;
+    }
+    big |= txn_line(a, ga, t, gt, line, n, !failing && !big);
+  }
+  rc = hr_txn_commit(t, NULL);
+  if (!failing && rc != (big ? HR_ETOOLARGE : 0)) abort();
+  fail->fail_from = 0;
+  if (rc == 0 && !big) {
+    if (hr_router_dump(a, text_sink, &da) != 0 || hr_router_dump(b, text_sink, &db) != 0)
+      abort();
+    if (!failing && (da.n != db.n || memcmp(da.p, db.p, da.n) != 0)) abort();
+    while (!failing && next_line(&p, end, &line, &n)) same_match(a, b, line, n);
+  }
+  free(da.p);
+  free(db.p);
+  hr_router_free(a);
+  hr_router_free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *p, *end, *line;
   size_t n;
@@ -703,10 +842,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (data[0] & 4) opts.case_insensitive = 1;
   refs.ci = opts.case_insensitive;
   if (data[0] & 8) fail.fail_from = (unsigned long)data[1] + 1;
-  opts.allocator = &alloc;
-  if (hr_router_new(&r, &opts) != 0) return 0;
   p = (const char *)data + 2;
   end = (const char *)data + size;
+  if (data[0] & 16) {
+    txn_differential(&opts, &fail, p, end);
+    return 0;
+  }
+  opts.allocator = &alloc;
+  if (hr_router_new(&r, &opts) != 0) return 0;
 
   /* Routes, up to the first empty line. */
   while (next_line(&p, end, &line, &n) && n > 0) {
