@@ -38,11 +38,15 @@
  *      would redirect to a 400 (a segment with ".." between %2F escapes,
  *      see below).  With HR_CLEAN_REJECT, a path that needs cleaning (step
  *      3) gives 400 here too.
- *   2. A method that no route of the router (any host, any path)
- *      registers, other than GET, HEAD and OPTIONS, gives 501 (RFC 9110
- *      §9.1, §15.6.2), whatever the path; a "*" route registers every
- *      method, so with one there is no 501.  Methods are case-sensitive
- *      tokens: "get" is an extension method, not GET.
+ *   2. The standard methods, those of RFC 9110 §9 (GET, HEAD, POST, PUT,
+ *      DELETE, CONNECT, OPTIONS, TRACE) and PATCH (RFC 5789), are always
+ *      known: a path that some route matches but none for the method is a
+ *      405 (§15.5.6, step 5), any other a 404 (step 6), registered or not.
+ *      Another method that no route of the router (any host, any path)
+ *      registers gives 501 (§15.6.2: a method the server does not
+ *      recognise), whatever the path; a "*" route registers every method,
+ *      so with one there is no 501.  Methods are case-sensitive tokens:
+ *      "get" is an extension method, not GET.
  *   3. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
  *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
  *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
@@ -528,7 +532,8 @@ typedef struct hr_match_s {
   /** 200: `route` answers (or, with route NULL, the router answers OPTIONS
    * with `allow`); 301 or 308: redirect to `location`; 400: a malformed or
    * unsafe target (see the matching rules above); 404: no route; 405: see
-   * `allow`; 501: no route registers the method. */
+   * `allow`; 501: a method that is not standard and that no route
+   * registers (rule 2 above). */
   int status;
   /** The route (status 200 with a registered route), else NULL.  Valid
    * until the read-side section around the match ends, also when the route

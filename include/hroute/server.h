@@ -548,9 +548,12 @@ typedef struct hr_server_stats_s {
   /** Connections open now, upgraded ones included. */
   uint64_t connections_active;
   uint64_t connections_rejected; /**< over max_connections */
-  /** Requests answered 4xx by the server itself, and connections closed
-   * at a PROXY header (malformed, from an untrusted peer, or missing when
-   * required), which get no answer and no log line. */
+  /** Requests answered 4xx by the server itself (400, 404, 405, 408, 413,
+   * 431...; never a 5xx: not the 501 for a method or transfer coding it
+   * does not implement, nor a 503), HTTP/2 connections ended for a protocol
+   * error of the client's, and connections closed at a PROXY header
+   * (malformed, from an untrusted peer, or missing when required), which
+   * get no answer and no log line. */
   uint64_t bad_requests;
   /** Times a worker stopped accepting for 100 ms because the process was
    * out of file descriptors (EMFILE/ENFILE); one connection is accepted

@@ -281,10 +281,9 @@ typedef struct hr__table_s {
   size_t nhosts;
   size_t nodes;
   size_t bytes;
-  /* Every method some route of some host registers: standard ones by id,
-   * extension ones sorted (a leaf's ext_named indexes them); any_method:
-   * some "*" route.  A method outside them is answered 501. */
-  uint16_t std_methods;
+  /* The extension methods some route of some host registers, sorted (a
+   * leaf's ext_named indexes them); any_method: some "*" route.  A method
+   * that is neither standard (HR__M_*) nor among them is answered 501. */
   int any_method;
   const hr_span_t *ext_methods;
   size_t n_ext_methods;

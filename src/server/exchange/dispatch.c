@@ -100,7 +100,7 @@ void hr__dispatch_answer(hr__exchange_t *ex) {
     ex->proto->fail(ex, 503, "out of memory");
     return;
   }
-  if (status >= 400) hr__stat_inc(&ex->w->st_bad);
+  if (status >= 400 && status < 500) hr__stat_inc(&ex->w->st_bad); /* not 501 */
   if (run_fallback_before(ex)) return;
   /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
    * route's handler, inside a read-side section as handlers are. */

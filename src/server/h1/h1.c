@@ -88,7 +88,7 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
     return;
   }
   hr__conn_drain(c);
-  hr__stat_inc(&c->w->st_bad);
+  if (status < 500) hr__stat_inc(&c->w->st_bad); /* the client's fault: 4xx only */
   hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",
           status, reason != NULL ? reason : "");
   if (ex != NULL && ex->res.state == HR__RES_STREAMING) {

@@ -617,7 +617,7 @@ void hr__h2_fail(hr__exchange_t *ex, int status, const char *reason) {
   size_t n;
   int fl;
   if (st == NULL) return;
-  hr__stat_inc(&ex->w->st_bad);
+  if (status < 500) hr__stat_inc(&ex->w->st_bad); /* the client's fault: 4xx only */
   hr__log(ex->w, HR_LOG_INFO, "HTTP/2 stream %d: answered %d: %s", (int)st->id, status,
           reason != NULL ? reason : "");
   ex->discard_body = 1;
