@@ -503,12 +503,20 @@ HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
  * Head middleware: `head` runs as soon as the header section of a request
  * for a covered route is complete (same coverage as hr_router_use), before
  * "100 Continue" is sent and before a buffered body is read, so that an
- * authentication check can refuse an upload without receiving it.  The
- * body is not available then (hr_request_body is empty).  HR_NEXT goes on
+ * authentication check can refuse an upload without receiving it.  It
+ * also runs before the body limit: a request whose Content-Length is over
+ * the route's max_body_bytes gets its 401 from a head middleware that
+ * answers at once, not the server's 413, which comes only after every head
+ * middleware said HR_NEXT.  The body is not available then
+ * (hr_request_body is empty).  HR_NEXT goes on
  * (the body is read, then the before-middleware and the handler run);
  * HR_ANSWERED means it answered (or will): the body is not read but
- * discarded, and the connection is closed after the answer when the client
- * waits for 100 Continue or the body cannot be skipped.  Head middleware
+ * discarded (over HTTP/1.1 up to 256 KiB that a Content-Length announces,
+ * see hr_body_cb in http.h), and the connection is closed after the answer
+ * when the client waits for 100 Continue or the body cannot be skipped (more
+ * than that, or chunked).  One that answers later, from another loop turn,
+ * has the body read and dropped meanwhile, within the limit: past it the
+ * server answers 413 in its place.  Head middleware
  * runs in registration order, router-level first; after-middleware still
  * runs for the answer.  Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
  */

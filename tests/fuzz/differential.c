@@ -37,9 +37,12 @@
  *    obs-fold or an empty name in the chunked framing, and chunk data not
  *    followed by CRLF (llhttp 8.1 skips the two bytes after chunk data
  *    unread); a trailer section over the field count or the header limit
- *    (431, judged at each line's end).  The router's path rules
- *    ("malformed or unsafe path") are the router's, checked by
- *    fuzz_router, and accepted as they come.
+ *    (431, judged at each line's end).  The router's path rules are the
+ *    router's, checked by fuzz_router: a path it refuses is a 400 on the
+ *    keep-alive path, as a 404 is (framing is not in doubt), so the
+ *    connection must go on as llhttp's does.  A message that the input
+ *    ends inside of is cut short, as hroute logs it: a header section
+ *    (400 and close) or a body (a client abort, no answer).
  *  - hroute reads a header section whole before llhttp sees it: where
  *    llhttp rejects a section part-way, hroute may still be waiting for
  *    its end when the input stops.
@@ -684,7 +687,6 @@ static int own_check_holds(const char *reason, const l_msg_t *m, const char *p, 
     }
     return 0;
   }
-  if (strcmp(reason, "malformed or unsafe path") == 0) return head;
   if (strcmp(reason, "body larger than the limit") == 0)
     return head && ((m->has_length && m->content_length > MAX_BODY) || m->body_data > MAX_BODY);
   if (strcmp(reason, "chunk larger than the body limit") == 0)
