@@ -212,7 +212,9 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
 
 /**
  * Runs after the response completed (queued for writing), on the loop
- * thread: `status` is the status sent, or 0 when the exchange was lost
+ * thread: `status` is the status sent, HR_STATUS_CLIENT_CLOSED (499, http.h)
+ * when the client went away in the middle of the request's body before any
+ * answer (nothing was sent), or 0 when the exchange was lost otherwise
  * before a response completed.  For logging and metrics; the response can
  * no longer change.  Every answer passes: a matched route's after-chain
  * (also when the server answered before the chain ran: a typed parameter

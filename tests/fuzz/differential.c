@@ -142,9 +142,19 @@ static void sink(void *ctx, const char *p, size_t n) {
 static void on_log(void *ctx, hr_log_level_t level, const char *msg) {
   static const char pre[] = "answered ";
   static const char mid[] = " and closing the connection: ";
+  static const char left[] = "client closed the connection in the middle of a body";
   const char *p;
   (void)ctx;
   (void)level;
+  if (cur != NULL && strcmp(msg, left) == 0) {
+    /* The input ended inside a body: no answer (a client abort), the
+     * message is cut short as for a header section. */
+    cur->pending_fail = 1;
+    cur->pending_status = 0; /* the access log's status stays */
+    snprintf(cur->pending_reason, sizeof cur->pending_reason,
+             "connection closed in the middle of a body");
+    return;
+  }
   if (cur == NULL || strncmp(msg, pre, sizeof pre - 1) != 0) return;
   p = strstr(msg, mid);
   if (p == NULL) return;
@@ -164,7 +174,7 @@ static void on_access(void *ctx, const char *line, size_t len, const hr_access_e
   m->status = e->status;
   if (cur->pending_fail) {
     m->failed = 1;
-    m->status = cur->pending_status;
+    if (cur->pending_status != 0) m->status = cur->pending_status;
     memcpy(m->reason, cur->pending_reason, sizeof m->reason);
     cur->pending_fail = 0;
   }

@@ -490,6 +490,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
       break;
     case NGHTTP2_RST_STREAM:
       spend(h2);
+      /* The client cancelled a request whose body was still coming: a
+       * client abort (nghttp2 closes the stream next). */
+      st = stream_of(h2, frame->hd.stream_id);
+      if (st != NULL && st->ex != NULL) hr__exchange_client_left(st->ex);
       break;
     case NGHTTP2_WINDOW_UPDATE:
       h2->last_progress = uv_now(h2->c->w->loop); /* room for our DATA */
@@ -974,6 +978,7 @@ void hr__h2_close(hr__conn_t *c) {
   while (h2->streams != NULL) {
     /* nghttp2 forgets the stream: no callback of its finds it again. */
     nghttp2_session_set_stream_user_data(h2->ng, h2->streams->id, NULL);
+    if (c->peer_left && h2->streams->ex != NULL) hr__exchange_client_left(h2->streams->ex);
     stream_free(h2, h2->streams);
   }
   h2->ready = h2->ready_tail = NULL;

@@ -126,6 +126,8 @@ static const server_metric_t server_metrics[] = {
     SM("connections_rejected_total", connections_rejected,
        "Connections closed at once: over max_connections."),
     SM("connections_active", connections_active, "Connections open now."),
+    SM("client_aborts_total", client_aborts,
+       "Requests whose client went away in the middle of the body (logged as 499)."),
     SM("bad_requests_total", bad_requests,
        "Requests the server itself answered 4xx (never 5xx), and connections "
        "closed for a client's protocol error."),
