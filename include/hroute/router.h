@@ -335,8 +335,12 @@ typedef struct hr_route_options_s {
    * HR_BODY_STREAM. */
   hr_body_mode_t body_mode;
   /** Constant response fields sent with every response of this route, for
-   * example Content-Type.  Copied and pre-rendered at registration; names must
-   * be tokens, values must not contain CR, LF or NUL, and Date,
+   * example Content-Type, except that a 204 or 304 response, which has no
+   * content, leaves out Content-Type, Content-Encoding and Content-Language
+   * (RFC 9110 §8.3-8.5, §15.3.5, §15.4.5; both sets are pre-rendered, so
+   * either costs nothing per request).  Copied and pre-rendered at
+   * registration; names must be tokens, values must not contain CR, LF or
+   * NUL, and Date,
    * Content-Length, Transfer-Encoding and Connection are the server's (all
    * HR_EINVAL).  A handler that adds a field of the same name (ASCII case
    * aside) replaces it: its own lines of that name go out instead.  A

@@ -44,7 +44,9 @@ static int h1_head(hr__exchange_t *ex, int status, int64_t length, int chunked) 
   if (ex->discard_body && ex->phase == HR__PH_BODY && too_much_left(ex)) ex->close_after = 1;
   memset(&h, 0, sizeof(h));
   h.status = status;
-  if (rt != NULL && !ex->internal_answer) h.route_fields = rt->head;
+  /* No content fields without content (RFC 9110 §15.3.5, §15.4.5). */
+  if (rt != NULL && !ex->internal_answer)
+    h.route_fields = status == 204 || status == 304 ? rt->head_bodiless : rt->head;
   h.date.ptr = c->w->date;
   h.date.len = c->w->date_len;
   h.fields.ptr = res->fields;
