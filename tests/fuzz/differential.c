@@ -54,7 +54,10 @@
  *    that body's bytes, which llhttp may find complete, incomplete or
  *    malformed, are not judged; the same after a message with
  *    Transfer-Encoding answered before its body (/stream): an early
- *    answer ends a chunked body by closing (http.h).  A Connection
+ *    answer ends a chunked body by closing (http.h); and after the
+ *    router's answer to a request whose Content-Length is over the body
+ *    limit, given before its body, which is skipped up to 256 KiB and
+ *    otherwise ends the connection.  A Connection
  *    field among the trailers ends the connection for llhttp but not for
  *    hroute: trailers do not change how the connection is handled (RFC
  *    9110 §6.5.1).
@@ -765,6 +768,11 @@ static void compare_llhttp(const char *p, size_t size, const h_run_t *r) {
      * judged.  A Content-Length body is read and dropped (up to 256 KiB,
      * more than an input here holds), so it is judged as any other. */
     early = early || (m.head_done && m.te && hr_span_eq(m.target, HR_SPAN_LIT("/stream")));
+    /* A Content-Length over the limit: a 413 (one of hroute's own checks)
+     * or, for a request no route takes, the router's answer at once,
+     * before the body (issue 24), which then ends the connection when more
+     * than 256 KiB of it is left to skip. */
+    early = early || (m.head_done && m.has_length && m.content_length > MAX_BODY);
     if (trace) {
       fprintf(stderr, "message %zu: llhttp %s", k, l_name(&m));
       if (m.outcome == L_REJECT) fprintf(stderr, " (%s)", m.reason ? m.reason : "");
