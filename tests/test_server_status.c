@@ -20,6 +20,7 @@
  * ctest-protocols: h1 h2
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -189,6 +190,49 @@ static void test_auth_before_size(void **state) {
   expect_seen(2, "405,200,");
 }
 
+/* A head middleware that answers later: it keeps the response for the
+ * test thread, which posts the answer. */
+static _Atomic(hr_response_t *) later_res;
+static ev_t later_called;
+
+static hr_next_t mw_later(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  atomic_store(&later_res, res);
+  ev_signal(&later_called);
+  return HR_ANSWERED;
+}
+
+static void answer_401(hr_response_t *res, void *udata) {
+  (void)udata;
+  hr_response_send(res, 401, "later", 5);
+}
+
+/* The head middleware answers from a post, after the body's first 4 KiB
+ * (over the 1000-byte limit) came: the body waits, unread, for its answer,
+ * which is the 401, not a 413. */
+static void test_auth_later_before_size(void **state) {
+  fx_t *fx = *state;
+  rc_response_t r;
+  rc_t *c;
+  watch(fx);
+  ev_init(&later_called);
+  assert_int_equal(hr_router_use_head(fx->router, NULL, "/up", mw_later, NULL), 0);
+  fx_route(fx, "POST", "/up", ta_echo, NULL);
+  fx->opts.max_body_bytes = 1000;
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  send_upload(c, "/up", "", 5000000);
+  assert_true(ev_wait(&later_called, 1, RC_TIMEOUT_MS));
+  assert_int_equal(hr_response_post(atomic_load(&later_res), answer_401, NULL), 0);
+  expect_response(c, "HTTP/1.1 401 Unauthorized", "later", &r);
+  expect_ends(c, &r);
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  expect_seen(1, "401,");
+  ev_destroy(&later_called);
+}
+
 /* ---- a client that went away ------------------------------------------------ */
 
 static void on_piece(hr_request_t *req, hr_span_t chunk, int status, void *udata) {
@@ -344,6 +388,7 @@ static void test_no_content_fields_on_204_304(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_auth_before_size),
+      T(test_auth_later_before_size),
       T(test_client_abort),
       T(test_client_abort_buffered),
       T(test_refused_path_keeps_connection),

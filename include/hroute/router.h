@@ -521,10 +521,12 @@ HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
  * see hr_body_cb in http.h), and the connection is closed after the answer
  * when the client waits for 100 Continue or the body cannot be skipped (more
  * than that, or chunked).  One that answers later, from another loop turn,
- * has the body read and dropped meanwhile, within the limit: past it the
- * server answers 413 in its place.  Head middleware
- * runs in registration order, router-level first; after-middleware still
- * runs for the answer.  Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
+ * has a body within the limit read and dropped meanwhile; a body over the
+ * limit that a Content-Length announces is held back until the answer
+ * (HTTP/1.1: not read; HTTP/2: the stream's window stays shut), and the
+ * body's timeouts do not run meanwhile, so such a middleware must answer.
+ * Head middleware runs in registration order, router-level first;
+ * after-middleware still runs for the answer.  Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
  */
 HR_EXTERN int hr_router_use_head(hr_router_t *router, const char *host, const char *prefix,
                                  hr_before_cb head, void *udata);

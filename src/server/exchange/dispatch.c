@@ -263,7 +263,13 @@ int hr__dispatch_head(hr__exchange_t *ex) {
     ex->discard_body = 1; /* if it answers, whatever body comes is dropped */
     if (hr__invoke_head(ex)) {
       ex->dispatched = 1; /* the handler does not run */
-      return hr__ex_gone(ex) ? -1 : 0;
+      if (hr__ex_gone(ex)) return -1;
+      /* It answers later, and the body announced is over the limit: the
+       * body waits (h1: unread; h2: its window shut) until the answer,
+       * which ends it, so that no 413 takes the answer's place. */
+      if (ex->res.state != HR__RES_DONE && r->has_length && r->content_length > ex->body_limit)
+        r->body_paused = 1;
+      return 0;
     }
     ex->discard_body = 0;
     r->continue_pending = 0;
