@@ -233,12 +233,12 @@ HR_EXTERN hr_span_t hr_request_id(const hr_request_t *req);
  * and none is counted as answered: the after-middleware (hr_after_cb)
  * get it as their `status`, hr_request_outcome() as hr_outcome_t.status
  * (with completed 0), the access log as its status, and the route's
- * counters as a 4xx; the server counts it in
- * hr_server_stats_t.client_aborts, not in bad_requests.  A streaming
- * handler still hears of it through its body callback (HR_ECLOSED) and
- * abort callback.  A client that goes away after its request was whole,
- * while the handler answers, is reported as before (0 when nothing was
- * sent).
+ * counters (when its handler or head middleware ran) as a 4xx; the server
+ * counts it in hr_server_stats_t.client_aborts, not in bad_requests.  A
+ * streaming handler still hears of it through its body callback
+ * (HR_ECLOSED) and abort callback.  A client that goes away after its
+ * request was whole, while the handler answers, is reported as before (0
+ * when nothing was sent).
  */
 #define HR_STATUS_CLIENT_CLOSED 499
 

@@ -340,12 +340,11 @@ typedef struct hr_route_options_s {
    * (RFC 9110 §8.3-8.5, §15.3.5, §15.4.5; both sets are pre-rendered, so
    * either costs nothing per request).  Copied and pre-rendered at
    * registration; names must be tokens, values must not contain CR, LF or
-   * NUL, and Date,
-   * Content-Length, Transfer-Encoding and Connection are the server's (all
-   * HR_EINVAL).  A handler that adds a field of the same name (ASCII case
-   * aside) replaces it: its own lines of that name go out instead.  A
-   * handler's own fields are all sent, repeated ones too (Set-Cookie,
-   * Link, Vary...). */
+   * NUL, and Date, Content-Length, Transfer-Encoding and Connection are
+   * the server's (all HR_EINVAL).  A handler that adds a field of the
+   * same name (ASCII case aside) replaces it: its own lines of that name
+   * go out instead.  A handler's own fields are all sent, repeated ones
+   * too (Set-Cookie, Link, Vary...). */
   const hr_field_t *fields;
   size_t nfields; /**< entries in fields */
   /** When non-NULL and registration fails, filled with the details. */
@@ -508,25 +507,26 @@ HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
 /**
  * Head middleware: `head` runs as soon as the header section of a request
  * for a covered route is complete (same coverage as hr_router_use), before
- * "100 Continue" is sent and before a buffered body is read, so that an
- * authentication check can refuse an upload without receiving it.  It
- * also runs before the body limit: a request whose Content-Length is over
- * the route's max_body_bytes gets its 401 from a head middleware that
- * answers at once, not the server's 413, which comes only after every head
- * middleware said HR_NEXT.  The body is not available then
- * (hr_request_body is empty).  HR_NEXT goes on
- * (the body is read, then the before-middleware and the handler run);
- * HR_ANSWERED means it answered (or will): the body is not read but
- * discarded (over HTTP/1.1 up to 256 KiB that a Content-Length announces,
- * see hr_body_cb in http.h), and the connection is closed after the answer
- * when the client waits for 100 Continue or the body cannot be skipped (more
- * than that, or chunked).  One that answers later, from another loop turn,
- * has a body within the limit read and dropped meanwhile; a body over the
- * limit that a Content-Length announces is held back until the answer
- * (HTTP/1.1: not read; HTTP/2: the stream's window stays shut), and the
- * body's timeouts do not run meanwhile, so such a middleware must answer.
- * Head middleware runs in registration order, router-level first;
- * after-middleware still runs for the answer.  Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
+ * "100 Continue" is sent, before a buffered body is read and before the
+ * body limit, so that an authentication check can refuse an upload
+ * without receiving it: a request whose Content-Length is over the limit
+ * (the route's max_body_bytes, or the server's) gets the 401 of a head
+ * middleware that answers at once, not the server's 413, which comes only
+ * after every head middleware said HR_NEXT.  The body is not available
+ * then (hr_request_body is empty).  HR_NEXT goes on (the body is read,
+ * then the before-middleware and the handler run); HR_ANSWERED means it
+ * answered (or will): the body is not read but discarded (over HTTP/1.1
+ * up to 256 KiB that a Content-Length announces, see hr_body_cb in
+ * http.h), and the connection is closed after the answer when the client
+ * waits for 100 Continue or the body cannot be skipped (more than that,
+ * or chunked).  One that answers later, from another loop turn, has a
+ * body within the limit read and dropped meanwhile; a body over the limit
+ * that a Content-Length announces is held back until the answer (HTTP/1.1:
+ * not read; HTTP/2: the stream's window stays shut), and the body's
+ * timeouts do not run meanwhile, so such a middleware must answer.  Head
+ * middleware runs in registration order, router-level first;
+ * after-middleware still runs for the answer.  Returns 0, HR_EINVAL,
+ * HR_ENOMEM.  Any thread.
  */
 HR_EXTERN int hr_router_use_head(hr_router_t *router, const char *host, const char *prefix,
                                  hr_before_cb head, void *udata);
