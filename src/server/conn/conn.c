@@ -299,6 +299,10 @@ static void on_read(void *owner, ssize_t nread) {
  * head. */
 void hr__conn_output_failed(hr__conn_t *c, int err) {
   if (err == UV_EOF) hr__out_discard(c);
+  /* The peer reset the connection (seen on a write before any read, as
+   * when an HTTP/2 client leaves while the server sends a WINDOW_UPDATE):
+   * a request still arriving is a client abort. */
+  if (err == UV_ECONNRESET || err == UV_EPIPE) c->peer_left = 1;
   hr__conn_close(c);
 }
 
