@@ -3,8 +3,10 @@
  * Request bodies over HTTP/2 (h2c): a paused body keeps its stream's
  * flow-control window shut while the connection's stays open (RFC 9113
  * §5.2), so the other streams go on; the resume delivers what was held in
- * order; and a body under the pace is answered 408 on its stream.  The
- * HTTP/1.1 side is test_server_upload.c.
+ * order; a body under the pace is answered 408 on its stream; and a client
+ * that resets its stream in the middle of the body is a client abort
+ * (499).  The HTTP/1.1 side is test_server_upload.c and
+ * test_server_status.c.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -166,12 +168,78 @@ static void test_slow_stream_body_is_408(void **state) {
   expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
 }
 
+static atomic_int abort_piece, after_calls, after_status;
+
+static void abort_body(hr_request_t *req, hr_span_t chunk, int status, void *udata) {
+  (void)req;
+  (void)chunk;
+  if (status == 0) {
+    atomic_store(&abort_piece, 1);
+    return;
+  }
+  /* The client reset the stream: nothing was answered; the completing
+   * call returns HR_ECLOSED. */
+  if (hr_response_send(udata, 500, NULL, 0) != HR_ECLOSED) atomic_store(&after_status, -1);
+}
+
+static void h_abort(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)udata;
+  if (hr_request_read_body(req, abort_body, res) != 0) hr_response_send(res, 500, NULL, 0);
+}
+
+static void after_rec(hr_request_t *req, int status, void *udata) {
+  (void)req;
+  (void)udata;
+  if (atomic_load(&after_status) != -1) atomic_store(&after_status, status);
+  atomic_fetch_add(&after_calls, 1);
+}
+
+/* A client that resets its stream (RST_STREAM CANCEL) in the middle of the
+ * body: a client abort (issue 24), HR_STATUS_CLIENT_CLOSED to the
+ * after-middleware, counted in client_aborts and not in bad_requests;
+ * the connection serves the next request. */
+static void test_stream_reset_mid_body_is_499(void **state) {
+  fx_t *fx = *state;
+  hr_route_options_t ro;
+  hr_server_stats_t s;
+  h2c_request_t r;
+  int32_t id;
+  h2c_t *c;
+  atomic_store(&abort_piece, 0);
+  atomic_store(&after_calls, 0);
+  atomic_store(&after_status, 0);
+  assert_int_equal(hr_router_use(fx->router, NULL, "/up", NULL, after_rec, NULL), 0);
+  hr_route_options_init(&ro);
+  ro.body_mode = HR_BODY_STREAM;
+  fx_route_opts(fx, "POST", "/up", h_abort, NULL, &ro);
+  fx_route(fx, "GET", "/hello", ta_text, "hello");
+  h2fx_start(fx, 1);
+  c = h2fx_connect(fx, NULL);
+  memset(&r, 0, sizeof r);
+  r.method = "POST";
+  r.path = "/up";
+  r.open = 1;
+  id = h2c_submit(c, &r);
+  assert_true(id > 0);
+  assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
+  assert_int_equal(h2c_run(c, is_set, &abort_piece), 1);
+  assert_int_equal(nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL),
+                   0);
+  assert_int_equal(h2c_run(c, is_set, &after_calls), 1);
+  assert_int_equal(atomic_load(&after_status), HR_STATUS_CLIENT_CLOSED);
+  expect_h2(h2fx_request(c, "GET", "/hello"), 200, "hello");
+  fx_stats(fx, &s);
+  assert_int_equal(s.client_aborts, 1);
+  assert_int_equal(s.bad_requests, 0);
+}
+
 #define H2C(t) {#t, t, h2fx_setup_h2c, h2fx_teardown, NULL}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       H2C(test_pause_shuts_the_stream_window),
       H2C(test_slow_stream_body_is_408),
+      H2C(test_stream_reset_mid_body_is_499),
   };
   return cmocka_run_group_tests_name("h2_upload", tests, NULL, NULL);
 }

@@ -497,7 +497,7 @@ static void test_before_answers_for_router(void **state) {
   assert_int_equal(hr_router_set_answers(fx->router, NULL, &an), 0);
   assert_int_equal(hr_router_use(fx->router, NULL, NULL, mw_gate, mw_a, "A"), 0);
   fx_route(fx, "GET", "/x", ta_text, "x");
-  fx_route(fx, "POST", "/y", ta_text, "y"); /* so that POST /x is a 405, not a 501 */
+  fx_route(fx, "POST", "/y", ta_text, "y");
   fx_start(fx, 1);
   c = fx_connect(fx);
   assert_int_equal(rc_send_str(c, "GET /nowhere HTTP/1.1\r\nHost: a\r\nX-Deny: 1\r\n\r\n"), 0);
@@ -561,7 +561,8 @@ static void test_after_outcome(void **state) {
       {"GET /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", 0},
       {"HEAD /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK", 1},
       {"GET /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", 0},
-      {"DELETE /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 501 Not Implemented", 0},
+      {"DELETE /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 405 Method Not Allowed", 0},
+      {"BREW /o HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 501 Not Implemented", 0},
       {"GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400 Bad Request", 0},
   };
   fx_t *fx = *state;

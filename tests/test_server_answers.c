@@ -70,6 +70,7 @@ static void test_answers(void **state) {
   fx_route(fx, "POST", "/elsewhere", ta_text, "x");
   assert_int_equal(hr_router_group(fx->router, "admin.test", NULL, &g), 0);
   assert_int_equal(hr_group_add(g, "GET", "/panel", ta_text, "panel", NULL), 0);
+  assert_int_equal(hr_group_add(g, "POST", "/drop", ta_text, "drop", NULL), 0);
   assert_int_equal(hr_router_set_answers(fx->router, NULL, &a), 0);
   hr_answers_init(&b);
   b.not_found = h_json_404;
@@ -96,8 +97,12 @@ static void test_answers(void **state) {
           "Not Implemented\n", "text/plain");
   /* An absolute-form target's authority picks the table for the answers
    * that close the connection too: admin.test has no error_body. */
-  request(fx, "POST http://admin.test/panel HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n",
+  request(fx, "POST http://admin.test/drop HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n",
           "HTTP/1.1 413 Content Too Large", "Content Too Large\n", "text/plain");
+  /* A body over the limit to a path without the method: the router's
+   * answer comes first (issue 24), from that table too. */
+  request(fx, "POST http://admin.test/panel HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n",
+          "HTTP/1.1 405 Method Not Allowed", "Method Not Allowed\n", "text/plain");
   /* Redirects keep their text. */
   request(fx, "GET /items/../items/1 HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 301 Moved Permanently",
           "Moved Permanently\n", "text/plain");

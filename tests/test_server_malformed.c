@@ -3,7 +3,9 @@
  * Malformed requests and request-smuggling vectors (RFC 9112 §2.2, §3, §5,
  * §6.1, §6.3, §7.1; RFC 9110 §7.2): each gets exactly 400 Bad Request,
  * Connection: close, the connection closed, and no handler runs.  Table
- * driven; the server's bad_requests counter must count each one.
+ * driven; the server's bad_requests counter must count each one.  A well
+ * framed request whose path the router refuses gets its 400 too, but on
+ * the keep-alive path: the next request on the connection is answered.
  *
  * ctest-labels: tsan
  */
@@ -79,14 +81,6 @@ static const bad_case_t cases[] = {
     {"fragment in target", L("GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n")},
     {"DEL byte in target", L("GET /caf\x7f HTTP/1.1\r\nHost: a\r\n\r\n")},
     {"non-ASCII byte in the Host", L("GET /a HTTP/1.1\r\nHost: caf\xc3\xa9\r\n\r\n")},
-    /* path bytes that are no pchar (the router's check) */
-    {"backslash in path", L("GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n")},
-    {"brace in path", L("GET /a{b} HTTP/1.1\r\nHost: a\r\n\r\n")},
-    {"bracket in absolute-form path",
-     L("GET http://a/x[1] HTTP/1.1\r\nHost: a\r\n\r\n")},
-    /* a parameter value that would climb out of its directory */
-    {"dot-dot segment in a decoded value",
-     L("GET /files/..%2F..%2Fetc%2Fpasswd HTTP/1.1\r\nHost: a\r\n\r\n")},
     /* field lines (RFC 9112 §5) */
     {"space before colon", L("GET / HTTP/1.1\r\nHost: a\r\nX-A : b\r\n\r\n")},
     {"NUL in field value", L("GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n")},
@@ -105,6 +99,26 @@ static const bad_case_t cases[] = {
        "5\nhello\r\n0\r\n\r\n")},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
+
+/* Well framed, but a path the router refuses (router.h, rule 1): 400 on
+ * the keep-alive path, as a 404 (issue 24). */
+static const bad_case_t path_cases[] = {
+    /* path bytes that are no pchar (the router's check) */
+    {"backslash in path", L("GET /a\\b HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"brace in path", L("GET /a{b} HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"bracket in absolute-form path",
+     L("GET http://a/x[1] HTTP/1.1\r\nHost: a\r\n\r\n")},
+    /* a parameter value that would climb out of its directory */
+    {"dot-dot segment in a decoded value",
+     L("GET /files/..%2F..%2Fetc%2Fpasswd HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"escaped dot segment", L("GET /..%2fsecret.txt HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"malformed escape", L("GET /a%zz HTTP/1.1\r\nHost: a\r\n\r\n")},
+    {"escaped NUL", L("GET /a%00 HTTP/1.1\r\nHost: a\r\n\r\n")},
+    /* ...also with a body, which is read (and dropped) first */
+    {"refused path with a body",
+     L("POST /..%2fsecret.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")},
+};
+#define N_PATH_CASES (sizeof path_cases / sizeof path_cases[0])
 
 static fx_t *start(void **state) {
   fx_t *fx = *state;
@@ -144,6 +158,30 @@ static void test_malformed_table(void **state) {
   size_t i;
   for (i = 0; i < N_CASES; i++) expect_400_closed(fx, &cases[i], 0);
   expect_stat(fx, FX_BAD_REQUESTS, N_CASES);
+}
+
+/* A path the router refuses: 400 without Connection: close, no handler,
+ * and the next request on the connection is served. */
+static void test_refused_path_keeps_connection(void **state) {
+  fx_t *fx = start(state);
+  size_t i;
+  for (i = 0; i < N_PATH_CASES; i++) {
+    rc_t *c = fx_connect(fx);
+    rc_response_t r;
+    assert_int_equal(rc_send(c, path_cases[i].bytes, path_cases[i].len), 0);
+    assert_int_equal(rc_send_str(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    if (rc_read_response(c, &r, 0) != RC_OK ||
+        strcmp(r.status_line, "HTTP/1.1 400 Bad Request") != 0)
+      fail_msg("%s: status line \"%s\"", path_cases[i].name,
+               r.status_line ? r.status_line : "");
+    assert_string_equal(r.body, "Bad Request\n");
+    expect_no_field(&r, "Connection");
+    rc_response_free(&r);
+    expect_response(c, "HTTP/1.1 200 OK", "root", NULL);
+    fx_drop(fx, c);
+  }
+  assert_int_equal(ta_calls(), N_PATH_CASES); /* the GET / after each */
+  expect_stat(fx, FX_BAD_REQUESTS, N_PATH_CASES);
 }
 
 /* The same inputs one byte per read: detection must not depend on where
@@ -205,6 +243,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_malformed_table),
       T(test_malformed_table_bytewise),
+      T(test_refused_path_keeps_connection),
       T(test_valid_then_malformed),
       T(test_valid_near_misses),
   };

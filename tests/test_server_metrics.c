@@ -97,6 +97,7 @@ static void test_route_samples(void **state) {
   expect_sample(t.p, "hroute_connections_accepted_total", "1");
   expect_sample(t.p, "hroute_connections_active", "1");
   expect_sample(t.p, "hroute_bad_requests_total", "0");
+  expect_sample(t.p, "hroute_client_aborts_total", "0");
   expect_sample(t.p, "hroute_draining", "0");
   expect_sample(t.p, "hroute_route_requests_total{" ROUTE "}", "5");
   expect_sample(t.p, "hroute_route_responses_total{" ROUTE ",status=\"2xx\"}", "3");

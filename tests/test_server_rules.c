@@ -5,9 +5,11 @@
  * tests/routes/rules.in is sent over loopback to a server whose routes are
  * those of tests/routes/rules.routes, and its status, route, parameter
  * names and values, Allow and Location are compared with the router's
- * answer for the same request.  Raw UTF-8 targets, 501 for unknown
- * methods, the method taking part in the match and per-route parameter
- * names are all in that file.
+ * answer for the same request.  Raw UTF-8 targets, 405 and 404 for the
+ * standard methods and 501 for unknown ones, the method taking part in
+ * the match and per-route parameter names are all in that file; hello's
+ * routes (examples/hello.c) check the first on one connection, with the
+ * bad-request counter, which counts 4xx answers and not 501s.
  *
  * ctest-labels: tsan
  * ctest-protocols: h1 h2
@@ -141,7 +143,7 @@ static void test_server_answers_as_the_router(void **state) {
     checked++;
   }
   fclose(f);
-  assert_int_equal(checked, 42);
+  assert_int_equal(checked, 47);
   fx_stop(fx, 2000);
   for (i = 0; i < npatterns; i++) free(patterns[i]);
 }
@@ -212,11 +214,49 @@ static void test_param_names_outlive_the_table(void **state) {
   fx_drop(fx, c);
 }
 
+/* Issue 24: with hello's route (GET /hello/:name), every standard method
+ * (RFC 9110 §9, PATCH of RFC 5789) is 405 with Allow on its path and 404
+ * elsewhere, where it used to be 501 when no route registered it; "get"
+ * and FOO stay 501.  All on one connection (none ends it), and
+ * bad_requests counts the 4xx answers only. */
+static void test_standard_methods_405(void **state) {
+  static const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH", "TRACE"};
+  fx_t *fx = *state;
+  char req[128];
+  rc_response_t r;
+  rc_t *c;
+  size_t i;
+  fx_route(fx, "GET", "/hello/:name", h_route, "/hello/:name");
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  for (i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+    snprintf(req, sizeof req, "%s /hello/John HTTP/1.1\r\nHost: a\r\n\r\n", methods[i]);
+    assert_int_equal(rc_send_str(c, req), 0);
+    expect_response(c, "HTTP/1.1 405 Method Not Allowed", "Method Not Allowed\n", &r);
+    expect_field(&r, "Allow", "GET, HEAD, OPTIONS", 0);
+    rc_response_free(&r);
+    snprintf(req, sizeof req, "%s /nowhere HTTP/1.1\r\nHost: a\r\n\r\n", methods[i]);
+    assert_int_equal(rc_send_str(c, req), 0);
+    expect_response(c, "HTTP/1.1 404 Not Found", "Not Found\n", &r);
+    expect_no_field(&r, "Allow");
+    rc_response_free(&r);
+  }
+  assert_int_equal(rc_send_str(c, "get /hello/John HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 501 Not Implemented", "Not Implemented\n", NULL);
+  assert_int_equal(rc_send_str(c, "FOO /nowhere HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 501 Not Implemented", "Not Implemented\n", NULL);
+  assert_int_equal(rc_send_str(c, "GET /hello/John HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", "/hello/:name|name=John", NULL);
+  expect_stat(fx, FX_BAD_REQUESTS, 10); /* five 405s, five 404s, no 501 */
+  fx_drop(fx, c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_server_answers_as_the_router, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_allow_outlives_its_table, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_param_names_outlive_the_table, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_standard_methods_405, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

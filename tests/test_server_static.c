@@ -432,7 +432,7 @@ static void test_prefix_and_changes(void **state) {
   get(fx, REQ("GET /assets/sub/"), "HTTP/1.1 200 OK", "sub home", &r);
   rc_response_free(&r);
   get_status(fx, REQ("GET /digits.txt"), "HTTP/1.1 404 Not Found");
-  get_status(fx, REQ("POST /assets/index.html"), "HTTP/1.1 501 Not Implemented");
+  get_status(fx, REQ("POST /assets/index.html"), "HTTP/1.1 405 Method Not Allowed");
   /* The file changes: its length and tag follow (a second's mtime apart). */
   put_str("change.txt", "one");
   snprintf(path, sizeof path, "%s/change.txt", root);

@@ -7,7 +7,8 @@
  * text,
  * binary and fragmented messages with a ping between the fragments, the
  * close handshake both ways, the connection failed with 1002 (unmasked),
- * 1007 (bad UTF-8) and 1009 (over the route's limit), ping and idle
+ * 1007 (bad UTF-8) and 1009 (over the route's limit, at the frame's
+ * header when it declares more), ping and idle
  * timeouts, pause with messages held across it, a send posted from
  * another thread, backpressure through the drain callback, the owner's
  * argument errors, and the close 1001 of a graceful shutdown.
@@ -916,6 +917,44 @@ static void test_failures(void **state) {
   ev_destroy(&closed_ev);
 }
 
+/* A frame header that declares 4 GiB is refused with 1009 as soon as its
+ * length is in: the 10 bytes up to it (no mask key, no payload byte), or
+ * all 14 of a header, or those bytes one at a time (issue 24; wslay hands
+ * a header over only with a payload byte).  A header that fits waits for
+ * its payload and is served. */
+static void test_huge_frame_refused_at_header(void **state) {
+  static const unsigned char huge[14] = {0x82, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4};
+  fx_t *fx = *state;
+  size_t k, sizes[3] = {10, 14, 10};
+  rc_t *c;
+  start(fx);
+  for (k = 0; k < 3; k++) {
+    c = open_ws(fx, "");
+    if (k < 2)
+      assert_int_equal(rc_send(c, huge, sizes[k]), 0);
+    else
+      assert_int_equal(rc_send_bytewise(c, huge, sizes[k], 1000), 0);
+    expect_close(c, 1009, "");
+    expect_end(c);
+    fx_drop(fx, c);
+    assert_true(ev_wait(&closed_ev, k + 1, RC_TIMEOUT_MS));
+  }
+  /* 70000 bytes declared, the route's limit: the header alone is no
+   * refusal, and its payload is echoed. */
+  c = open_ws(fx, "");
+  {
+    static char full[70000];
+    memset(full, 'f', sizeof full);
+    send_frame(c, 1, 2, full, sizeof full);
+    read_frame(c, &fr);
+    assert_int_equal(fr.opcode, 2);
+    assert_int_equal(fr.len, sizeof full);
+  }
+  fx_drop(fx, c);
+  assert_true(ev_wait(&closed_ev, 4, RC_TIMEOUT_MS));
+  ev_destroy(&closed_ev);
+}
+
 static void fast_ping(hr_websocket_options_t *o) {
   o->ping_interval_ms = 20;
   o->ping_timeout_ms = 20;
@@ -1046,6 +1085,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_echoes_before_close, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_many_fragments, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_failures, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_huge_frame_refused_at_header, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_ping_timeout, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_idle_timeout, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_pause_post_and_backpressure, fx_setup, fx_teardown),

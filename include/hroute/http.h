@@ -224,9 +224,29 @@ HR_EXTERN hr_span_t hr_request_allow(const hr_request_t *req);
  */
 HR_EXTERN hr_span_t hr_request_id(const hr_request_t *req);
 
+/**
+ * The status reported, never sent, for a request whose client went away
+ * while sending it (nginx's 499, "client closed request"; no RFC): it
+ * closed or reset the connection (HTTP/2: reset its stream, or closed or
+ * reset the connection) in the middle of the request's body, before any
+ * answer went out.  No response is written -- nobody is left to read it --
+ * and none is counted as answered: the after-middleware (hr_after_cb)
+ * get it as their `status`, hr_request_outcome() as hr_outcome_t.status
+ * (with completed 0), the access log as its status, and the route's
+ * counters (when its handler or head middleware ran) as a 4xx; the server
+ * counts it in hr_server_stats_t.client_aborts, not in bad_requests.  A
+ * streaming handler still hears of it through its body callback
+ * (HR_ECLOSED) and abort callback.  A client that goes away after its
+ * request was whole, while the handler answers, is reported as before (0
+ * when nothing was sent).
+ */
+#define HR_STATUS_CLIENT_CLOSED 499
+
 /** What went out for a request, once its exchange ended. */
 typedef struct hr_outcome_s {
-  int status;           /**< the status line sent; 0 when none was */
+  int status;           /**< the status line sent; 0 when none was;
+                           HR_STATUS_CLIENT_CLOSED (499) when the client
+                           went away mid-request, and nothing was sent */
   int completed;        /**< 1: the response completed; 0: the exchange was
                            lost first (status and bytes say how far it got) */
   uint64_t bytes;       /**< body bytes queued for the client (none for HEAD

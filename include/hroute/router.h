@@ -38,11 +38,15 @@
  *      would redirect to a 400 (a segment with ".." between %2F escapes,
  *      see below).  With HR_CLEAN_REJECT, a path that needs cleaning (step
  *      3) gives 400 here too.
- *   2. A method that no route of the router (any host, any path)
- *      registers, other than GET, HEAD and OPTIONS, gives 501 (RFC 9110
- *      §9.1, §15.6.2), whatever the path; a "*" route registers every
- *      method, so with one there is no 501.  Methods are case-sensitive
- *      tokens: "get" is an extension method, not GET.
+ *   2. The standard methods, those of RFC 9110 §9 (GET, HEAD, POST, PUT,
+ *      DELETE, CONNECT, OPTIONS, TRACE) and PATCH (RFC 5789), are always
+ *      known: a path that some route matches but none for the method is a
+ *      405 (§15.5.6, step 5), any other a 404 (step 6), registered or not.
+ *      Another method that no route of the router (any host, any path)
+ *      registers gives 501 (§15.6.2: a method the server does not
+ *      recognise), whatever the path; a "*" route registers every method,
+ *      so with one there is no 501.  Methods are case-sensitive tokens:
+ *      "get" is an extension method, not GET.
  *   3. Dot segments ("." ".." and their %2e forms) and empty segments ("//")
  *      are never routed: the path is cleaned (remove_dot_segments, RFC 3986
  *      §5.2.4, and "//" collapsed) and the answer is a redirect to the clean
@@ -208,7 +212,9 @@ typedef hr_next_t (*hr_before_cb)(hr_request_t *req, hr_response_t *res,
 
 /**
  * Runs after the response completed (queued for writing), on the loop
- * thread: `status` is the status sent, or 0 when the exchange was lost
+ * thread: `status` is the status sent, HR_STATUS_CLIENT_CLOSED (499, http.h)
+ * when the client went away in the middle of the request's body before any
+ * answer (nothing was sent), or 0 when the exchange was lost otherwise
  * before a response completed.  For logging and metrics; the response can
  * no longer change.  Every answer passes: a matched route's after-chain
  * (also when the server answered before the chain ran: a typed parameter
@@ -329,13 +335,16 @@ typedef struct hr_route_options_s {
    * HR_BODY_STREAM. */
   hr_body_mode_t body_mode;
   /** Constant response fields sent with every response of this route, for
-   * example Content-Type.  Copied and pre-rendered at registration; names must
-   * be tokens, values must not contain CR, LF or NUL, and Date,
-   * Content-Length, Transfer-Encoding and Connection are the server's (all
-   * HR_EINVAL).  A handler that adds a field of the same name (ASCII case
-   * aside) replaces it: its own lines of that name go out instead.  A
-   * handler's own fields are all sent, repeated ones too (Set-Cookie,
-   * Link, Vary...). */
+   * example Content-Type, except that a 204 or 304 response, which has no
+   * content, leaves out Content-Type, Content-Encoding and Content-Language
+   * (RFC 9110 §8.3-8.5, §15.3.5, §15.4.5; both sets are pre-rendered, so
+   * either costs nothing per request).  Copied and pre-rendered at
+   * registration; names must be tokens, values must not contain CR, LF or
+   * NUL, and Date, Content-Length, Transfer-Encoding and Connection are
+   * the server's (all HR_EINVAL).  A handler that adds a field of the
+   * same name (ASCII case aside) replaces it: its own lines of that name
+   * go out instead.  A handler's own fields are all sent, repeated ones
+   * too (Set-Cookie, Link, Vary...). */
   const hr_field_t *fields;
   size_t nfields; /**< entries in fields */
   /** When non-NULL and registration fails, filled with the details. */
@@ -568,15 +577,26 @@ HR_EXTERN int hr_group_use(hr_group_t *group, hr_before_cb before,
 /**
  * Head middleware: `head` runs as soon as the header section of a request
  * for a covered route is complete (same coverage as hr_router_use), before
- * "100 Continue" is sent and before a buffered body is read, so that an
- * authentication check can refuse an upload without receiving it.  The
- * body is not available then (hr_request_body is empty).  HR_NEXT goes on
- * (the body is read, then the before-middleware and the handler run);
- * HR_ANSWERED means it answered (or will): the body is not read but
- * discarded, and the connection is closed after the answer when the client
- * waits for 100 Continue or the body cannot be skipped.  Head middleware
- * runs in registration order, router-level first; after-middleware still
- * runs for the answer.  Returns 0, HR_EINVAL, HR_ENOMEM.  Any thread.
+ * "100 Continue" is sent, before a buffered body is read and before the
+ * body limit, so that an authentication check can refuse an upload
+ * without receiving it: a request whose Content-Length is over the limit
+ * (the route's max_body_bytes, or the server's) gets the 401 of a head
+ * middleware that answers at once, not the server's 413, which comes only
+ * after every head middleware said HR_NEXT.  The body is not available
+ * then (hr_request_body is empty).  HR_NEXT goes on (the body is read,
+ * then the before-middleware and the handler run); HR_ANSWERED means it
+ * answered (or will): the body is not read but discarded (over HTTP/1.1
+ * up to 256 KiB that a Content-Length announces, see hr_body_cb in
+ * http.h), and the connection is closed after the answer when the client
+ * waits for 100 Continue or the body cannot be skipped (more than that,
+ * or chunked).  One that answers later, from another loop turn, has a
+ * body within the limit read and dropped meanwhile; a body over the limit
+ * that a Content-Length announces is held back until the answer (HTTP/1.1:
+ * not read; HTTP/2: the stream's window stays shut), and the body's
+ * timeouts do not run meanwhile, so such a middleware must answer.  Head
+ * middleware runs in registration order, router-level first;
+ * after-middleware still runs for the answer.  Returns 0, HR_EINVAL,
+ * HR_ENOMEM.  Any thread.
  */
 HR_EXTERN int hr_router_use_head(hr_router_t *router, const char *host, const char *prefix,
                                  hr_before_cb head, void *udata);
@@ -598,7 +618,8 @@ typedef struct hr_match_s {
   /** 200: `route` answers (or, with route NULL, the router answers OPTIONS
    * with `allow`); 301 or 308: redirect to `location`; 400: a malformed or
    * unsafe target (see the matching rules above); 404: no route; 405: see
-   * `allow`; 501: no route registers the method. */
+   * `allow`; 501: a method that is not standard and that no route
+   * registers (rule 2 above). */
   int status;
   /** The route (status 200 with a registered route), else NULL.  Valid
    * until the read-side section around the match ends, also when the route

@@ -548,9 +548,13 @@ typedef struct hr_server_stats_s {
   /** Connections open now, upgraded ones included. */
   uint64_t connections_active;
   uint64_t connections_rejected; /**< over max_connections */
-  /** Requests answered 4xx by the server itself, and connections closed
-   * at a PROXY header (malformed, from an untrusted peer, or missing when
-   * required), which get no answer and no log line. */
+  /** Requests answered 4xx by the server itself (400, 404, 405, 408, 413,
+   * 431...; never a 5xx: not the 501 for a method or transfer coding it
+   * does not implement, nor a 503), HTTP/2 connections ended for a protocol
+   * error of the client's, and connections closed at a PROXY header
+   * (malformed, from an untrusted peer, or missing when required), which
+   * get no answer and no log line.  A client that went away mid-request
+   * is not one (client_aborts). */
   uint64_t bad_requests;
   /** Times a worker stopped accepting for 100 ms because the process was
    * out of file descriptors (EMFILE/ENFILE); one connection is accepted
@@ -580,6 +584,13 @@ typedef struct hr_server_stats_s {
   /** HTTP bytes written to connections (TLS: the plaintext; upgraded
    * streams included). */
   uint64_t bytes_sent;
+  /** Requests whose client went away while sending them: it closed or
+   * reset the connection (HTTP/2: reset the stream, or closed or reset the
+   * connection) in the middle of the body, before any answer went out.
+   * Nothing is sent; the after-middleware, hr_request_outcome() and the
+   * access log report HR_STATUS_CLIENT_CLOSED (499, http.h).  Not
+   * counted in bad_requests. */
+  uint64_t client_aborts;
 } hr_server_stats_t;
 
 /** Fills *out.  Any thread. */
@@ -593,15 +604,16 @@ HR_EXTERN void hr_server_stats(const hr_server_t *server,
  * calling thread).  Families, each with HELP and TYPE:
  *   hroute_requests_total, hroute_connections_accepted_total,
  *   hroute_connections_rejected_total, hroute_bad_requests_total,
- *   hroute_received_bytes_total, hroute_sent_bytes_total,
- *   hroute_responses_abandoned_total, hroute_accept_pauses_total,
+ *   hroute_client_aborts_total, hroute_received_bytes_total,
+ *   hroute_sent_bytes_total, hroute_responses_abandoned_total,
+ *   hroute_accept_pauses_total,
  *   hroute_allocations_total (counters, as hr_server_stats_t);
  *   hroute_connections_active, hroute_exchanges_in_use, hroute_draining
  *   (gauges);
  *   hroute_route_requests_total{host,route,method} (counter);
  *   hroute_route_responses_total{host,route,method,status} (counter;
  *   status is "1xx".."5xx", or "none" for exchanges lost before a
- *   response);
+ *   response; a client abort, HR_STATUS_CLIENT_CLOSED, counts as "4xx");
  *   hroute_route_duration_seconds{host,route,method} (histogram: buckets
  *   le = 2^i microseconds, i = 0..22, in seconds, then +Inf; _sum in
  *   seconds with microsecond resolution; _count).

@@ -17,7 +17,10 @@
  *     a code not allowed on the wire): the server sends close 1002 and
  *     closes the connection (§7.1.7).
  *   - A text message (or close reason) that is not UTF-8: 1007 (§8.1).
- *   - A message longer than max_message_bytes: 1009.
+ *   - A message longer than max_message_bytes: 1009, counted by the
+ *     lengths frames declare: a frame whose header says the message will
+ *     be longer is refused as soon as its length is in, before its mask
+ *     key and payload (a 4 GiB frame's first 10 bytes suffice).
  *   - The peer's close: answered with the same code (§5.5.1), then the
  *     server closes the TCP connection (§7.1.1).  Whichever way it ends,
  *     output the peer does not take within close_timeout_ms of the end

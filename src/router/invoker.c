@@ -61,6 +61,7 @@ int hr__invoker_new(hr__mem_t *m, hr__core_t *core, const hr__mwlist_t *mws,
   inv->handler = core->handler;
   inv->udata = core->udata;
   inv->head = core->head;
+  inv->head_bodiless = core->head_bodiless;
   inv->max_body_bytes = core->max_body_bytes;
   inv->body_mode = core->body_mode;
   inv->ctx_scope = core->ctx_scope;

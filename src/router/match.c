@@ -307,17 +307,15 @@ static int query_ok(hr_span_t q) {
   return 1;
 }
 
-/* Whether some route of the table (any host) registers `method`, or it is
- * GET, HEAD or OPTIONS: otherwise 501 (RFC 9110 §9.1, §15.6.2), whatever
- * the path.  Methods are case-sensitive: "get" is an
- * extension method. */
+/* Whether the router knows `method`: one of RFC 9110 §9's methods (GET,
+ * HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE) or PATCH (RFC 5789),
+ * which a path without a route for it answers 405 (§15.5.6) and an unknown
+ * path 404, or one that some route of the table (any host) registers.
+ * Otherwise 501 (§15.6.2), whatever the path.  Methods are case-sensitive:
+ * "get" is an extension method. */
 static int method_known_slow(const hr__table_t *t, hr_span_t method, int mid) {
   size_t lo, hi;
-  if (t->any_method) return 1;
-  /* GET and HEAD are always implemented (RFC 9110 §9.1: every
-   * general-purpose server supports them): without a route, 404 or 405. */
-  if (mid >= 0)
-    return mid <= HR__M_HEAD || mid == HR__M_OPTIONS || ((t->std_methods >> mid) & 1);
+  if (mid >= 0 || t->any_method) return 1; /* the HR__M_* ids are those nine */
   lo = 0;
   hi = t->n_ext_methods;
   while (lo < hi) { /* the list is sorted by bytes, then length */
@@ -337,7 +335,7 @@ static int method_known_slow(const hr__table_t *t, hr_span_t method, int mid) {
 }
 
 static inline int method_known(const hr__table_t *t, hr_span_t method, int mid) {
-  return mid == HR__M_GET || method_known_slow(t, method, mid);
+  return mid >= 0 || method_known_slow(t, method, mid);
 }
 
 /* The path matched, but no route of any specificity answers the method:

@@ -183,11 +183,40 @@ static int field_ok(const hr_field_t *f) {
 }
 
 
-/* Pre-renders the constant fields as "Name: value\r\n" lines. */
+/* Whether a constant field describes content (RFC 9110 §8.3-8.5:
+ * Content-Type, Content-Encoding, Content-Language), which a response
+ * without any (204, 304) does not carry. */
+static int is_content_field(hr_span_t name) {
+  return hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Type")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Encoding")) ||
+         hr_span_eq_nocase(name, HR_SPAN_LIT("Content-Language"));
+}
+
+/* Renders the fields of `o` as "Name: value\r\n" lines at p, those that
+ * describe content only when `content`.  Returns the end. */
+static char *put_fields(char *p, const hr_route_options_t *o, int content) {
+  size_t i;
+  for (i = 0; i < o->nfields; i++) {
+    if (!content && is_content_field(o->fields[i].name)) continue;
+    memcpy(p, o->fields[i].name.ptr, o->fields[i].name.len);
+    p += o->fields[i].name.len;
+    *p++ = ':';
+    *p++ = ' ';
+    memcpy(p, o->fields[i].value.ptr, o->fields[i].value.len);
+    p += o->fields[i].value.len;
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  return p;
+}
+
+/* Pre-renders the constant fields as "Name: value\r\n" lines, twice in
+ * one block: all of them (head), then without the content fields
+ * (head_bodiless, for 204 and 304). */
 static int render_head(hr__mem_t *m, hr__core_t *rt,
                        const hr_route_options_t *o, hr_route_error_t *err) {
   size_t i, len = 0;
-  char *p;
+  char *p, *q;
   if (o->nfields > 0 && o->fields == NULL)
     return fail(err, HR_EINVAL, "nfields without fields", 0);
   for (i = 0; i < o->nfields; i++) {
@@ -203,20 +232,13 @@ static int render_head(hr__mem_t *m, hr__core_t *rt,
     len += o->fields[i].name.len + 2 + o->fields[i].value.len + 2;
   }
   if (len == 0) return 0;
-  p = hr__mem_alloc(m, len);
+  p = hr__mem_alloc(m, 2 * len);
   if (p == NULL) return fail(err, HR_ENOMEM, "out of memory", 0);
   rt->head.ptr = p;
   rt->head.len = len;
-  for (i = 0; i < o->nfields; i++) {
-    memcpy(p, o->fields[i].name.ptr, o->fields[i].name.len);
-    p += o->fields[i].name.len;
-    *p++ = ':';
-    *p++ = ' ';
-    memcpy(p, o->fields[i].value.ptr, o->fields[i].value.len);
-    p += o->fields[i].value.len;
-    *p++ = '\r';
-    *p++ = '\n';
-  }
+  q = put_fields(p, o, 1);
+  rt->head_bodiless.ptr = q;
+  rt->head_bodiless.len = (size_t)(put_fields(q, o, 0) - q);
   return 0;
 }
 

@@ -88,6 +88,8 @@ typedef struct hr__core_s {
                                       parameters carry the names of the route
                                       that matched) */
   hr_span_t head;          /* pre-rendered constant fields, "N: V\r\n"... */
+  hr_span_t head_bodiless; /* the same without Content-Type, -Encoding and
+                              -Language, for 204 and 304 (head's block) */
   uint64_t max_body_bytes; /* 0: server default */
   hr_body_mode_t body_mode;
   hr_param_type_t ptypes[HR_MAX_PARAMS];
@@ -146,7 +148,7 @@ struct hr_route_s {
   /* hot copies of core fields */
   hr_handler_cb handler;
   void *udata;
-  hr_span_t head;
+  hr_span_t head, head_bodiless;
   uint64_t max_body_bytes;
   hr_body_mode_t body_mode;
   hr_context_scope_t ctx_scope;
@@ -281,10 +283,9 @@ typedef struct hr__table_s {
   size_t nhosts;
   size_t nodes;
   size_t bytes;
-  /* Every method some route of some host registers: standard ones by id,
-   * extension ones sorted (a leaf's ext_named indexes them); any_method:
-   * some "*" route.  A method outside them is answered 501. */
-  uint16_t std_methods;
+  /* The extension methods some route of some host registers, sorted (a
+   * leaf's ext_named indexes them); any_method: some "*" route.  A method
+   * that is neither standard (HR__M_*) nor among them is answered 501. */
   int any_method;
   const hr_span_t *ext_methods;
   size_t n_ext_methods;

@@ -534,10 +534,7 @@ int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
     fz.nodes_count = 0;
     t->ext_methods = text_ext;
     t->n_ext_methods = n_ext;
-    for (i = 0; i < n; i++) {
-      t->std_methods |= routes[i]->core->std_methods;
-      t->any_method |= routes[i]->core->any_method;
-    }
+    for (i = 0; i < n; i++) t->any_method |= routes[i]->core->any_method;
     for (i = 0; i < nh; i++) {
       hr__host_t *h = i == 0 ? &t->def : &hosts[i - 1];
       char *name = bump(&fz.nodes, hb[i].name.len + 1), *text;

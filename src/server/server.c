@@ -848,6 +848,7 @@ void hr_server_stats(const hr_server_t *s, hr_server_stats_t *out) {
     out->connections_accepted +=
         atomic_load_explicit(&w->st_accepted, memory_order_relaxed);
     out->bad_requests += atomic_load_explicit(&w->st_bad, memory_order_relaxed);
+    out->client_aborts += atomic_load_explicit(&w->st_client_aborts, memory_order_relaxed);
     out->accept_pauses +=
         atomic_load_explicit(&w->st_accept_pauses, memory_order_relaxed);
     out->exchanges_in_use += hr__pool_in_use(&w->xpool);

@@ -101,6 +101,7 @@ int hr__worker_init(hr__worker_t *w, hr_server_t *s, uv_loop_t *loop) {
   atomic_init(&w->st_requests, 0);
   atomic_init(&w->st_accepted, 0);
   atomic_init(&w->st_bad, 0);
+  atomic_init(&w->st_client_aborts, 0);
   atomic_init(&w->st_accept_pauses, 0);
   atomic_init(&w->st_bytes_received, 0);
   atomic_init(&w->st_bytes_sent, 0);

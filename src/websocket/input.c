@@ -12,7 +12,8 @@
  *     binary frame only outside one (1002); control frames may come
  *     between fragments.
  *   - The message limit counts declared lengths, before any byte of the
- *     payload is stored: 1009.
+ *     payload is stored: 1009, as soon as a frame's length is in, without
+ *     waiting for its mask key or payload (header_refusal).
  *   - §8.1: a text message must be UTF-8, checked when it is whole (1007).
  *   - §5.5: a ping is answered with a pong of its payload; a pong proves
  *     the peer alive; a close frame is checked (§7.4: its code, its reason
@@ -61,27 +62,57 @@ static void msg_reset(hr_websocket_t *ws) {
   }
 }
 
-/* The first chunk of a frame: its header is known. */
-static int frame_start(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
-  int op = io->opcode;
-  if (io->rsv != 0 || !io->mask) return HR__WS_PROTOCOL;
-  if (op >= 8) {
-    if (op != WSLAY_CONNECTION_CLOSE && op != WSLAY_PING && op != WSLAY_PONG)
-      return HR__WS_PROTOCOL;
-    ws->ctrl_op = (uint8_t)op;
-    ws->ctrl_len = 0;
-    return 0;
-  }
+/* What a frame with this header is refused with: a close code, or 0.
+ * Changes nothing (frame_start, header_refusal). */
+static int frame_check(const hr_websocket_t *ws, int op, int rsv, int mask, uint64_t len) {
+  if (rsv != 0 || !mask) return HR__WS_PROTOCOL;
+  if (op >= 8)
+    return op == WSLAY_CONNECTION_CLOSE || op == WSLAY_PING || op == WSLAY_PONG
+               ? 0
+               : HR__WS_PROTOCOL;
   if (op == WSLAY_CONTINUATION_FRAME) {
     if (ws->msg_type == 0) return HR__WS_PROTOCOL;
   } else if (op == WSLAY_TEXT_FRAME || op == WSLAY_BINARY_FRAME) {
     if (ws->msg_type != 0) return HR__WS_PROTOCOL;
-    ws->msg_type = op == WSLAY_TEXT_FRAME ? HR_WS_TEXT : HR_WS_BINARY;
   } else {
     return HR__WS_PROTOCOL;
   }
-  if (io->payload_length > ws->max_message - ws->msg_len) return HR__WS_TOO_BIG;
+  /* A new message starts with msg_len 0 (msg_reset). */
+  return len > ws->max_message - ws->msg_len ? HR__WS_TOO_BIG : 0;
+}
+
+/* The first chunk of a frame: its header is known. */
+static int frame_start(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
+  int op = io->opcode, rc = frame_check(ws, op, io->rsv, io->mask, io->payload_length);
+  if (rc != 0) return rc;
+  if (op >= 8) {
+    ws->ctrl_op = (uint8_t)op;
+    ws->ctrl_len = 0;
+  } else if (op != WSLAY_CONTINUATION_FRAME) {
+    ws->msg_type = op == WSLAY_TEXT_FRAME ? HR_WS_TEXT : HR_WS_BINARY;
+  }
   return 0;
+}
+
+/* wslay hands a frame's header over only with its first payload byte, so
+ * a frame that declares more than the message limit would wait for one
+ * (and a peer that never sends it would hold the connection).  When wslay
+ * wants more bytes between frames, what it holds is the next frame's
+ * header, in part: the last given - taken bytes it was given, which
+ * ws->tail keeps.  Once its length is in, the header is checked as
+ * frame_start will check it.  Returns a close code, or 0. */
+static int header_refusal(const hr_websocket_t *ws) {
+  uint64_t k = ws->given - ws->taken, len;
+  const uint8_t *h;
+  size_t ext, i;
+  if (ws->in_frame || k < 2 || k > sizeof ws->tail) return 0;
+  h = ws->tail + sizeof ws->tail - k;
+  len = h[1] & 0x7f;
+  ext = len == 126 ? 2 : len == 127 ? 8 : 0;
+  if (k < 2 + ext) return 0;
+  if (ext > 0)
+    for (len = 0, i = 0; i < ext; i++) len = len << 8 | h[2 + i];
+  return frame_check(ws, h[0] & 0x0f, (h[0] >> 4) & 7, (h[1] & 0x80) != 0, len);
 }
 
 static int close_frame(hr_websocket_t *ws) {
@@ -193,7 +224,11 @@ static void pump(hr_websocket_t *ws) {
     int rc;
     memset(&io, 0, sizeof io);
     r = wslay_frame_recv(ws->fc, &io);
-    if (r == WSLAY_ERR_WANT_READ) break;
+    if (r == WSLAY_ERR_WANT_READ) {
+      rc = header_refusal(ws); /* a header that waits for its payload */
+      if (rc > 0) hr__ws_fail(ws, (uint16_t)rc);
+      break;
+    }
     if (r < 0) { /* a control frame fragmented or over 125 bytes, a long length */
       hr__ws_fail(ws, HR__WS_PROTOCOL);
       break;
@@ -238,6 +273,13 @@ ssize_t hr__ws_recv_cb(uint8_t *buf, size_t len, int flags, void *user) {
   (void)flags;
   if (n == 0) return -1; /* wslay_frame_recv answers WSLAY_ERR_WANT_READ */
   memcpy(buf, ws->in, n);
+  /* The last bytes given, for header_refusal. */
+  if (n >= sizeof ws->tail) {
+    memcpy(ws->tail, buf + n - sizeof ws->tail, sizeof ws->tail);
+  } else {
+    memmove(ws->tail, ws->tail + n, sizeof ws->tail - n);
+    memcpy(ws->tail + sizeof ws->tail - n, buf, n);
+  }
   ws->given += n;
   ws->in += n;
   ws->in_len -= n;

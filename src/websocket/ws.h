@@ -60,6 +60,8 @@ struct hr_websocket_s {
   size_t held_len;
   uint64_t frame_got;           /* payload bytes of the current frame so far */
   uint64_t given, taken;        /* bytes given to wslay; of whole headers and payloads */
+  uint8_t tail[14];             /* the last bytes given to wslay: the longest
+                                   frame header (input.c, header_refusal) */
   uint8_t msg_type;             /* HR_WS_TEXT/BINARY being assembled, or 0 */
   uint8_t ctrl_op;              /* the control frame being read */
   uint8_t ctrl_len;

@@ -37,9 +37,12 @@
  *    obs-fold or an empty name in the chunked framing, and chunk data not
  *    followed by CRLF (llhttp 8.1 skips the two bytes after chunk data
  *    unread); a trailer section over the field count or the header limit
- *    (431, judged at each line's end).  The router's path rules
- *    ("malformed or unsafe path") are the router's, checked by
- *    fuzz_router, and accepted as they come.
+ *    (431, judged at each line's end).  The router's path rules are the
+ *    router's, checked by fuzz_router: a path it refuses is a 400 on the
+ *    keep-alive path, as a 404 is (framing is not in doubt), so the
+ *    connection must go on as llhttp's does.  A message that the input
+ *    ends inside of is cut short, as hroute logs it: a header section
+ *    (400 and close) or a body (a client abort, no answer).
  *  - hroute reads a header section whole before llhttp sees it: where
  *    llhttp rejects a section part-way, hroute may still be waiting for
  *    its end when the input stops.
@@ -51,7 +54,10 @@
  *    that body's bytes, which llhttp may find complete, incomplete or
  *    malformed, are not judged; the same after a message with
  *    Transfer-Encoding answered before its body (/stream): an early
- *    answer ends a chunked body by closing (http.h).  A Connection
+ *    answer ends a chunked body by closing (http.h); and after the
+ *    router's answer to a request whose Content-Length is over the body
+ *    limit, given before its body, which is skipped up to 256 KiB and
+ *    otherwise ends the connection.  A Connection
  *    field among the trailers ends the connection for llhttp but not for
  *    hroute: trailers do not change how the connection is handled (RFC
  *    9110 §6.5.1).
@@ -139,9 +145,19 @@ static void sink(void *ctx, const char *p, size_t n) {
 static void on_log(void *ctx, hr_log_level_t level, const char *msg) {
   static const char pre[] = "answered ";
   static const char mid[] = " and closing the connection: ";
+  static const char left[] = "client closed the connection in the middle of a body";
   const char *p;
   (void)ctx;
   (void)level;
+  if (cur != NULL && strcmp(msg, left) == 0) {
+    /* The input ended inside a body: no answer (a client abort), the
+     * message is cut short as for a header section. */
+    cur->pending_fail = 1;
+    cur->pending_status = 0; /* the access log's status stays */
+    snprintf(cur->pending_reason, sizeof cur->pending_reason,
+             "connection closed in the middle of a body");
+    return;
+  }
   if (cur == NULL || strncmp(msg, pre, sizeof pre - 1) != 0) return;
   p = strstr(msg, mid);
   if (p == NULL) return;
@@ -161,7 +177,7 @@ static void on_access(void *ctx, const char *line, size_t len, const hr_access_e
   m->status = e->status;
   if (cur->pending_fail) {
     m->failed = 1;
-    m->status = cur->pending_status;
+    if (cur->pending_status != 0) m->status = cur->pending_status;
     memcpy(m->reason, cur->pending_reason, sizeof m->reason);
     cur->pending_fail = 0;
   }
@@ -684,7 +700,6 @@ static int own_check_holds(const char *reason, const l_msg_t *m, const char *p, 
     }
     return 0;
   }
-  if (strcmp(reason, "malformed or unsafe path") == 0) return head;
   if (strcmp(reason, "body larger than the limit") == 0)
     return head && ((m->has_length && m->content_length > MAX_BODY) || m->body_data > MAX_BODY);
   if (strcmp(reason, "chunk larger than the body limit") == 0)
@@ -753,6 +768,11 @@ static void compare_llhttp(const char *p, size_t size, const h_run_t *r) {
      * judged.  A Content-Length body is read and dropped (up to 256 KiB,
      * more than an input here holds), so it is judged as any other. */
     early = early || (m.head_done && m.te && hr_span_eq(m.target, HR_SPAN_LIT("/stream")));
+    /* A Content-Length over the limit: a 413 (one of hroute's own checks)
+     * or, for a request no route takes, the router's answer at once,
+     * before the body (issue 24), which then ends the connection when more
+     * than 256 KiB of it is left to skip. */
+    early = early || (m.head_done && m.has_length && m.content_length > MAX_BODY);
     if (trace) {
       fprintf(stderr, "message %zu: llhttp %s", k, l_name(&m));
       if (m.outcome == L_REJECT) fprintf(stderr, " (%s)", m.reason ? m.reason : "");

@@ -23,8 +23,9 @@
  * names a route or carries Allow, a redirect has a Location starting with
  * '/', and following a redirect never redirects to the same Location again.
  * A redirect never leads to a 400.  A reference matcher (below) checks
- * the rules of router.h: 501 exactly for a method no accepted route
- * registers (GET, HEAD, OPTIONS aside); a 404 only when no accepted pattern
+ * the rules of router.h: 501 exactly for a method that is not standard
+ * (RFC 9110 §9's and PATCH never are 501) and that no accepted route
+ * registers; a 404 only when no accepted pattern
  * of the selected host table matches the path; a 200 with the route whose
  * segment kinds come first among those that answer the method; otherwise a
  * 405 (or the router's OPTIONS) whose Allow is the union of the methods of
@@ -333,13 +334,15 @@ static int ref_accepts(const char *methods, hr_span_t method) {
   return get && hr_span_eq(method, HR_SPAN_LIT("HEAD"));
 }
 
-/* Whether the router must not answer 501: some accepted route (any host)
- * answers the method by name or with "*", or it is GET, HEAD or OPTIONS. */
+/* Whether the router must not answer 501: the method is one of RFC 9110
+ * §9's or PATCH (RFC 5789), or some accepted route (any host) answers it
+ * by name or with "*". */
 static int ref_known(const refs_t *rs, hr_span_t method) {
+  static const char *const standard[] = {"GET",     "HEAD",  "POST",    "PUT",  "DELETE",
+                                         "CONNECT", "OPTIONS", "TRACE", "PATCH"};
   size_t i;
-  if (hr_span_eq(method, HR_SPAN_LIT("GET")) || hr_span_eq(method, HR_SPAN_LIT("HEAD")) ||
-      hr_span_eq(method, HR_SPAN_LIT("OPTIONS")))
-    return 1;
+  for (i = 0; i < sizeof standard / sizeof standard[0]; i++)
+    if (hr_span_eq(method, hr_span_cstr(standard[i]))) return 1;
   for (i = 0; i < rs->n; i++)
     if (ref_accepts(rs->v[i].methods, method)) return 1;
   return 0;

@@ -260,7 +260,9 @@ static void on_read(void *owner, ssize_t nread) {
     }
     if (c->h2 != NULL) {
       /* An HTTP/2 client that stops sending has left: its streams are
-       * over.  What is queued still goes out, then FIN. */
+       * over (those still receiving a body are client aborts).  What is
+       * queued still goes out, then FIN. */
+      c->peer_left = 1;
       if (hr__out_queued(c) > 0 || hr__out_writing(c)) {
         hr__conn_drain(c);
         hr__conn_settle(c);
@@ -286,6 +288,7 @@ static void on_read(void *owner, ssize_t nread) {
     conn_process(c);
     return;
   }
+  c->peer_left = 1; /* a request still arriving is a client abort */
   hr__conn_close(c); /* ECONNRESET, ENOBUFS, ... */
 }
 
@@ -296,6 +299,10 @@ static void on_read(void *owner, ssize_t nread) {
  * head. */
 void hr__conn_output_failed(hr__conn_t *c, int err) {
   if (err == UV_EOF) hr__out_discard(c);
+  /* The peer reset the connection (seen on a write before any read, as
+   * when an HTTP/2 client leaves while the server sends a WINDOW_UPDATE):
+   * a request still arriving is a client abort. */
+  if (err == UV_ECONNRESET || err == UV_EPIPE) c->peer_left = 1;
   hr__conn_close(c);
 }
 

@@ -54,6 +54,9 @@ struct hr__conn_s {
   unsigned on_resume : 1;
   unsigned reading : 1;
   unsigned peer_eof : 1;
+  /* The peer reset the connection, or (HTTP/2) ended it: a request still
+   * arriving on it is a client abort (hr__exchange_client_left). */
+  unsigned peer_left : 1;
   unsigned counted : 1;   /* holds a max_connections slot */
   unsigned upgraded : 1;  /* handed over as a byte stream (stream.c) */
   /* The HTTP version is still to be chosen at the first bytes: by ALPN

@@ -38,8 +38,9 @@ typedef struct hr__wire_s {
   /* Parses and dispatches what the read buffer holds.  Returns 1 to step
    * again, 0 when more bytes (or a response) are needed first. */
   int (*step)(hr__conn_t *c);
-  /* The peer sent its last byte and the step is over: a message cut
-   * short is answered (h1: 400 and close), an idle connection drains. */
+  /* The peer sent its last byte and the step is over: a header section
+   * cut short is answered (h1: 400 and close), a body cut short is a
+   * client abort (no answer), an idle connection drains. */
   void (*peer_eof)(hr__conn_t *c);
   /* The deadline the open connection waits for, when nothing is being
    * written: *list (HR__TL_NONE: none) and *due (loop time, ms). */
@@ -49,7 +50,8 @@ typedef struct hr__wire_s {
   /* The server shuts down: close if idle, else end after what is under way. */
   void (*shutdown)(hr__conn_t *c);
   /* The connection closed: every exchange on it is dropped (a running
-   * handler hears of it through its abort callback). */
+   * handler hears of it through its abort callback); with c->peer_left,
+   * those whose body was still arriving as client aborts. */
   void (*close)(hr__conn_t *c);
   /* The output fell below half the high-water mark: writers waiting for
    * room hear of it.  Returns 1 when the connection closed meanwhile. */

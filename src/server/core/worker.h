@@ -140,6 +140,7 @@ struct hr__worker_s {
 
   /* Statistics: single writer (this worker), relaxed; see hr__mem_t. */
   _Atomic uint64_t st_requests, st_accepted, st_bad, st_accept_pauses;
+  _Atomic uint64_t st_client_aborts; /* hr_server_stats_t.client_aborts */
   _Atomic uint64_t st_bytes_received, st_bytes_sent; /* HTTP bytes, TLS unwrapped */
 };
 

@@ -5,8 +5,10 @@
  * table, the body limit, head middleware, 100 Continue, the body's buffer
  * or stream, the handler's dispatch at the end of the message, and the
  * server's own answers (404, 405 with Allow, redirects, the automatic
- * OPTIONS answer, 501) with the host's error bodies.  It reaches the wire
- * only through the exchange's protocol table (proto.h).
+ * OPTIONS answer, 501, the router's 400) with the host's error bodies.
+ * The route and the head middleware decide before the body limit does.
+ * It reaches the wire only through the exchange's protocol table
+ * (proto.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -100,8 +102,9 @@ void hr__dispatch_answer(hr__exchange_t *ex) {
     ex->proto->fail(ex, 503, "out of memory");
     return;
   }
-  if (status >= 400) hr__stat_inc(&ex->w->st_bad);
-  if (run_fallback_before(ex)) return;
+  if (status >= 400 && status < 500) hr__stat_inc(&ex->w->st_bad); /* not 501 */
+  /* A malformed or unsafe path (400) passes no middleware (router.h). */
+  if (status != 400 && run_fallback_before(ex)) return;
   /* The host's own handlers for 404 and 405 (hr_answers_t), run like a
    * route's handler, inside a read-side section as handlers are. */
   an = &ex->answers;
@@ -159,19 +162,15 @@ static int route_request(hr__exchange_t *ex, hr_match_t *m) {
   return rc == HR_ENOSPC ? HR_ENOMEM : rc;
 }
 
-/* No route answers: the server will (404, 405, redirect, OPTIONS).  Returns
- * 0 to go on, -1 to stop. */
+/* No route answers: the server will (404, 405, redirect, OPTIONS, 501, and
+ * 400 for a malformed or unsafe path, which a well-framed request gets on
+ * the keep-alive path as it would a 404).  Returns 0 to go on, -1 to
+ * stop. */
 static int no_route(hr__exchange_t *ex, const hr_match_t *m,
                     int body_expected) {
   hr_request_t *r = &ex->req;
-  if (m->status == 400) {
-    ex->proto->fail(ex, 400, "malformed or unsafe path");
-    return -1;
-  }
-  if (r->has_length && r->content_length > ex->body_limit) {
-    ex->proto->fail(ex, 413, "body larger than the limit");
-    return -1;
-  }
+  if (m->status == 400)
+    hr__log(ex->w, HR_LOG_INFO, "answered 400: malformed or unsafe path");
   ex->discard_body = 1;
   ex->internal_status = m->status;
   ex->internal_allow = m->allow;
@@ -194,6 +193,14 @@ static int no_route(hr__exchange_t *ex, const hr_match_t *m,
     ex->dispatched = 1;
     hr__dispatch_answer(ex);
     return -1;
+  }
+  if (r->has_length && r->content_length > ex->body_limit) {
+    /* The answer comes before the body limit (a 405, not a 413): now,
+     * the body unread; the protocol then drops what of it comes, or ends
+     * the connection (h1: more than 256 KiB to skip) or the stream. */
+    ex->dispatched = 1;
+    hr__dispatch_answer(ex);
+    return hr__ex_gone(ex) ? -1 : 0;
   }
   /* Otherwise the answer waits for the end of the message, so a body that
    * breaks the framing rules still gets its 400. */
@@ -245,22 +252,31 @@ int hr__dispatch_head(hr__exchange_t *ex) {
   r->nparams = m.nparams;
   memcpy(r->params, m.params, m.nparams * sizeof(hr_param_t));
   if (m.route->max_body_bytes) ex->body_limit = m.route->max_body_bytes;
+  if (r->route->nhead_mw > 0) {
+    /* Head middleware: before 100 Continue, before the body and before its
+     * limit (a 401 for an upload too large, not a 413).  While it runs the
+     * client may still hold the body back, so an answer now closes the
+     * connection after it (h1_proto.c, h1_head); a body it leaves behind
+     * is dropped as after any early answer (hr_body_cb). */
+    int held = r->expect_continue && body_expected && r->version >= 11;
+    r->continue_pending = (unsigned)held;
+    ex->discard_body = 1; /* if it answers, whatever body comes is dropped */
+    if (hr__invoke_head(ex)) {
+      ex->dispatched = 1; /* the handler does not run */
+      if (hr__ex_gone(ex)) return -1;
+      /* It answers later, and the body announced is over the limit: the
+       * body waits (h1: unread; h2: its window shut) until the answer,
+       * which ends it, so that no 413 takes the answer's place. */
+      if (ex->res.state != HR__RES_DONE && r->has_length && r->content_length > ex->body_limit)
+        r->body_paused = 1;
+      return 0;
+    }
+    ex->discard_body = 0;
+    r->continue_pending = 0;
+  }
   if (r->has_length && r->content_length > ex->body_limit) {
     ex->proto->fail(ex, 413, "body larger than the limit");
     return -1;
-  }
-  if (r->route->nhead_mw > 0) {
-    /* Head middleware: before 100 Continue and before the body.  While it
-     * runs the client may still hold the body back, so an answer now
-     * closes the connection after it (h1_proto.c, h1_head). */
-    int held = r->expect_continue && body_expected && r->version >= 11;
-    r->continue_pending = (unsigned)held;
-    if (hr__invoke_head(ex)) {
-      ex->dispatched = 1;   /* the handler does not run */
-      ex->discard_body = 1; /* whatever body comes is dropped */
-      return hr__ex_gone(ex) ? -1 : 0;
-    }
-    r->continue_pending = 0;
   }
   if (r->expect_continue && body_expected && r->version >= 11) {
     /* A streaming handler decides: 100 Continue goes out when it asks for
@@ -311,6 +327,10 @@ void hr__dispatch_complete(hr__exchange_t *ex) {
 int hr__dispatch_body(hr__exchange_t *ex, const char *at, size_t len) {
   hr_request_t *r = &ex->req;
   ex->body_data += len;
+  /* Answered before the body ended: the rest is dropped, bounded by the
+   * protocol (h1_done: a Content-Length body up to 256 KiB, else the
+   * connection ends; HTTP/2 resets the stream), not by the limit. */
+  if (ex->body_cut) return 0;
   if (ex->body_data > ex->body_limit) return 413;
   if (ex->discard_body) return 0;
   if (r->route != NULL && r->route->body_mode == HR_BODY_STREAM) {

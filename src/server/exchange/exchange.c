@@ -109,6 +109,15 @@ void hr__exchange_free(hr__exchange_t *ex) {
   if (where == HR__EX_DETACHED) hr__worker_exchange_gone(w);
 }
 
+int hr__exchange_client_left(hr__exchange_t *ex) {
+  if (ex->phase != HR__PH_BODY || ex->msg_complete || ex->res.state != HR__RES_NEW ||
+      ex->sent_status != 0 || ex->client_abort)
+    return 0;
+  ex->client_abort = 1;
+  hr__stat_inc(&ex->w->st_client_aborts);
+  return 1;
+}
+
 void hr__exchange_abort(hr__exchange_t *ex, int body_status) {
   hr_request_t *r = &ex->req;
   hr_response_t *res = &ex->res;

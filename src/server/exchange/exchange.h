@@ -194,6 +194,8 @@ struct hr__exchange_s {
   unsigned streamed : 1;      /* the head came from hr_response_start: the
                                  response ends with hr_response_end */
   unsigned aborted : 1;       /* lost before the response completed */
+  unsigned client_abort : 1;  /* the client left mid-body, before any answer:
+                                 reported as HR_STATUS_CLIENT_CLOSED */
   unsigned framing_lost : 1;  /* the response cannot go on: close */
   unsigned close_after : 1;   /* the connection ends after this response */
   unsigned free_pending : 1;  /* released while held: freed at the unhold */
@@ -251,6 +253,11 @@ void hr__exchange_release(hr__exchange_t *ex);
 void hr__exchange_hold(hr__exchange_t *ex);
 /* Returns 1 when that freed `ex`. */
 int hr__exchange_unhold(hr__exchange_t *ex);
+/* The client closed or reset its connection or stream: when the request's
+ * body was still arriving and nothing was answered, the exchange ends as a
+ * client abort (http.h HR_STATUS_CLIENT_CLOSED), counted in the worker's
+ * st_client_aborts.  Returns 1 then, else 0.  Call before dropping it. */
+int hr__exchange_client_left(hr__exchange_t *ex);
 /* Tells a running handler that its exchange is lost (body callback, drain
  * callback, abort callback). */
 void hr__exchange_abort(hr__exchange_t *ex, int body_status);

@@ -205,6 +205,9 @@ void hr__invoke_end(hr__exchange_t *ex) {
     ex->outcome.status = ex->sent_status;
     ex->outcome.bytes = ex->sent_bytes;
     ex->outcome.completed = 1;
+  } else if (ex->client_abort) { /* nothing went out: nobody was left */
+    ex->outcome.status = HR_STATUS_CLIENT_CLOSED;
+    ex->outcome.bytes = 0;
   } else if (ex->res.state != HR__RES_NEW) {
     ex->outcome.status = ex->res.status; /* its head was queued */
     ex->outcome.bytes = ex->res.written;
@@ -216,7 +219,7 @@ void hr__invoke_end(hr__exchange_t *ex) {
   /* To the completion (t_done: before any of it was written), or to now
    * when there was none. */
   ex->outcome.duration_us = ((ex->t_done ? ex->t_done : uv_hrtime()) - ex->t_first) / 1000;
-  status = ex->outcome.completed ? ex->outcome.status : 0;
+  status = ex->outcome.completed || ex->client_abort ? ex->outcome.status : 0;
   if (inv != NULL) {
     /* The route's chain, also when the server answered before it ran (a
      * typed parameter that did not convert, a context that could not be

@@ -88,7 +88,7 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
     return;
   }
   hr__conn_drain(c);
-  hr__stat_inc(&c->w->st_bad);
+  if (status < 500) hr__stat_inc(&c->w->st_bad); /* the client's fault: 4xx only */
   hr__log(c->w, HR_LOG_INFO, "answered %d and closing the connection: %s",
           status, reason != NULL ? reason : "");
   if (ex != NULL && ex->res.state == HR__RES_STREAMING) {
@@ -111,6 +111,19 @@ void hr__h1_fail(hr__conn_t *c, int status, const char *reason) {
     ex->sent_bytes = body_len;
   }
   hr__conn_drop_exchange(c, status == 413 ? HR_ETOOLARGE : HR_ECLOSED);
+}
+
+void hr__h1_client_left(hr__conn_t *c) {
+  hr__exchange_t *ex = c->ex;
+  hr__log(c->w, HR_LOG_INFO, "client closed the connection in the middle of a body");
+  hr__exchange_client_left(ex);
+  if (ex->res.state == HR__RES_STREAMING) {
+    hr__conn_close(c); /* a response under way is cut short: a reset */
+    return;
+  }
+  /* Earlier responses still queued go out, then FIN. */
+  hr__conn_drain(c);
+  hr__conn_drop_exchange(c, HR_ECLOSED);
 }
 
 /* Request-line and field checks that need the whole section.  Returns NULL

@@ -18,6 +18,11 @@
 int hr__h1_step(hr__conn_t *c);
 /* Answers `status` and ends the connection after it (RFC 9112 §9.6). */
 void hr__h1_fail(hr__conn_t *c, int status, const char *reason);
+/* The client ended its side (FIN) in the middle of a request's body: no
+ * answer (nobody is left to read it); the request is a client abort
+ * (HR_STATUS_CLIENT_CLOSED) unless it was answered, and the connection
+ * ends after what is queued. */
+void hr__h1_client_left(hr__conn_t *c);
 /* 100 Continue (RFC 9110 §15.2.1) into the output queue. */
 int hr__h1_continue(hr__conn_t *c);
 

@@ -12,6 +12,19 @@
 #include "server/h1/h1.h"
 #include "server/exchange/proto.h"
 
+/* How much of a body still announced an early answer may leave behind for
+ * the connection to read and drop (Go's net/http: 256 KiB); more, or a
+ * chunked body, ends the connection after the response. */
+#define HR__DISCARD_MAX (256 * 1024)
+
+/* Whether the body still to come after an answer is more than the
+ * connection will read and drop. */
+static int too_much_left(const hr__exchange_t *ex) {
+  const hr_request_t *r = &ex->req;
+  return !ex->msg_complete &&
+         (!r->has_length || r->content_length - ex->body_data > HR__DISCARD_MAX);
+}
+
 /* Renders the status line and fields into the output queue.  `length` < 0
  * with chunked == 0 means close-delimited. */
 static int h1_head(hr__exchange_t *ex, int status, int64_t length, int chunked) {
@@ -25,9 +38,15 @@ static int h1_head(hr__exchange_t *ex, int status, int64_t length, int chunked) 
    * 100 Continue: it will not come, so the connection cannot go on. */
   if (req->continue_pending && !ex->msg_complete) ex->close_after = 1;
   if (length < 0 && !chunked) ex->close_after = 1;
+  /* An answer before a body nobody wants (head middleware, the router's
+   * own): the connection ends after it when too much of it is left, and
+   * the head says so (RFC 9112 §9.6). */
+  if (ex->discard_body && ex->phase == HR__PH_BODY && too_much_left(ex)) ex->close_after = 1;
   memset(&h, 0, sizeof(h));
   h.status = status;
-  if (rt != NULL && !ex->internal_answer) h.route_fields = rt->head;
+  /* No content fields without content (RFC 9110 §15.3.5, §15.4.5). */
+  if (rt != NULL && !ex->internal_answer)
+    h.route_fields = status == 204 || status == 304 ? rt->head_bodiless : rt->head;
   h.date.ptr = c->w->date;
   h.date.len = c->w->date_len;
   h.fields.ptr = res->fields;
@@ -120,16 +139,8 @@ static void h1_fail(hr__exchange_t *ex, int status, const char *reason) {
   hr__h1_fail(ex->conn, status, reason);
 }
 
-/* How much of a body still announced an early answer may leave behind for
- * the connection to read and drop (Go's net/http: 256 KiB); more, or a
- * chunked body, ends the connection after the response. */
-#define HR__DISCARD_MAX (256 * 1024)
-
 static void h1_done(hr__exchange_t *ex) {
-  const hr_request_t *r = &ex->req;
-  if (ex->body_cut && !ex->msg_complete &&
-      (!r->has_length || r->content_length - ex->body_data > HR__DISCARD_MAX))
-    ex->close_after = 1;
+  if (ex->body_cut && too_much_left(ex)) ex->close_after = 1;
   hr__conn_response_done(ex->conn);
 }
 

@@ -56,7 +56,7 @@ static void h1_peer_eof(hr__conn_t *c) {
     else if (ex == NULL)
       hr__conn_drain(c);
   } else if (ex->phase == HR__PH_BODY) {
-    hr__h1_fail(c, 400, "connection closed in the middle of a body");
+    hr__h1_client_left(c); /* a client abort, not a 400 (issue 24) */
   }
 }
 
@@ -74,7 +74,11 @@ static void h1_shutdown(hr__conn_t *c) {
    * and the connection ends after it (h1.c sees the worker ending). */
 }
 
-static void h1_close(hr__conn_t *c) { hr__conn_drop_exchange(c, HR_ECLOSED); }
+static void h1_close(hr__conn_t *c) {
+  /* A reset in the middle of a body: a client abort. */
+  if (c->peer_left && c->ex != NULL) hr__exchange_client_left(c->ex);
+  hr__conn_drop_exchange(c, HR_ECLOSED);
+}
 
 static int h1_wants_kick(const hr__conn_t *c) {
   return c->ex != NULL && c->ex->res.want_drain && c->ex->res.drain_cb != NULL;

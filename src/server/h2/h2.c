@@ -490,6 +490,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
       break;
     case NGHTTP2_RST_STREAM:
       spend(h2);
+      /* The client cancelled a request whose body was still coming: a
+       * client abort (nghttp2 closes the stream next). */
+      st = stream_of(h2, frame->hd.stream_id);
+      if (st != NULL && st->ex != NULL) hr__exchange_client_left(st->ex);
       break;
     case NGHTTP2_WINDOW_UPDATE:
       h2->last_progress = uv_now(h2->c->w->loop); /* room for our DATA */
@@ -617,7 +621,7 @@ void hr__h2_fail(hr__exchange_t *ex, int status, const char *reason) {
   size_t n;
   int fl;
   if (st == NULL) return;
-  hr__stat_inc(&ex->w->st_bad);
+  if (status < 500) hr__stat_inc(&ex->w->st_bad); /* the client's fault: 4xx only */
   hr__log(ex->w, HR_LOG_INFO, "HTTP/2 stream %d: answered %d: %s", (int)st->id, status,
           reason != NULL ? reason : "");
   ex->discard_body = 1;
@@ -974,6 +978,7 @@ void hr__h2_close(hr__conn_t *c) {
   while (h2->streams != NULL) {
     /* nghttp2 forgets the stream: no callback of its finds it again. */
     nghttp2_session_set_stream_user_data(h2->ng, h2->streams->id, NULL);
+    if (c->peer_left && h2->streams->ex != NULL) hr__exchange_client_left(h2->streams->ex);
     stream_free(h2, h2->streams);
   }
   h2->ready = h2->ready_tail = NULL;

@@ -306,7 +306,9 @@ static int build_head(hr__exchange_t *ex, nvset_t *s, int status, int64_t length
   hr__worker_t *w = ex->w;
   hr_span_t id = hr__request_id_echo(ex, fields);
   int err;
-  if (rt != NULL && !ex->internal_answer) route = rt->head;
+  /* No content fields without content (RFC 9110 §15.3.5, §15.4.5). */
+  if (rt != NULL && !ex->internal_answer)
+    route = status == 204 || status == 304 ? rt->head_bodiless : rt->head;
   s->cap = 4 + count_lines(route) + count_lines(fields);
   s->nv = hr__arena_alloc(&ex->arena, s->cap * sizeof(nghttp2_nv));
   if (s->nv == NULL) return HR_ENOMEM;

@@ -126,7 +126,11 @@ static const server_metric_t server_metrics[] = {
     SM("connections_rejected_total", connections_rejected,
        "Connections closed at once: over max_connections."),
     SM("connections_active", connections_active, "Connections open now."),
-    SM("bad_requests_total", bad_requests, "Requests the server itself answered with a 4xx."),
+    SM("client_aborts_total", client_aborts,
+       "Requests whose client went away in the middle of the body (logged as 499)."),
+    SM("bad_requests_total", bad_requests,
+       "Requests the server itself answered 4xx (never 5xx), and connections "
+       "closed for a client's protocol error."),
     SM("received_bytes_total", bytes_received, "HTTP bytes read from connections."),
     SM("sent_bytes_total", bytes_sent, "HTTP bytes written to connections."),
     SM("responses_abandoned_total", responses_abandoned,
