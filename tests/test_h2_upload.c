@@ -138,30 +138,39 @@ static void h_sink(hr_request_t *req, hr_response_t *res, void *udata) {
   if (hr_request_read_body(req, sink_body, res) != 0) hr_response_send(res, 500, NULL, 0);
 }
 
+/* Serves `path` (POST, streamed to `h`) beside GET /hello, connects, and
+ * opens a POST to `path` with ten bytes of its body sent. */
+static int32_t open_post(fx_t *fx, const char *path, hr_handler_cb h, h2c_t **out) {
+  hr_route_options_t ro;
+  h2c_request_t r;
+  int32_t id;
+  hr_route_options_init(&ro);
+  ro.body_mode = HR_BODY_STREAM;
+  fx_route_opts(fx, "POST", path, h, NULL, &ro);
+  fx_route(fx, "GET", "/hello", ta_text, "hello");
+  h2fx_start(fx, 1);
+  *out = h2fx_connect(fx, NULL);
+  memset(&r, 0, sizeof r);
+  r.method = "POST";
+  r.path = path;
+  r.open = 1;
+  id = h2c_submit(*out, &r);
+  assert_true(id > 0);
+  assert_int_equal(h2c_send_body(*out, id, "0123456789", 10, 0), 0);
+  return id;
+}
+
 /* A stream whose body stays under the pace (100 KB/s over 200 ms windows:
  * ten bytes and then nothing) is answered 408 on the stream; the
  * connection serves the next request. */
 static void test_slow_stream_body_is_408(void **state) {
   fx_t *fx = *state;
-  hr_route_options_t ro;
-  h2c_request_t r;
   h2_stream_t *st;
   int32_t id;
   h2c_t *c;
   fx->opts.body_min_rate_bytes = 100000;
   fx->opts.body_rate_window_ms = 200;
-  hr_route_options_init(&ro);
-  ro.body_mode = HR_BODY_STREAM;
-  fx_route_opts(fx, "POST", "/sink", h_sink, NULL, &ro);
-  fx_route(fx, "GET", "/hello", ta_text, "hello");
-  h2fx_start(fx, 1);
-  c = h2fx_connect(fx, NULL);
-  memset(&r, 0, sizeof r);
-  r.method = "POST";
-  r.path = "/sink";
-  r.open = 1;
-  id = h2c_submit(c, &r);
-  assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
+  id = open_post(fx, "/sink", h_sink, &c);
   st = h2c_wait1(c, id);
   assert_non_null(st);
   assert_int_equal(st->status, 408);
@@ -200,28 +209,14 @@ static void after_rec(hr_request_t *req, int status, void *udata) {
  * the connection serves the next request. */
 static void test_stream_reset_mid_body_is_499(void **state) {
   fx_t *fx = *state;
-  hr_route_options_t ro;
   hr_server_stats_t s;
-  h2c_request_t r;
   int32_t id;
   h2c_t *c;
   atomic_store(&abort_piece, 0);
   atomic_store(&after_calls, 0);
   atomic_store(&after_status, 0);
   assert_int_equal(hr_router_use(fx->router, NULL, "/up", NULL, after_rec, NULL), 0);
-  hr_route_options_init(&ro);
-  ro.body_mode = HR_BODY_STREAM;
-  fx_route_opts(fx, "POST", "/up", h_abort, NULL, &ro);
-  fx_route(fx, "GET", "/hello", ta_text, "hello");
-  h2fx_start(fx, 1);
-  c = h2fx_connect(fx, NULL);
-  memset(&r, 0, sizeof r);
-  r.method = "POST";
-  r.path = "/up";
-  r.open = 1;
-  id = h2c_submit(c, &r);
-  assert_true(id > 0);
-  assert_int_equal(h2c_send_body(c, id, "0123456789", 10, 0), 0);
+  id = open_post(fx, "/up", h_abort, &c);
   assert_int_equal(h2c_run(c, is_set, &abort_piece), 1);
   assert_int_equal(nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL),
                    0);
