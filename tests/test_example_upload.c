@@ -11,6 +11,8 @@
  * ASan: without a leak).
  *
  * The program is $HROUTE_BINARY_DIR/upload (CMake builds it first).
+ *
+ * ctest-labels: tsan
  */
 #include <dirent.h>
 #include <errno.h>

@@ -66,8 +66,9 @@ typedef struct hr_file_sink_options_s {
    * queued never passes this mark by more than one piece (the write that
    * crossed it). */
   size_t high_water_bytes;
-  /** [high_water_bytes / 4] the body is resumed once the queue falls to
-   * this or below; 0 is the default.  Above high_water_bytes: HR_EINVAL. */
+  /** [0: high_water_bytes / 4] the body is resumed once the queue falls
+   * to this or below (so setting only the high-water mark is enough).
+   * Above high_water_bytes: HR_EINVAL. */
   size_t low_water_bytes;
   /** [0: none] more bytes than this in all: the write that would pass it
    * is refused with HR_ETOOLARGE (nothing of it is queued) and the sink
@@ -81,7 +82,8 @@ typedef struct hr_file_sink_options_s {
    * through); 0: an existing file is truncated (O_TRUNC). */
   int exclusive;
   /** [0] 1: fsync(2) the descriptor before the sink reports success, so
-   * that a 201 means the bytes are on stable storage. */
+   * that a 201 means the bytes are on stable storage (a descriptor that
+   * cannot be synced, a pipe or a socket, is taken as synced). */
   int sync;
   /** [1] 1: a file hr_file_sink_open opened is removed (unlink(2)) when
    * the sink fails or is aborted, so no partial file is left; 0: kept.
@@ -104,7 +106,9 @@ HR_EXTERN void hr_file_sink_options_init(hr_file_sink_options_t *o);
  * or descriptor.  status is 0, or
  *   UV_ENOSPC, UV_EFBIG, -EDQUOT, UV_EIO, ...  a write, fsync or close
  *              failed (libuv's codes are negated errno values: -status is
- *              the errno; a write that made no progress is UV_EIO);
+ *              the errno; a write that made no progress is UV_EIO; a file
+ *              past RLIMIT_FSIZE is UV_EFBIG only where SIGXFSZ is
+ *              ignored, its default action ends the process);
  *   UV_EEXIST, UV_EACCES, UV_ENOENT, ...  hr_file_sink_open could not
  *              open the path (nothing was written);
  *   HR_ETOOLARGE  max_bytes was passed;

@@ -82,7 +82,7 @@ void hr_file_sink_options_init(hr_file_sink_options_t *o) {
   if (o == NULL) return;
   memset(o, 0, sizeof *o);
   o->high_water_bytes = HR_FILE_SINK_HIGH_WATER;
-  o->low_water_bytes = HR_FILE_SINK_HIGH_WATER / 4;
+  o->low_water_bytes = 0; /* a quarter of whatever high_water_bytes becomes */
   o->mode = 0644;
   o->remove_on_error = 1;
 }
@@ -241,7 +241,9 @@ static void on_fsync(uv_fs_t *r) {
   uv_fs_req_cleanup(r);
   s->busy = 0;
   s->synced = 1;
-  if (res < 0 && !s->aborted) fail(s, (int)res);
+  /* EINVAL: a descriptor that cannot be synced (a pipe, a socket) holds
+   * nothing to sync. */
+  if (res < 0 && res != UV_EINVAL && !s->aborted) fail(s, (int)res);
   pump(s);
 }
 
