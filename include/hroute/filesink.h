@@ -17,7 +17,8 @@
  *
  *     handler:        hr_file_sink_open(&sink, req, path, &o, saved, up);
  *                     hr_request_read_body(req, body, up);
- *     body(piece):    hr_file_sink_write(sink, piece)  (an error: answer it)
+ *     body(piece):    hr_file_sink_write(sink, piece)  (an error: the
+ *                     callback is coming; or abort, then answer)
  *     body(status 1): hr_file_sink_finish(sink)
  *     body(< 0):      hr_file_sink_abort(sink), then complete the response
  *     saved(status):  answer 201, or hr_file_sink_http_status(status)
@@ -39,6 +40,8 @@
  * uses `req` (to pause and resume its body) until then, or until a call
  * on it returned a write error: so complete the request's response only
  * after every sink of it called back, was aborted, or refused a write.
+ * After a refused write the callback still runs (with `udata`): keep what
+ * it points to until then, or abort the sink, which cancels it.
  */
 #ifndef HROUTE_FILESINK_H
 #define HROUTE_FILESINK_H
