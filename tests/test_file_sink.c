@@ -40,6 +40,7 @@ static struct {
   size_t high;        /* the sink's high-water mark (0: the default) */
   int close_fd;       /* close `fd` in the sink's callback */
   int reader;         /* the pipe's read end while the test holds it, else -1 */
+  int abort_at_end;   /* at the body's end: finish, abort at once, answer 200 */
 } cfg;
 
 static ca_t sink_mem; /* the sinks' allocator */
@@ -106,6 +107,11 @@ static void on_body(hr_request_t *req, hr_span_t chunk, int status, void *udata)
   }
   if (status == 1) {
     if (job->sink != NULL) hr_file_sink_finish(job->sink);
+    if (cfg.abort_at_end) {
+      hr_file_sink_abort(job->sink); /* its result is on the way */
+      job->sink = NULL;
+      hr_response_send(job->res, 200, "aborted", 7);
+    }
     return;
   }
   atomic_fetch_add(&got_bytes, chunk.len);
@@ -529,6 +535,91 @@ static void test_client_gone_removes_the_file(void **state) {
   free(body);
 }
 
+/* Aborted right after its finish, with its result on the way (a
+ * descriptor sink with nothing to write, an empty body, has queued its
+ * callback at the finish): the callback never runs, the memory comes
+ * back. */
+static void test_abort_after_finish(void **state) {
+  fx_t *fx = *state;
+  rc_t *c;
+  int i;
+  cfg.fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  assert_true(cfg.fd >= 0);
+  cfg.abort_at_end = 1;
+  route_save(fx, 1u << 20);
+  fx_start(fx, 1);
+  c = fx_connect(fx);
+  send_head(c, 0);
+  expect_response(c, "HTTP/1.1 200 OK", "aborted", NULL);
+  for (i = 0; i < RC_TIMEOUT_MS && ca_live(&sink_mem) > 0; i++) usleep(1000);
+  assert_int_equal(ca_live(&sink_mem), 0);
+  assert_int_equal(atomic_load(&saved_calls), 0);
+  close(cfg.fd);
+}
+
+/* ---- out of memory ------------------------------------------------------------ */
+
+/* One upload of `len` bytes to cfg.path on a new connection: returns the
+ * status; a 201 must carry the whole size and the file the whole body. */
+static int upload_once(fx_t *fx, const char *body, size_t len) {
+  rc_response_t r;
+  char want[32];
+  struct stat st;
+  sender_t s;
+  pthread_t th;
+  int status, i;
+  rc_t *c = fx_connect(fx);
+  send_head(c, len);
+  s.c = c, s.p = body, s.n = len, s.rc = -1;
+  assert_int_equal(pthread_create(&th, NULL, send_all, &s), 0);
+  pthread_join(th, NULL);
+  assert_int_equal(rc_read_response(c, &r, 0), RC_OK);
+  status = r.status;
+  if (status == 201) {
+    snprintf(want, sizeof want, "%zu", len);
+    assert_string_equal(r.body, want);
+    assert_int_equal(stat(cfg.path, &st), 0);
+    assert_int_equal(st.st_size, len);
+  } else if (status != 500 && status != 503) {
+    fail_msg("status %d", status);
+  }
+  rc_response_free(&r);
+  fx_drop(fx, c);
+  /* The sink frees itself just after its callback answered. */
+  for (i = 0; i < RC_TIMEOUT_MS && ca_live(&sink_mem) > 0; i++) usleep(1000);
+  assert_int_equal(ca_live(&sink_mem), 0);
+  unlink(cfg.path);
+  return status;
+}
+
+/* Each allocation the sink makes (its record, the path, every block)
+ * fails in turn: the upload is refused, 500 (the open failed) or 503 (a
+ * write could not be queued), or saved whole with 201 -- never a 2xx for
+ * less -- and every byte the sink took comes back. */
+static void test_out_of_memory_sweep(void **state) {
+  fx_t *fx = *state;
+  const size_t len = 200000;
+  char *body = make_body(len);
+  uint64_t n, clean, base;
+  int refused = 0;
+  make_tmpdir();
+  snprintf(cfg.path, sizeof cfg.path, "%s/oom.bin", tmpdir);
+  cfg.high = 32768;
+  route_save(fx, 1u << 20);
+  fx_start(fx, 1);
+  base = ca_calls(&sink_mem);
+  assert_int_equal(upload_once(fx, body, len), 201);
+  clean = ca_calls(&sink_mem) - base;
+  assert_true(clean >= 3); /* the record, the path, a block at least */
+  for (n = 1; n <= clean; n++) {
+    ca_fail_at(&sink_mem, ca_calls(&sink_mem) + n, 0);
+    if (upload_once(fx, body, len) != 201) refused++;
+  }
+  ca_fail_at(&sink_mem, 0, 0);
+  assert_true(refused >= 3);
+  free(body);
+}
+
 #define CASE(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void) {
@@ -539,6 +630,8 @@ int main(void) {
       CASE(test_file_size_limit_is_507),
       CASE(test_client_gone_with_write_in_flight),
       CASE(test_client_gone_removes_the_file),
+      CASE(test_abort_after_finish),
+      CASE(test_out_of_memory_sweep),
   };
   signal(SIGPIPE, SIG_IGN); /* a pipe closed under a write: EPIPE */
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,7 +189,9 @@ static void after_defer(uv_work_t *w, int status) {
   (void)status;
   s->busy = 0;
   if (s->aborted) {
-    free_sink(s);
+    /* Aborted with its result on the way: a file it wrote whole is
+     * removed all the same (nobody was told it was saved). */
+    pump(s);
     return;
   }
   let_go(s);
