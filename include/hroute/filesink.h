@@ -41,7 +41,10 @@
  * on it returned a write error: so complete the request's response only
  * after every sink of it called back, was aborted, or refused a write.
  * After a refused write the callback still runs (with `udata`): keep what
- * it points to until then, or abort the sink, which cancels it.
+ * it points to until then, or abort the sink, which cancels it.  A client
+ * that goes away is heard of through the body callback (status < 0) or,
+ * once the body ended, the response's abort callback (hr_response_on_abort):
+ * abort the sinks there, then complete the response.
  */
 #ifndef HROUTE_FILESINK_H
 #define HROUTE_FILESINK_H
