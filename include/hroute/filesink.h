@@ -70,7 +70,9 @@ typedef struct hr_file_sink_options_s {
   /** [HR_FILE_SINK_HIGH_WATER] bytes queued (accepted, not yet written)
    * above which the request body is paused; 0 is the default.  What is
    * queued never passes this mark by more than one piece (the write that
-   * crossed it). */
+   * crossed it).  Sinks of one request share its pause: when another sink
+   * resumes the body (the part before, saved), one more piece may come
+   * before this one pauses it again. */
   size_t high_water_bytes;
   /** [0: high_water_bytes / 4] the body is resumed once the queue falls
    * to this or below (so setting only the high-water mark is enough).
