@@ -65,6 +65,9 @@ static const char *proc_wait_for(proc_t *p, const char *needle) {
   return at;
 }
 
+/* The program while it runs: killed by the teardown after a failure. */
+static pid_t child;
+
 static void proc_start(proc_t *p, char *const argv[]) {
   posix_spawn_file_actions_t fa;
   int fds[2];
@@ -78,6 +81,7 @@ static void proc_start(proc_t *p, char *const argv[]) {
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   p->err_fd = fds[0];
+  child = p->pid;
 }
 
 static int proc_stop(proc_t *p) {
@@ -87,6 +91,7 @@ static int proc_stop(proc_t *p) {
   }
   if (!p->eof) fail_msg("upload did not close its stderr after SIGTERM");
   assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
+  child = 0;
   close(p->err_fd);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -276,13 +281,23 @@ static void test_upload_example(void **state) {
 
   assert_int_equal(proc_stop(&p), 0);
   assert_non_null(strstr(p.out, "upload: saved photo.bin (300000 bytes)"));
-  remove_all();
   free(photo);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (child > 0) {
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    child = 0;
+  }
+  if (dir[0] != '\0') remove_all();
+  return 0;
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_upload_example),
+      cmocka_unit_test_teardown(test_upload_example, teardown),
   };
   signal(SIGPIPE, SIG_IGN);
   return cmocka_run_group_tests(tests, NULL, NULL);

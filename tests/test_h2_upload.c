@@ -268,6 +268,24 @@ static void *drain_pipe(void *arg) {
 
 static int is_set_int(void *arg) { return atomic_load((atomic_int *)arg) != 0; }
 
+/* The stalled pipe's read end and the file's folder while the test holds
+ * them: after a failed assertion the teardown closes the one (a write
+ * blocked on the pipe fails, so the server can stop) and removes the
+ * other. */
+static int sink_reader = -1;
+static char sink_dir[32], sink_file[128];
+
+static int teardown_sinks(void **state) {
+  int rc;
+  if (sink_reader >= 0) close(sink_reader);
+  sink_reader = -1;
+  rc = h2fx_teardown(state);
+  if (sink_file[0] != '\0') unlink(sink_file);
+  if (sink_dir[0] != '\0') rmdir(sink_dir);
+  sink_file[0] = sink_dir[0] = '\0';
+  return rc;
+}
+
 /* Two uploads on one connection, each saved by a file sink: the first
  * to a pipe nobody reads yet (a stalled disk), whose sink pauses its
  * body, so that stream's window stays shut at 0; the second to a file,
@@ -278,7 +296,6 @@ static void test_file_sinks_on_two_streams(void **state) {
   const size_t body = 256 * 1024;
   unsigned char *data = malloc(body), *back = malloc(body + 1);
   static target_t to_pipe, to_file;
-  char dir[] = "/tmp/hr_h2sink_XXXXXX";
   hr_route_options_t ro;
   h2c_request_t r;
   h2_stream_t *st;
@@ -289,13 +306,16 @@ static void test_file_sinks_on_two_streams(void **state) {
   size_t i;
   h2c_t *c;
   for (i = 0; i < body; i++) data[i] = (unsigned char)(i & 0xff);
-  assert_non_null(mkdtemp(dir));
+  snprintf(sink_dir, sizeof sink_dir, "/tmp/hr_h2sink_XXXXXX");
+  assert_non_null(mkdtemp(sink_dir));
   assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+  sink_reader = fds[0];
   (void)fcntl(fds[1], F_SETPIPE_SZ, 4096);
   to_pipe.fd = fds[1];
   atomic_store(&to_pipe.paused, 0);
   to_file.fd = -1;
-  snprintf(to_file.path, sizeof to_file.path, "%s/up.bin", dir);
+  snprintf(to_file.path, sizeof to_file.path, "%s/up.bin", sink_dir);
+  snprintf(sink_file, sizeof sink_file, "%s", to_file.path);
   atomic_store(&to_file.paused, 0);
   hr_route_options_init(&ro);
   ro.body_mode = HR_BODY_STREAM;
@@ -324,8 +344,6 @@ static void test_file_sinks_on_two_streams(void **state) {
   assert_int_equal(read(fd, back, body + 1), body);
   close(fd);
   assert_memory_equal(back, data, body);
-  unlink(to_file.path);
-  rmdir(dir);
   /* The stalled stream: its window shut, nothing more taken. */
   assert_int_equal(nghttp2_session_get_stream_remote_window_size(c->session, id1), 0);
   d.fd = fds[0];
@@ -333,6 +351,7 @@ static void test_file_sinks_on_two_streams(void **state) {
   st = h2c_wait1(c, id1);
   pthread_join(th, NULL);
   close(fds[0]);
+  sink_reader = -1;
   assert_non_null(st);
   expect_h2(st, 201, "262144");
   assert_int_equal(d.bad, 0);
@@ -347,7 +366,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       H2C(test_pause_shuts_the_stream_window),
       H2C(test_slow_stream_body_is_408),
-      H2C(test_file_sinks_on_two_streams),
+      {"test_file_sinks_on_two_streams", test_file_sinks_on_two_streams, h2fx_setup_h2c,
+       teardown_sinks, NULL},
   };
   signal(SIGPIPE, SIG_IGN); /* a pipe closed under a sink's write: EPIPE */
   return cmocka_run_group_tests_name("h2_upload", tests, NULL, NULL);
