@@ -11,6 +11,7 @@
  *   tls.h     HTTPS listeners, certificates replaced while serving
  *   form.h    application/x-www-form-urlencoded pairs (queries, forms)
  *   multipart.h  multipart/form-data as a streaming parser (uploads)
+ *   filesink.h  a streaming body or a part written to a file on the thread pool
  *   static.h  a directory served as files (ranges, validators, precompressed)
  *   upgrade.h  101 Switching Protocols: the connection as a byte stream
  *   websocket.h  WebSocket (RFC 6455) over an upgraded connection
@@ -27,6 +28,7 @@
 #include "hroute/tls.h"
 #include "hroute/form.h"
 #include "hroute/multipart.h"
+#include "hroute/filesink.h"
 #include "hroute/static.h"
 #include "hroute/upgrade.h"
 #include "hroute/websocket.h"
