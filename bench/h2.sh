@@ -47,10 +47,14 @@ h2_parse_args() {
   done
   local p kept=()
   for p in "${PEERS[@]}"; do
-    if [[ $p == floor ]]; then note "--h2: floor speaks no HTTP/2: skipped"; else kept+=("$p"); fi
+    if [[ $p == floor || $p == uws ]]; then
+      note "--h2: $p speaks no HTTP/2 here: skipped"
+    else
+      kept+=("$p")
+    fi
   done
   PEERS=("${kept[@]}")
-  [[ $ONLY != floor ]] || die "--h2: floor speaks no HTTP/2"
+  [[ $ONLY != floor && $ONLY != uws ]] || die "--h2: $ONLY speaks no HTTP/2 here"
   CHURN=0     # the churn run is a wrk run
   HS_MODES=() # and so are the handshake runs
 }

@@ -13,7 +13,11 @@
 # alternating rounds with hroute: nginx (one worker per server thread,
 # bench/nginx.conf.in), h2o (libh2o's evloop, bench/peers/h2o_hello.c) and
 # floor (an epoll server that counts request terminators and writes canned
-# responses without parsing, bench/peers/floor.c: the physical floor).  The
+# responses without parsing, bench/peers/floor.c: the physical floor) and
+# uws (uWebSockets, bench/peers/uws_hello.cpp, built with g++ against the
+# git directories given by --uws-git and --usockets-git, fetched copies of
+# github:uNetworking/uWebSockets and uSockets that stay outside this tree;
+# one thread).  The
 # peers are built with -O2 and their packages installed when missing.  The
 # report gives medians and, per peer, hroute's ratio to it for requests/s
 # and CPU time per request.
@@ -107,7 +111,9 @@ SERVER_CPUS=      # default set after parsing: 0
 CLIENT_CPUS=      # default set after parsing: 1 (0 on a one-core machine)
 DEPTH=16
 ROUNDS=3
-COMPARE=none      # comma-separated peers: nginx, h2o, floor (or none)
+COMPARE=none      # comma-separated peers: nginx, h2o, floor, uws (or none)
+UWS_GIT=          # --uws-git: a git directory of uWebSockets (for uws)
+USOCKETS_GIT=     # --usockets-git: a git directory of uSockets (for uws)
 PEERS=()          # COMPARE as a list, in the given order
 IDLE_CONNS=5000   # connections of the idle measurement; 0: none
 BUILD=1
@@ -140,6 +146,7 @@ HELLO_PID=
 NGINX_PID=
 H2O_PID=
 FLOOR_PID=
+UWS_PID=
 WRK_PID=
 IDLE_PID=         # bench/idle_client, during an idle measurement only
 IDLE_FAILED=0     # an idle measurement failed: exit status 1 after the report
@@ -172,6 +179,9 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
                          h2o    libh2o evloop (bench/peers/h2o_hello.c)
                          floor  epoll, no parsing, canned responses
                                 (bench/peers/floor.c)
+                         uws    uWebSockets, one thread
+                                (bench/peers/uws_hello.cpp; needs
+                                --uws-git and --usockets-git)
                        and report hroute's ratio to each
   --only NAME          benchmark one server only: hroute or a peer (a peer
                        is added to --compare)
@@ -209,6 +219,10 @@ Benchmarks examples/hello (GET /hello/:name) with wrk over 127.0.0.1.
   --h2-streams LIST    with --h2: streams per connection, h2load -m, one run
                        each, comma-separated (default $H2_STREAMS)
   --h2-transports LIST with --h2: tls, h2c or both (default $H2_TRANSPORTS)
+  --uws-git DIR        git directory of uWebSockets for --compare uws (for
+                       example a mirror made by the library's fetch); its
+                       HEAD's src/ is compiled, nothing is copied here
+  --usockets-git DIR   the same for uSockets
   --csv FILE           write every measured round as a CSV row to FILE
                        (default bench/results/rounds.csv; columns: see
                        bench/csv.sh); its path is printed at the end
@@ -278,7 +292,7 @@ parse_args() {
       --duration | --connections | --threads | --server-threads | --path | --port | \
         --server-cpus | --client-cpus | --depth | --rounds | --compare | --only | --churn | \
         --idle-conns | --handshakes | --hs-clients | --csv | --plot | --h2-requests | \
-        --h2-streams | --h2-transports)
+        --h2-streams | --h2-transports | --uws-git | --usockets-git)
         (($# >= 2)) || { usage >&2; echo "bench: $opt needs a value" >&2; exit 2; }
         value=$2; shift 2 ;;
       *) usage >&2; echo "bench: unknown argument '$opt'" >&2; exit 2 ;;
@@ -305,6 +319,8 @@ parse_args() {
       --h2-requests) H2_REQUESTS=$value ;;
       --h2-streams) H2_STREAMS=$value ;;
       --h2-transports) H2_TRANSPORTS=$value ;;
+      --uws-git) UWS_GIT=$value ;;
+      --usockets-git) USOCKETS_GIT=$value ;;
       *) usage >&2; echo "bench: unknown option '$opt'" >&2; exit 2 ;;
     esac
   done
@@ -350,12 +366,15 @@ parse_args() {
   case $ONLY in
     '' | hroute) ;;
     nginx) in_peers "$ONLY" || PEERS+=("$ONLY") ;;
-    h2o | floor)
+    h2o | floor | uws)
       ((TLS == 0)) || die "--tls: $ONLY has no TLS here (only nginx can be compared)"
       in_peers "$ONLY" || PEERS+=("$ONLY") ;;
-    *) die "--only must be hroute, nginx, h2o or floor" ;;
+    *) die "--only must be hroute, nginx, h2o, floor or uws" ;;
   esac
 
+  if in_peers uws && ((SERVER_THREADS > 1)); then
+    die "--compare uws: uws_hello runs one thread (--server-threads 1)"
+  fi
   if [[ -z $SERVER_CPUS ]]; then SERVER_CPUS=0; fi
   if [[ -z $CLIENT_CPUS ]]; then
     if (($(nproc) > 1)); then CLIENT_CPUS=1; else CLIENT_CPUS=0; fi
@@ -393,12 +412,12 @@ parse_compare() {
   PEERS=()
   [[ $COMPARE == none ]] && return 0
   IFS=, read -r -a list <<<"$COMPARE"
-  ((${#list[@]} > 0)) || die "--compare needs nginx, h2o, floor (comma-separated) or none"
+  ((${#list[@]} > 0)) || die "--compare needs nginx, h2o, floor, uws (comma-separated) or none"
   for name in "${list[@]}"; do
     case $name in
-      nginx | h2o | floor) ;;
+      nginx | h2o | floor | uws) ;;
       none) die "--compare none cannot be combined with peers" ;;
-      *) die "--compare: unknown peer '$name' (nginx, h2o, floor or none)" ;;
+      *) die "--compare: unknown peer '$name' (nginx, h2o, floor, uws or none)" ;;
     esac
     if in_peers "$name"; then die "--compare names $name twice"; fi
     PEERS+=("$name")
@@ -463,6 +482,7 @@ cleanup() {
   stop_process "$NGINX_PID" TERM 5
   stop_process "$H2O_PID" TERM 2
   stop_process "$FLOOR_PID" TERM 2
+  stop_process "$UWS_PID" TERM 2
   if [[ -n $TMP && -d $TMP ]]; then rm -rf "$TMP"; fi
   exit "$status"
 }
@@ -601,6 +621,30 @@ ensure_packages() {
     die "cannot install ${missing[*]}: $(tail -n 5 "$TMP/apt.log")"
 }
 
+# Builds uws_hello into $PEER_DIR: the HEAD of --usockets-git (its C
+# sources, epoll, no TLS) and of --uws-git (headers, C++20, no zlib) are
+# unpacked under $TMP and compiled with -O2, as uWebSockets' own Makefile
+# does; nothing of them is kept.
+build_uws() {
+  local d=$TMP/uws f objs=()
+  [[ -n $UWS_GIT && -n $USOCKETS_GIT ]] ||
+    die "--compare uws needs --uws-git DIR and --usockets-git DIR (git directories of uWebSockets and uSockets)"
+  command -v g++ >/dev/null 2>&1 || die "--compare uws needs g++"
+  mkdir -p "$d/uws" "$d/us" "$d/obj"
+  git --git-dir="$UWS_GIT" archive HEAD src | tar -x -C "$d/uws" ||
+    die "cannot read uWebSockets from $UWS_GIT"
+  git --git-dir="$USOCKETS_GIT" archive HEAD src | tar -x -C "$d/us" ||
+    die "cannot read uSockets from $USOCKETS_GIT"
+  for f in bsd context loop socket udp eventing/epoll_kqueue crypto/openssl; do
+    "${CC:-cc}" -O2 -DLIBUS_NO_SSL -I"$d/us/src" -c "$d/us/src/$f.c" -o "$d/obj/${f##*/}.o" \
+      >>"$TMP/build.uws_hello.log" 2>&1 || { tail -n 20 "$TMP/build.uws_hello.log" >&2; die "building uSockets failed"; }
+    objs+=("$d/obj/${f##*/}.o")
+  done
+  "${CXX:-g++}" -O2 -std=c++20 -DLIBUS_NO_SSL -DUWS_NO_ZLIB -I"$d/us/src" -I"$d/uws/src" \
+    -o "$PEER_DIR/uws_hello" "$BENCH_DIR/peers/uws_hello.cpp" "${objs[@]}" \
+    >>"$TMP/build.uws_hello.log" 2>&1 || { tail -n 20 "$TMP/build.uws_hello.log" >&2; die "building bench/peers/uws_hello.cpp failed"; }
+}
+
 # Builds, with -O2, what the peers, the idle measurement and the handshake
 # runs need into $PEER_DIR: floor, h2o_hello, idle_client, tls_handshakes
 # (or, with --no-build, checks that they are there).
@@ -608,12 +652,15 @@ build_peers() {
   local name src flags targets=()
   want_peer floor && targets+=(floor)
   want_peer h2o && targets+=(h2o_hello)
+  want_peer uws && targets+=(uws_hello)
   want_idle && targets+=(idle_client)
   want_handshakes && targets+=(tls_handshakes)
   ((${#targets[@]} > 0)) || return 0
   mkdir -p "$PEER_DIR"
   for name in "${targets[@]}"; do
-    if ((BUILD)); then
+    if ((BUILD)) && [[ $name == uws_hello ]]; then
+      build_uws
+    elif ((BUILD)); then
       src=$BENCH_DIR/peers/$name.c flags=()
       if [[ $name == idle_client || $name == tls_handshakes ]]; then
         src=$BENCH_DIR/$name.c
@@ -825,12 +872,23 @@ start_floor() {
   check_response floor "$SCHEME://127.0.0.1:$FLOOR_PORT$URL_PATH"
 }
 
-# Starts peer $1 (nginx, h2o or floor).
+# uWebSockets runs one App per thread: one process, whatever
+# --server-threads says (reported in the header).
+start_uws() {
+  next_port UWS_PORT uws
+  taskset -c "$SERVER_CPUS" "$PEER_DIR/uws_hello" "$UWS_PORT" 2>"$TMP/uws.log" &
+  UWS_PID=$!
+  wait_ready uws "$UWS_PID" "$SCHEME://127.0.0.1:$UWS_PORT$URL_PATH" "$TMP/uws.log"
+  check_response uws "$SCHEME://127.0.0.1:$UWS_PORT$URL_PATH"
+}
+
+# Starts peer $1 (nginx, h2o, floor or uws).
 start_peer() {
   case $1 in
     nginx) start_nginx ;;
     h2o) start_h2o ;;
     floor) start_floor ;;
+    uws) start_uws ;;
   esac
 }
 
@@ -840,6 +898,7 @@ peer_pid_port() {
     nginx) echo "$NGINX_PID $NGINX_PORT" ;;
     h2o) echo "$H2O_PID $H2O_PORT" ;;
     floor) echo "$FLOOR_PID $FLOOR_PORT" ;;
+    uws) echo "$UWS_PID $UWS_PORT" ;;
   esac
 }
 
@@ -852,6 +911,7 @@ stop_peer() {
     nginx) stop_process "$NGINX_PID" TERM 5; NGINX_PID= ;;
     h2o) stop_process "$H2O_PID" TERM 2; H2O_PID= ;;
     floor) stop_process "$FLOOR_PID" TERM 2; FLOOR_PID= ;;
+    uws) stop_process "$UWS_PID" TERM 2; UWS_PID= ;;
   esac
 }
 
@@ -1208,6 +1268,7 @@ header_line() {
       nginx) v=$(nginx -v 2>&1 | sed -n 's|^nginx version: nginx/||p') ;;
       h2o) v="libh2o-evloop $(dpkg-query -W -f='${Version}' libh2o-evloop-dev 2>/dev/null | sed 's/[+-].*//')" ;;
       floor) v="epoll, no parsing" ;;
+      uws) v="uWebSockets $(git --git-dir="$UWS_GIT" log -1 --format=%h 2>/dev/null), uSockets $(git --git-dir="$USOCKETS_GIT" log -1 --format=%h 2>/dev/null), one thread" ;;
     esac
     peer_note+="${peer_note:+, }$p${v:+ ($v)}"
   done
