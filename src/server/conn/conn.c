@@ -233,6 +233,7 @@ static void on_read(void *owner, ssize_t nread) {
     hr__stat_add(&c->w->st_bytes_received, (uint64_t)nread);
     if (c->state != HR__C_OPEN) return; /* draining or lingering: dropped */
     c->late_read = 0;
+    c->w->t_read = uv_hrtime();
     c->rlen += (uint32_t)nread;
     if (c->ex != NULL) c->ex->last_activity = uv_now(c->w->loop);
     conn_process(c);

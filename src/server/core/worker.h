@@ -61,6 +61,10 @@ struct hr__worker_s {
   struct hr_stream_s **streams; /* upgraded connections' streams, by slot */
   uint32_t streams_cap;
   uv_loop_t *loop;
+  /* uv_hrtime() at the loop's latest read of bytes (conn.c on_read): an
+   * exchange's start, so that requests read together cost one clock read
+   * (loop thread only). */
+  uint64_t t_read;
   uv_loop_t own_loop;
   uv_thread_t thread;
   uv_thread_t loop_thread; /* the thread that runs `loop` (HR_ETHREAD) */

@@ -34,7 +34,10 @@ hr__exchange_t *hr__exchange_new(hr__worker_t *w, hr__conn_t *c, const hr__proto
   hr__head_scan_init(&ex->hscan);
   ex->rpos = rpos;
   ex->head_started = ex->last_activity = uv_now(w->loop);
-  ex->t_first = uv_hrtime();
+  /* The bytes of its first line came in the loop's latest read or an
+   * earlier one: the read's time is no earlier than they, and no later
+   * than now, and requests read together share it (pipelining). */
+  ex->t_first = w->t_read ? w->t_read : uv_hrtime();
   return ex;
 }
 

@@ -164,7 +164,8 @@ struct hr__exchange_s {
    * began and the body bytes seen then, and when the body became due. */
   uint64_t rate_start, rate_base, body_started;
   uint64_t t_done;          /* uv_hrtime() at the response's completion */
-  uint64_t t_first;         /* uv_hrtime() at the first byte */
+  uint64_t t_first;         /* uv_hrtime() at the read that brought the first
+                               byte, or a later one (worker's t_read) */
   hr_outcome_t outcome;     /* what went out (hr__invoke_end sets it) */
   const char *peer_text;    /* detached with an access log: the peer, in the arena */
   struct hr_stream_s *upgrade; /* answered 101: the stream, until the exchange ends */
