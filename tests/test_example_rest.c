@@ -31,74 +31,8 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "proc.h"
 #include "rawclient.h"
-
-extern char **environ;
-
-/* How long to wait for the program to say something (ms). */
-#define WAIT_MS 10000
-
-typedef struct proc_s {
-  pid_t pid;
-  int err_fd;      /* the read end of its stderr */
-  char out[65536]; /* everything it wrote to stderr */
-  size_t len;
-  int eof;
-} proc_t;
-
-/* Reads what stderr has within `ms`.  Returns 1 when bytes came, 0 on
- * timeout, -1 at EOF. */
-static int proc_read(proc_t *p, int ms) {
-  struct pollfd pfd = {p->err_fd, POLLIN, 0};
-  ssize_t n;
-  if (p->eof) return -1;
-  if (poll(&pfd, 1, ms) <= 0) return 0;
-  n = read(p->err_fd, p->out + p->len, sizeof p->out - 1 - p->len);
-  if (n <= 0) {
-    p->eof = 1;
-    return -1;
-  }
-  p->len += (size_t)n;
-  p->out[p->len] = '\0';
-  assert_true(p->len < sizeof p->out - 1);
-  return 1;
-}
-
-/* Waits until stderr holds `needle`; returns where it starts. */
-static const char *proc_wait_for(proc_t *p, const char *needle) {
-  const char *at;
-  while ((at = strstr(p->out, needle)) == NULL)
-    if (proc_read(p, WAIT_MS) != 1) fail_msg("rest never wrote \"%s\"; it wrote:\n%s", needle, p->out);
-  return at;
-}
-
-static void proc_start(proc_t *p, char *const argv[]) {
-  posix_spawn_file_actions_t fa;
-  int fds[2];
-  memset(p, 0, sizeof *p);
-  assert_int_equal(pipe(fds), 0);
-  assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-  assert_int_equal(posix_spawn_file_actions_adddup2(&fa, fds[1], 2), 0);
-  assert_int_equal(posix_spawn_file_actions_addclose(&fa, fds[0]), 0);
-  assert_int_equal(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
-  assert_int_equal(posix_spawn(&p->pid, argv[0], &fa, NULL, argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  p->err_fd = fds[0];
-}
-
-/* Sends SIGTERM, reads stderr to its end and reaps the process: returns
- * its exit status (or 128 + a signal). */
-static int proc_stop(proc_t *p) {
-  int status;
-  assert_int_equal(kill(p->pid, SIGTERM), 0);
-  while (proc_read(p, WAIT_MS) == 1) {
-  }
-  if (!p->eof) fail_msg("rest did not close its stderr after SIGTERM");
-  assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
-  close(p->err_fd);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 /* What the access log must say, one line per response, in order: the
  * request line, the status and the body bytes. */

@@ -29,72 +29,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-
-extern char **environ;
-
-#define WAIT_MS 10000
-
-typedef struct proc_s {
-  pid_t pid;
-  int err_fd;
-  char out[65536];
-  size_t len;
-  int eof;
-} proc_t;
-
-static int proc_read(proc_t *p, int ms) {
-  struct pollfd pfd = {p->err_fd, POLLIN, 0};
-  ssize_t n;
-  if (p->eof) return -1;
-  if (poll(&pfd, 1, ms) <= 0) return 0;
-  n = read(p->err_fd, p->out + p->len, sizeof p->out - 1 - p->len);
-  if (n <= 0) {
-    p->eof = 1;
-    return -1;
-  }
-  p->len += (size_t)n;
-  p->out[p->len] = '\0';
-  assert_true(p->len < sizeof p->out - 1);
-  return 1;
-}
-
-static const char *proc_wait_for(proc_t *p, const char *needle) {
-  const char *at;
-  while ((at = strstr(p->out, needle)) == NULL)
-    if (proc_read(p, WAIT_MS) != 1) fail_msg("upload never wrote \"%s\"; it wrote:\n%s", needle, p->out);
-  return at;
-}
-
-/* The program while it runs: killed by the teardown after a failure. */
-static pid_t child;
-
-static void proc_start(proc_t *p, char *const argv[]) {
-  posix_spawn_file_actions_t fa;
-  int fds[2];
-  memset(p, 0, sizeof *p);
-  assert_int_equal(pipe(fds), 0);
-  assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-  assert_int_equal(posix_spawn_file_actions_adddup2(&fa, fds[1], 2), 0);
-  assert_int_equal(posix_spawn_file_actions_addclose(&fa, fds[0]), 0);
-  assert_int_equal(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
-  assert_int_equal(posix_spawn(&p->pid, argv[0], &fa, NULL, argv, environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  p->err_fd = fds[0];
-  child = p->pid;
-}
-
-static int proc_stop(proc_t *p) {
-  int status;
-  assert_int_equal(kill(p->pid, SIGTERM), 0);
-  while (proc_read(p, WAIT_MS) == 1) {
-  }
-  if (!p->eof) fail_msg("upload did not close its stderr after SIGTERM");
-  assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
-  child = 0;
-  close(p->err_fd);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+#include "proc.h"
 
 /* ---- bodies and files ------------------------------------------------------ */
 
@@ -252,7 +187,7 @@ static void test_upload_example(void **state) {
                             {"b", "notes.txt", "other", 5}};
     post(port, parts, 2, "HTTP/1.1 409 Conflict", NULL);
     snprintf(path, sizeof path, "%s/fresh.txt", dir);
-    for (i = 0; i < WAIT_MS && stat(path, &st) == 0; i++) usleep(1000);
+    for (i = 0; i < PROC_WAIT_MS && stat(path, &st) == 0; i++) usleep(1000);
     assert_int_equal(stat(path, &st), -1);
     expect_file("notes.txt", notes, sizeof notes - 1);
   }
@@ -286,11 +221,7 @@ static void test_upload_example(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  if (child > 0) {
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
-    child = 0;
-  }
+  proc_kill();
   if (dir[0] != '\0') remove_all();
   return 0;
 }
