@@ -38,6 +38,36 @@ static void test_path_char(void **state) {
       fail_msg("byte 0x%02x", c);
 }
 
+/* RFC 3986 §3.2.2 reg-name (unreserved, sub-delims but '*', '%' of an
+ * escape) as hr__authority_ok takes it: every byte alone as a host, with a
+ * port after it, and in the middle of a name; then the port and literal
+ * forms. */
+static void test_authority(void **state) {
+  char b[16];
+  unsigned c;
+  (void)state;
+  for (c = 0; c < 256; c++) {
+    int want = listed(ALNUM "-._~" "!$&'()+,;=" "%", c);
+    b[0] = 'a';
+    b[1] = (char)c;
+    b[2] = 'b';
+    if (hr__authority_ok((hr_span_t){b + 1, 1}) != want) fail_msg("byte 0x%02x alone", c);
+    if (c != ':' && hr__authority_ok((hr_span_t){b, 3}) != want) fail_msg("byte 0x%02x inside", c);
+    memcpy(b + 2, ":80", 3);
+    if (c != ':' && hr__authority_ok((hr_span_t){b + 1, 4}) != want)
+      fail_msg("byte 0x%02x before a port", c);
+  }
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("example.com:8080")), 1);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("example.com:")), 1);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("example.com:8x")), 0);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT(":80")), 0);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("")), 0);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("[::1]:443")), 1);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("[]")), 0);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("[::1")), 0);
+  assert_int_equal(hr__authority_ok(HR_SPAN_LIT("user@host")), 0);
+}
+
 /* RFC 5234 HEXDIG, either case */
 static void test_hex_value(void **state) {
   static const char digits[] = "0123456789abcdef";
@@ -90,6 +120,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tchar),
       cmocka_unit_test(test_path_char),
+      cmocka_unit_test(test_authority),
       cmocka_unit_test(test_hex_value),
       cmocka_unit_test(test_utf8),
   };

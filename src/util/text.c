@@ -19,10 +19,14 @@ int hr__authority_ok(hr_span_t a) {
     }
     s = e + 1;
   } else {
+    /* reg-name bytes: path characters (hr__is_path_char) but '/', '@',
+     * '*' and ':', as two masks, one test a byte. */
+    static const uint64_t below64 = 0x2bff7bf200000000ull, below128 = 0x47fffffe87fffffeull;
     const char *h = s;
-    for (; s < end && *s != ':'; s++)
-      if (!hr__is_path_char((unsigned char)*s) || *s == '/' || *s == '@' || *s == '*')
-        return 0;
+    for (; s < end && *s != ':'; s++) {
+      unsigned char c = (unsigned char)*s;
+      if (c >= 128 || !((c < 64 ? below64 >> c : below128 >> (c - 64)) & 1)) return 0;
+    }
     if (s == h) return 0;
   }
   if (s == end) return 1;
