@@ -415,6 +415,50 @@ static void test_precompressed(void **state) {
   stop(fx);
 }
 
+/* Files at the edge of what the open-file cache keeps in memory
+ * (HR__SMALL_FILE, 4096 bytes): each byte-exact by GET, by HEAD only its
+ * length, and a range of a kept one from the file itself. */
+static void test_small_files_from_memory(void **state) {
+  static const size_t sizes[] = {1, 4095, 4096, 4097, 20000};
+  fx_t *fx = *state;
+  rc_response_t r;
+  char name[32], req[128], len[32], *data;
+  size_t i, k;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    data = malloc(sizes[i]);
+    assert_non_null(data);
+    for (k = 0; k < sizes[i]; k++) data[k] = (char)('a' + (k * 7 + i) % 26);
+    snprintf(name, sizeof name, "size%zu.bin", sizes[i]);
+    put(name, data, sizes[i]);
+    free(data);
+  }
+  start(fx, NULL, 0);
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    int pass;
+    snprintf(len, sizeof len, "%zu", sizes[i]);
+    for (pass = 0; pass < 2; pass++) { /* the open, then from the cache */
+      snprintf(req, sizeof req, "GET /size%zu.bin HTTP/1.1\r\nHost: x\r\n\r\n", sizes[i]);
+      get(fx, req, "HTTP/1.1 200 OK", NULL, &r);
+      assert_int_equal(r.body_len, sizes[i]);
+      for (k = 0; k < sizes[i]; k++)
+        if (r.body[k] != (char)('a' + (k * 7 + i) % 26)) fail_msg("size %zu: byte %zu", sizes[i], k);
+      expect_field(&r, "Content-Length", len, 0);
+      rc_response_free(&r);
+    }
+    snprintf(req, sizeof req, "HEAD /size%zu.bin HTTP/1.1\r\nHost: x\r\n\r\n", sizes[i]);
+    get(fx, req, "HTTP/1.1 200 OK", NULL, &r);
+    assert_int_equal(r.body_len, 0);
+    expect_field(&r, "Content-Length", len, 0);
+    rc_response_free(&r);
+  }
+  get(fx, "GET /size4096.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=4090-\r\n\r\n",
+      "HTTP/1.1 206 Partial Content", NULL, &r);
+  expect_field(&r, "Content-Range", "bytes 4090-4095/4096", 0);
+  assert_int_equal(r.body_len, 6);
+  for (k = 0; k < 6; k++) assert_int_equal(r.body[k], (char)('a' + ((4090 + k) * 7 + 2) % 26));
+  rc_response_free(&r);
+}
+
 static void test_prefix_and_changes(void **state) {
   fx_t *fx = *state;
   rc_response_t r;
@@ -718,6 +762,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_preconditions, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_ranges, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_precompressed, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_small_files_from_memory, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_prefix_and_changes, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_cache, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_listing, fx_setup, fx_teardown),

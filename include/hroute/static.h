@@ -114,7 +114,10 @@ typedef struct hr_static_options_s {
    * A loop keeps no more than a quarter of RLIMIT_NOFILE (as it is when
    * the loop starts) of them, so that connections keep descriptors; an
    * expired entry is closed at the loop's next request (a deleted file's
-   * space comes back then).  1000, 1000 ms. */
+   * space comes back then).  An entry of a file of 4096 bytes or less
+   * also keeps its bytes, read with the open, and a whole-file response
+   * goes out from them with its head in one write: up to 4 KiB of memory
+   * per entry.  1000, 1000 ms. */
   size_t cache_entries;
   /** How long an entry of the open-file cache is trusted after its open,
    * in milliseconds (see cache_entries).  1000. */

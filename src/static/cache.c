@@ -42,6 +42,7 @@ static void lru_front(hr__fcache_t *c, hr__fent_t *e) {
 void hr__fent_unref(hr__fent_t *e) {
   if (--e->refs > 0) return;
   if (e->fd >= 0) close(e->fd);
+  free(e->bytes);
   free(e->name);
   free(e);
 }
@@ -119,6 +120,25 @@ hr__fent_t *hr__fent_new(const char *name, size_t len) {
   return e;
 }
 
+/* A small file's bytes are read now, on the thread pool, and kept with the
+ * entry (the same open, so they are the bytes the size and tag describe,
+ * unless the file is rewritten in place meanwhile: a read that comes up
+ * short or long keeps nothing, and the file is sent from its descriptor). */
+static void keep_bytes(hr__fent_t *e) {
+  unsigned char *b;
+  ssize_t n;
+  if (e->size == 0 || e->size > HR__SMALL_FILE || (b = malloc((size_t)e->size + 1)) == NULL)
+    return;
+  do
+    n = pread(e->fd, b, (size_t)e->size + 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)e->size) {
+    free(b);
+    return;
+  }
+  e->bytes = b;
+}
+
 void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode) {
   struct stat sb;
   int fd = hr__static_open(rootfd, e->name, mode);
@@ -141,6 +161,7 @@ void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode) {
      * another tag, where nginx's "mtime-size" would repeat. */
     e->version = ((uint64_t)sb.st_ino * 0x9E3779B97F4A7C15ull) ^
                  ((uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec);
+    keep_bytes(e);
     return;
   }
   close(fd);

@@ -222,6 +222,10 @@ void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, co
     hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
     rc = hr_response_send_file(res, 206, f->fd, rg[0].first, rg[0].last - rg[0].first + 1,
                                release_ent, f->ent);
+  } else if (f->ent->bytes != NULL && f->fd == f->ent->fd) {
+    /* A small file from memory: copied behind the head, one write. */
+    rc = hr_response_send(res, 200, f->ent->bytes, (size_t)f->size);
+    if (rc == 0) hr__fent_unref(f->ent);
   } else {
     rc = hr_response_send_file(res, 200, f->fd, 0, f->size, release_ent, f->ent);
   }

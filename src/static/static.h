@@ -82,6 +82,10 @@ int hr__range_parse(hr_span_t value, uint64_t size, hr__range_t *out);
 
 /* What opening a name below the root gave: a regular file (fd >= 0), a
  * directory, or an error (an HTTP status). */
+/* Largest file whose bytes the open-file cache keeps (hr__fent_t.bytes):
+ * at most this much per cached entry (cache_entries of them per loop). */
+#define HR__SMALL_FILE 4096
+
 typedef struct hr__fent_s {
   struct hr__fent_s *next;             /* hash chain */
   struct hr__fent_s *lru_prev, *lru_next;
@@ -94,6 +98,10 @@ typedef struct hr__fent_s {
   uint64_t size;
   int64_t mtime;     /* seconds */
   uint64_t version;  /* inode and mtime in nanoseconds, mixed: for the ETag */
+  /* A small file's bytes (size <= HR__SMALL_FILE), read at the open: sent
+   * from memory with the head in one write, where sendfile would cost a
+   * system call or four more per response; NULL otherwise. */
+  unsigned char *bytes;
   unsigned refs;     /* the cache's (while cached) and each response's */
   unsigned cached : 1;
 } hr__fent_t;
