@@ -457,6 +457,7 @@ static void test_small_files_from_memory(void **state) {
   assert_int_equal(r.body_len, 6);
   for (k = 0; k < 6; k++) assert_int_equal(r.body[k], (char)('a' + ((4090 + k) * 7 + 2) % 26));
   rc_response_free(&r);
+  stop(fx);
 }
 
 static void test_prefix_and_changes(void **state) {
