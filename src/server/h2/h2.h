@@ -185,6 +185,21 @@ void hr__h2_pieces_free(hr__h2s_t *st);
  * handler (proto->fail); the exchange is done with the stream from then
  * on. */
 void hr__h2_fail(hr__exchange_t *ex, int status, const char *reason);
+
+/* The stream of `id`, or NULL (h2.c keeps it as nghttp2's stream data). */
+static inline hr__h2s_t *hr__h2_stream_of(hr__h2_t *h2, int32_t id) {
+  return nghttp2_session_get_stream_user_data(h2->ng, id);
+}
+/* Queues a stream whose request is complete for its handler, which runs
+ * after the whole read was processed (h2.c). */
+void hr__h2_ready_push(hr__h2_t *h2, hr__h2s_t *st);
+/* nghttp2's header callbacks and the end of a request's header section
+ * (h2_head.c). */
+int hr__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, void *ud);
+int hr__h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud);
+void hr__h2_head_done(hr__h2s_t *st);
 /* The handler resumed its paused body (hr__proto_t.resume_body). */
 void hr__h2_resume_body(hr__exchange_t *ex);
 /* The stream's exchange: nothing more of its response goes out (reset
