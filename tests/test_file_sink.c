@@ -47,7 +47,7 @@ static ca_t sink_mem; /* the sinks' allocator */
 
 /* What it saw, for the test thread. */
 static atomic_size_t got_bytes, max_piece, max_queued;
-static atomic_int paused_seen, saved_calls, saved_status, write_err, aborted_seen, posts_ran;
+static atomic_int paused_seen, saved_calls, saved_status, write_err, aborted_seen;
 static atomic_ullong saved_bytes;
 static hr_response_t *_Atomic steered;
 
@@ -68,7 +68,6 @@ static void reset(void) {
   atomic_store(&saved_status, 1);
   atomic_store(&write_err, 0);
   atomic_store(&aborted_seen, 0);
-  atomic_store(&posts_ran, 0);
   atomic_store(&saved_bytes, 0);
   atomic_store(&steered, NULL);
 }
@@ -195,28 +194,6 @@ static void *send_all(void *arg) {
   return NULL;
 }
 
-static int flag_set(atomic_int *f) {
-  int i;
-  for (i = 0; i < RC_TIMEOUT_MS; i++) {
-    if (atomic_load(f)) return 1;
-    usleep(1000);
-  }
-  return 0;
-}
-
-static void on_post_noop(hr_response_t *res, void *udata) {
-  (void)res;
-  (void)udata;
-  atomic_fetch_add(&posts_ran, 1);
-}
-
-/* Waits until the server's loop has gone round once more. */
-static void loop_turn(void) {
-  int before = atomic_load(&posts_ran), i;
-  assert_int_equal(hr_response_post(atomic_load(&steered), on_post_noop, NULL), 0);
-  for (i = 0; i < RC_TIMEOUT_MS && atomic_load(&posts_ran) == before; i++) usleep(1000);
-  assert_int_equal(atomic_load(&posts_ran), before + 1);
-}
 
 /* Reads the pipe until `want` bytes came (checked against the pattern) or,
  * with want 0, until EOF; returns the count. */
@@ -368,13 +345,13 @@ static void test_slow_disk_pauses_the_body(void **state) {
   send_head(c, len);
   s.c = c, s.p = body, s.n = len, s.rc = -1;
   assert_int_equal(pthread_create(&th, NULL, send_all, &s), 0);
-  if (!flag_set(&paused_seen))
+  if (!fx_flag_set(&paused_seen))
     fail_msg("not paused: %zu bytes in, queue at most %zu", atomic_load(&got_bytes),
              atomic_load(&max_queued));
   at_pause = atomic_load(&got_bytes);
-  loop_turn();
-  loop_turn();
-  loop_turn();
+  fx_on_loop(atomic_load(&steered), NULL);
+  fx_on_loop(atomic_load(&steered), NULL);
+  fx_on_loop(atomic_load(&steered), NULL);
   assert_int_equal(atomic_load(&got_bytes), at_pause);
   fx_stats(fx, &st);
   assert_true(st.bytes_received < len / 4);
@@ -491,7 +468,7 @@ static void test_client_gone_with_write_in_flight(void **state) {
   assert_int_equal(atomic_load(&got_bytes), part);
   assert_int_equal(atomic_load(&paused_seen), 0);
   fx_drop(fx, c);
-  assert_true(flag_set(&aborted_seen));
+  assert_true(fx_flag_set(&aborted_seen));
   expect_stat(fx, FX_EXCHANGES, 0);
   assert_true(ca_live(&sink_mem) > 0); /* the blocked write still holds it */
   /* Drain until the sink is gone: what it had taken, at most. */
@@ -527,7 +504,7 @@ static void test_client_gone_removes_the_file(void **state) {
   for (i = 0; i < RC_TIMEOUT_MS && atomic_load(&got_bytes) == 0; i++) usleep(1000);
   assert_true(atomic_load(&got_bytes) > 0);
   fx_drop(fx, c);
-  assert_true(flag_set(&aborted_seen));
+  assert_true(fx_flag_set(&aborted_seen));
   for (i = 0; i < RC_TIMEOUT_MS && ca_live(&sink_mem) > 0; i++) usleep(1000);
   assert_int_equal(ca_live(&sink_mem), 0);
   assert_int_equal(stat(cfg.path, &st), -1);

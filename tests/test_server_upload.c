@@ -18,7 +18,7 @@
 /* ---- a streaming handler the test steers ---------------------------------- */
 
 static atomic_size_t got_bytes;     /* body bytes its callback received */
-static atomic_int got_pieces, got_finals, got_final_status, paused_flag, posts_ran;
+static atomic_int got_pieces, got_finals, got_final_status, paused_flag;
 static atomic_int pause_at_first;   /* pause at the first piece */
 static atomic_int answer_at_first;  /* answer 200 "early" at the first piece */
 static hr_response_t *_Atomic steered; /* its response, for posts */
@@ -29,7 +29,6 @@ static void steer_reset(void) {
   atomic_store(&got_finals, 0);
   atomic_store(&got_final_status, 0);
   atomic_store(&paused_flag, 0);
-  atomic_store(&posts_ran, 0);
   atomic_store(&pause_at_first, 0);
   atomic_store(&answer_at_first, 0);
   atomic_store(&steered, NULL);
@@ -77,34 +76,9 @@ static void route_steer(fx_t *fx, uint64_t limit) {
   fx_route(fx, "GET", "/hello", ta_text, "hello");
 }
 
-static int flag_set(atomic_int *f) {
-  int i;
-  for (i = 0; i < RC_TIMEOUT_MS; i++) {
-    if (atomic_load(f)) return 1;
-    usleep(1000);
-  }
-  return 0;
-}
-
-static void on_post_noop(hr_response_t *res, void *udata) {
-  (void)res;
-  (void)udata;
-  atomic_fetch_add(&posts_ran, 1);
-}
-
 static void on_post_resume(hr_response_t *res, void *udata) {
   (void)udata;
   assert_int_equal(hr_request_body_resume(hr_response_request(res)), 0);
-  atomic_fetch_add(&posts_ran, 1);
-}
-
-/* Runs `cb` on the loop that serves the steered response and waits for it:
- * the loop has gone round (and polled its sockets) once more. */
-static void on_loop(hr_post_cb cb) {
-  int before = atomic_load(&posts_ran), i;
-  assert_int_equal(hr_response_post(atomic_load(&steered), cb, NULL), 0);
-  for (i = 0; i < RC_TIMEOUT_MS && atomic_load(&posts_ran) == before; i++) usleep(1000);
-  assert_int_equal(atomic_load(&posts_ran), before + 1);
 }
 
 typedef struct sender_s {
@@ -147,20 +121,20 @@ static void test_pause_holds_one_read_buffer(void **state) {
   assert_int_equal(rc_send_str(c, head), 0);
   s.c = c, s.p = data, s.n = body, s.rc = -1;
   assert_int_equal(pthread_create(&th, NULL, send_all, &s), 0);
-  assert_true(flag_set(&paused_flag));
+  assert_true(fx_flag_set(&paused_flag));
   at_pause = atomic_load(&got_bytes);
   /* Three more turns of the loop, each polling the socket the client keeps
    * full: a server still reading would take more now. */
-  on_loop(on_post_noop);
-  on_loop(on_post_noop);
-  on_loop(on_post_noop);
+  fx_on_loop(atomic_load(&steered), NULL);
+  fx_on_loop(atomic_load(&steered), NULL);
+  fx_on_loop(atomic_load(&steered), NULL);
   fx_stats(fx, &st);
   assert_int_equal(atomic_load(&got_bytes), at_pause);
   assert_int_equal(atomic_load(&got_pieces), 1);
   assert_int_equal(st.read_buffers_in_use, 1);
   assert_true(st.bytes_received <= strlen(head) + 32768);
   assert_true(st.bytes_received < body / 8);
-  on_loop(on_post_resume);
+  fx_on_loop(atomic_load(&steered), on_post_resume);
   pthread_join(th, NULL);
   assert_int_equal(s.rc, 0);
   expect_response(c, "HTTP/1.1 200 OK", "4194304", NULL);
@@ -370,9 +344,9 @@ static void test_paused_body_has_no_deadline(void **state) {
   c = fx_connect(fx);
   assert_int_equal(rc_send_str(c, "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n"
                                   "0123456789"), 0);
-  assert_true(flag_set(&paused_flag));
+  assert_true(fx_flag_set(&paused_flag));
   usleep(400000); /* four gap timeouts: none may fire while paused */
-  on_loop(on_post_resume);
+  fx_on_loop(atomic_load(&steered), on_post_resume);
   assert_int_equal(rc_send_str(c, "abcdefghij"), 0);
   expect_response(c, "HTTP/1.1 200 OK", "20", NULL);
 }

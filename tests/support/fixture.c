@@ -4,6 +4,7 @@
 #include "fixture.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,4 +508,31 @@ const char *status_line_of(int code) {
   static __thread char buf[128];
   snprintf(buf, sizeof buf, "HTTP/1.1 %d %s", code, hr_status_reason(code));
   return buf;
+}
+
+int fx_flag_set(_Atomic int *flag) {
+  int i;
+  for (i = 0; i < RC_TIMEOUT_MS; i++) {
+    if (atomic_load(flag)) return 1;
+    sleep_ms(1);
+  }
+  return 0;
+}
+
+/* One fx_on_loop at a time: the callback to run, and how many ran. */
+static hr_post_cb on_loop_cb;
+static _Atomic int on_loop_ran;
+
+static void on_loop_run(hr_response_t *res, void *udata) {
+  (void)udata;
+  if (on_loop_cb != NULL) on_loop_cb(res, NULL);
+  atomic_fetch_add(&on_loop_ran, 1);
+}
+
+void fx_on_loop(hr_response_t *res, hr_post_cb cb) {
+  int before = atomic_load(&on_loop_ran), i;
+  on_loop_cb = cb; /* published to the loop by the post's queue */
+  assert_int_equal(hr_response_post(res, on_loop_run, NULL), 0);
+  for (i = 0; i < RC_TIMEOUT_MS && atomic_load(&on_loop_ran) == before; i++) sleep_ms(1);
+  assert_int_equal(atomic_load(&on_loop_ran), before + 1);
 }

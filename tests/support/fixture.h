@@ -138,6 +138,14 @@ int fx_wait_stat(fx_t *fx, fx_stat_t which, uint64_t n, unsigned ms,
 /* Asserts the counter reaches exactly n within RC_TIMEOUT_MS. */
 void expect_stat(fx_t *fx, fx_stat_t which, uint64_t n);
 
+/* Polls (1 ms steps) until *flag is non-zero, up to RC_TIMEOUT_MS.
+ * Returns 1 when it was set, 0 on timeout. */
+int fx_flag_set(_Atomic int *flag);
+/* Runs `cb` on the loop that serves `res` (hr_response_post) and waits,
+ * up to RC_TIMEOUT_MS, until it ran: the loop has gone round, and polled
+ * its sockets, once more.  Asserts the post and the run. */
+void fx_on_loop(hr_response_t *res, hr_post_cb cb);
+
 /* Adds a route; asserts success. */
 void fx_route(fx_t *fx, const char *methods, const char *pattern,
               hr_handler_cb cb, void *udata);
