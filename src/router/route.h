@@ -104,6 +104,8 @@ typedef struct hr__core_s {
    * any invoker of this core; loops then destroy their contexts. */
   _Atomic int retired;
   size_t writer_mark;      /* writer side only, under the router lock */
+  size_t writer_pos;       /* writer side: its invoker's index in the
+                              router's `routes` */
   const hr_allocator_t *slot_alloc; /* slots go straight to this allocator */
 } hr__core_t;
 
@@ -233,6 +235,9 @@ typedef struct hr__leaf_s {
   const hr_route_t **ext;  /* extension-method routes ... */
   size_t n_ext;            /* ... matched by their ext_methods */
   hr_span_t allow;         /* the Allow value of this leaf alone */
+  hr_route_t **routes;     /* its distinct routes, each referenced by the
+                              leaf until the leaf is reclaimed */
+  size_t nroutes;
 } hr__leaf_t;
 
 typedef struct hr__node_s hr__node_t;
@@ -267,22 +272,42 @@ typedef struct hr__host_s {
   hr_answers_t answers;       /* hr_router_set_answers, all NULL by default */
 } hr__host_t;
 
-/* An immutable snapshot, in one block; it holds a reference on each of its
- * invokers until it is reclaimed after a grace period. */
 /* Most distinct extension methods (not one of the HR__M_STD) one router
  * may register, all hosts together. */
 #define HR__MAX_EXT_METHODS 64
 
-/* An immutable snapshot, in one block; it holds a reference on each of its
- * invokers until it is reclaimed after a grace period. */
+/* A block of frozen nodes and leaves, made by one freezing (wtree.c): a
+ * whole build's every node, or a change's path.  Nodes of later tables
+ * point into it while it has live ones; freed once none is left, after the
+ * grace period of the table that last reached one. */
+typedef struct hr__block_s {
+  struct hr__block_s *prev, *next; /* writer side: the live blocks, or
+                                      (next) a garbage list */
+  size_t live;                     /* its nodes still in the tree */
+  size_t bytes;
+} hr__block_t;
+
+/* What a replaced table takes with it when reclaimed: what its successor
+ * no longer reaches.  The blocks whose last node died, and one invoker
+ * reference per route of each dead leaf. */
+typedef struct hr__garbage_s {
+  hr__block_t *blocks;
+  size_t ninv;
+  hr_route_t *inv[];
+} hr__garbage_t;
+
+/* An immutable snapshot: its own block (hosts, their Allow texts, the
+ * extension methods) and trees whose nodes it shares with the tables before
+ * and after it (wtree.c).  The leaves hold the invoker references. */
 typedef struct hr__table_s {
   hr__rcu_head_t rcu;   /* for call_rcu */
   hr__mem_t *mem;       /* its router's `mem` (reclaim() finds the router by it) */
   hr__host_t def;
   const hr__host_t *hosts;
   size_t nhosts;
-  size_t nodes;
-  size_t bytes;
+  size_t nroutes;
+  size_t nodes;         /* frozen nodes of its trees */
+  size_t bytes;         /* bytes of its trees' blocks and its own */
   /* The extension methods some route of some host registers, sorted (a
    * leaf's ext_named indexes them); any_method: some "*" route.  A method
    * that is neither standard (HR__M_*) nor among them is answered 501. */
@@ -290,24 +315,28 @@ typedef struct hr__table_s {
   const hr_span_t *ext_methods;
   size_t n_ext_methods;
   size_t allow_max;     /* the longest Allow value a match can give */
-  hr_route_t **invokers;
-  size_t ninvokers;
+  hr__garbage_t *garbage;           /* writer side, set when replaced */
   struct hr__table_s *retired_next; /* writer side: waiting for reclamation */
 } hr__table_t;
 
-/* Builds a table from `routes` (tree.c), taking a reference on each.
- * Returns 0, HR_ENOMEM, HR_ETOOLARGE, or HR_EEXIST with `err` naming the
- * route in the way of the last route (routes[n-1]) — earlier routes are
- * known to fit together. */
-int hr__table_build(hr__mem_t *m, hr_route_t *const *routes, size_t n,
-                    int case_insensitive, hr__table_t **out,
-                    hr_route_error_t *err);
-/* Drops the table's references and frees it (after its grace period). */
+/* Drops the table's references (its fallbacks, its garbage's) and frees it
+ * and its garbage blocks (after its grace period). */
 void hr__table_free(hr__table_t *t);
-/* Frees a table that was never published: its invokers' references are
- * given back without freeing any (their owner keeps them); its fallback
- * invokers go. */
+/* Frees a table that was never published (no garbage; its fallbacks go). */
 void hr__table_discard(hr__table_t *t);
+
+/* Calls fn for every route of `t`, all hosts, tree order (inside a
+ * read-side section, or with the writer's lock). */
+void hr__table_each_route(const hr__table_t *t, void (*fn)(void *ctx, hr_route_t *route),
+                          void *ctx);
+
+/* Allow values (RFC 9110 §10.2.1) for tree.c and wtree.c: the methods a set
+ * of routes names (OPTIONS always, HEAD with GET; extension methods as bits
+ * of the sorted list `ext`), and their text, sorted, ", " between them
+ * (w NULL: only measured).  Returns the length. */
+void hr__named_methods(const hr_route_t *const *routes, size_t n, const hr_span_t *ext,
+                       size_t n_ext, uint16_t *std, uint64_t *ext_bits);
+size_t hr__allow_render(uint16_t std, uint64_t ext_bits, const hr_span_t *ext, char *w);
 
 /* One lookup in a tree.  In: the path, the request method (`method_id`
  * from hr__method_id, -1 for an extension method), and `params` (room for
@@ -365,8 +394,11 @@ struct hr_router_s {
   hr_router_options_t opts;
   pthread_mutex_t lock;          /* serialises writers */
   _Atomic(hr__table_t *) table;  /* published snapshot */
-  hr_route_t **routes;           /* writer side: the current invokers */
+  struct hr__wtree_s *wt;        /* writer side: the current trees (wtree.h) */
+  hr_route_t **routes;           /* writer side: the current invokers, in
+                                    registration order; NULL: removed */
   size_t nroutes, routes_cap;
+  size_t holes;                  /* NULL entries in `routes` */
   size_t mark;                   /* writer side: generation for writer_mark */
   hr_group_t root;               /* the default group */
   hr_group_t *groups;            /* writer side: created groups */
@@ -399,7 +431,7 @@ struct hr_router_s {
   _Atomic unsigned long holds;
 };
 
-/* The published table (acquire load, pairing with publish()'s release
+/* The published table (acquire load, pairing with install()'s release
  * store).  Inside a read-side section; one request loads it once and uses
  * that table for its match and for every answer the router gives it. */
 const hr__table_t *hr__router_table(hr_router_t *r);

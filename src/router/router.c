@@ -9,17 +9,21 @@
  * `router->table`; readers load it with acquire, so every byte of the table
  * and of the routes it references is visible before the pointer is.  Nothing
  * reachable from a published table is written again, except the invokers'
- * atomics (see route.h).  A replaced table is reclaimed after a grace
- * period, when every reader that loaded it has left its read-side critical
- * section: replaced tables wait on a router-private list, and every
- * HR__RETIRE_BATCH of them one synchronize_rcu() frees the lot (a writer
- * that is itself inside a read-side section cannot wait, and hands them to
- * call_rcu instead).  The table holds a reference on each invoker;
- * requests that outlive their critical section take their own.
+ * atomics (see route.h).  One route added, replaced or removed freezes only
+ * its path (wtree.c): the new table shares every other node with the old
+ * one, and the old table takes with it what the new one no longer reaches
+ * (its garbage).  A replaced table is reclaimed after a grace period, when
+ * every reader that loaded it has left its read-side critical section:
+ * replaced tables wait on a router-private list, and every HR__RETIRE_BATCH
+ * of them go to call_rcu together, so that a writer never waits for
+ * readers (hr_router_free waits for the callbacks).  The leaves hold a
+ * reference on each invoker; requests that outlive their critical section
+ * take their own.
  */
 #include <string.h>
 
 #include "router/route.h"
+#include "router/wtree.h"
 #include "util/rcu.h"
 #include "util/testpoint.h"
 #include "util/text.h"
@@ -27,7 +31,7 @@
 /* Replaced tables kept before one grace period frees them together. */
 #define HR__RETIRE_BATCH 16
 
-static void reclaim_list(hr_router_t *r, hr__table_t *t);
+static void reclaim_list(hr_router_t *r, hr__table_t *t, int wait);
 static hr__table_t *take_batch(hr_router_t *r, int all);
 
 /* Drops a hold on the router struct (see `holds` in route.h); the last
@@ -55,9 +59,11 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
   hr_router_options_t o;
   hr__mem_t mem;
   hr_router_t *r;
-  hr__table_t *t;
+  hr__plan_t plan;
+  hr__wtree_t *wt = NULL;
   if (out == NULL) return HR_EINVAL;
   *out = NULL;
+  memset(&plan, 0, sizeof(plan));
   if (opts != NULL)
     o = *opts;
   else
@@ -80,18 +86,18 @@ int hr_router_new(hr_router_t **out, const hr_router_options_t *opts) {
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
-  if (hr__table_build(&r->mem, NULL, 0, 0, &t, NULL) != 0) {
+  if (hr__wtree_build(&r->mem, NULL, 0, &wt, NULL) != 0 ||
+      hr__wtree_prepare(wt, NULL, &plan) != 0 || pthread_mutex_init(&r->lock, NULL) != 0) {
+    if (plan.table != NULL) hr__wtree_abort(&plan);
+    hr__wtree_free(wt);
     hr__registry_free(&r->registry);
     hr__mem_free(&mem, r);
     return HR_ENOMEM;
   }
-  if (pthread_mutex_init(&r->lock, NULL) != 0) {
-    hr__table_free(t);
-    hr__registry_free(&r->registry);
-    hr__mem_free(&mem, r);
-    return HR_ENOMEM;
-  }
-  atomic_init(&r->table, t);
+  hr__wtree_commit(&plan);
+  r->wt = wt;
+  hr__mem_free(&r->mem, plan.garbage); /* nothing was replaced */
+  atomic_init(&r->table, plan.table);
   atomic_init(&r->nlocals, 0);
   atomic_init(&r->holds, 1);
   *out = r;
@@ -108,18 +114,20 @@ void hr_router_free(hr_router_t *r) {
     /* Inside a read-side section (a handler freeing a router of its own):
      * no grace period can be waited for here, and liburcu's rcu_barrier
      * refuses to run (it returns at once).  Every table goes to call_rcu,
-     * the current one too (this section may have matched in it), each
-     * with its hold on the struct, which the last callback frees. */
+     * the current one too (this section may have matched in it) with the
+     * trees as its garbage, each with its hold on the struct, which the
+     * last callback frees. */
+    cur->garbage = hr__wtree_retire(r->wt);
     cur->retired_next = take_batch(r, 1);
-    reclaim_list(r, cur);
+    reclaim_list(r, cur, 1);
   } else {
-    reclaim_list(r, take_batch(r, 1));
-    /* Wait for tables handed to call_rcu earlier, if any (liburcu's
-     * call_rcu thread works in 10 ms batches, which is why it is not the
-     * usual path).  Acquire: pairs with the callbacks' acq_rel drops, so
-     * that 1 means each has finished with the struct. */
+    reclaim_list(r, take_batch(r, 1), 1);
+    /* Wait for the tables handed to call_rcu.  Acquire: pairs with the
+     * callbacks' acq_rel drops, so that 1 means each has finished with the
+     * struct. */
     if (atomic_load_explicit(&r->holds, memory_order_acquire) != 1) hr__rcu_barrier();
     hr__table_free(cur);
+    hr__wtree_free(r->wt);
   }
   hr__mem_free(&r->mem, r->routes);
   while ((g = r->groups) != NULL) {
@@ -175,18 +183,22 @@ static void reclaim(struct rcu_head *head) {
   HR__CB_DONE();
 }
 
-/* Frees a list of replaced tables after a grace period.  Called without
- * the router lock: waiting for readers while holding it would deadlock with
- * a reader (a handler) that registers a route. */
-static void reclaim_list(hr_router_t *r, hr__table_t *t) {
+/* Frees a list of replaced tables after a grace period, without the
+ * router lock: waiting for readers while holding it would deadlock with a
+ * reader (a handler) that registers a route.  With `wait` (the router's
+ * teardown) it waits for the grace period itself, unless inside a
+ * read-side section; otherwise the tables go to call_rcu, so that a change
+ * never waits for readers. */
+static void reclaim_list(hr_router_t *r, hr__table_t *t, int wait) {
   hr__table_t *next;
   if (t == NULL) return;
-  if (urcu_bp_read_ongoing()) {
+  if (!wait || urcu_bp_read_ongoing()) {
     /* Waiting for a grace period from inside a read-side section would
-     * wait for ourselves: let call_rcu free them later.  Each callback
-     * holds the router struct, whose mem it frees through, even when
+     * wait for ourselves: call_rcu frees them later.  Each callback holds
+     * the router struct, whose mem it frees through, even when
      * hr_router_free comes first.  Relaxed: the caller holds it already
-     * (the owner's hold), nothing is published by the count. */
+     * (the owner's hold, or the lock of a writer the owner waits for),
+     * nothing is published by the count. */
     for (; t != NULL; t = next) {
       next = t->retired_next;
       atomic_fetch_add_explicit(&r->holds, 1, memory_order_relaxed);
@@ -214,14 +226,9 @@ static hr__table_t *take_batch(hr_router_t *r, int all) {
 static void unlock_and_reclaim(hr_router_t *r) {
   hr__table_t *batch = take_batch(r, 0);
   pthread_mutex_unlock(&r->lock);
-  reclaim_list(r, batch);
+  reclaim_list(r, batch, 0);
 }
 
-/* Builds a table from `routes` and publishes it (lock held).  On success
- * the router's route array becomes `routes` (the old array is freed), the
- * invokers left out are marked retired, and the old table is reclaimed
- * after a grace period.  On error nothing changed and `routes` is the
- * caller's. */
 /* Whether some before- or after-middleware of the router applies to a
  * request of `host` that the router answers itself: router-level, no
  * prefix, every host or this one (head middleware do not: such a request's
@@ -252,7 +259,7 @@ static void attach_answers(const hr_router_t *r, hr__table_t *t) {
 }
 
 const hr__table_t *hr__router_table(hr_router_t *r) {
-  /* Pairs with the release store in publish(). */
+  /* Pairs with the release store in install(). */
   return atomic_load_explicit(&r->table, memory_order_acquire);
 }
 
@@ -277,28 +284,52 @@ static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
   return 0;
 }
 
-static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
-                   hr_route_error_t *err) {
-  hr__table_t *t, *old;
-  size_t i;
-  int rc = hr__table_build(&r->mem, routes, n, r->opts.case_insensitive, &t, err);
-  if (rc != 0) return rc;
-  if ((rc = attach_fallbacks(r, t)) != 0) {
-    hr__table_discard(t);
-    return rc;
-  }
+/* Publishes a frozen plan's table (lock held): the old table takes the
+ * plan's garbage with it and waits for reclamation. */
+static void install(hr_router_t *r, hr__plan_t *p) {
+  hr__table_t *t = p->table, *old;
   attach_answers(r, t);
   old = atomic_load_explicit(&r->table, memory_order_relaxed);
   HR__TP(HR__TP_PUBLISH_STORE, r);
   /* Pairs with the acquire load in hr_router_match() and the server's
-   * dispatch: the table and every invoker it references are complete
-   * before a reader can see the pointer. */
+   * dispatch: the table, every node it reaches and every invoker they
+   * reference are complete before a reader can see the pointer. */
   atomic_store_explicit(&r->table, t, memory_order_release);
   r->mark++;
+  old->garbage = p->garbage;
+  old->retired_next = r->retired;
+  r->retired = old;
+  r->nretired++; /* freed in batches by unlock_and_reclaim() */
+}
+
+/* Builds whole trees from `routes` and publishes them (lock held).  On
+ * success the router's route array becomes `routes` (the old array is
+ * freed), the invokers left out are marked retired, and the old table is
+ * reclaimed after a grace period with every node of the old trees.  On
+ * error nothing changed and `routes` is the caller's. */
+static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
+                   hr_route_error_t *err) {
+  hr__wtree_t *wt;
+  hr__plan_t plan;
+  size_t i;
+  int rc = hr__wtree_build(&r->mem, routes, n, &wt, err);
+  if (rc != 0) return rc;
+  if ((rc = hr__wtree_prepare(wt, r->wt, &plan)) != 0) {
+    hr__wtree_free(wt);
+    return rc;
+  }
+  if ((rc = attach_fallbacks(r, plan.table)) != 0) {
+    hr__wtree_abort(&plan);
+    hr__wtree_free(wt);
+    return rc;
+  }
+  hr__wtree_commit(&plan);
+  r->wt = wt;
+  install(r, &plan);
   for (i = 0; i < n; i++) ((hr__core_t *)routes[i]->core)->writer_mark = r->mark;
-  for (i = 0; i < old->ninvokers; i++) {
-    hr__core_t *c = (hr__core_t *)old->invokers[i]->core;
-    if (c->writer_mark != r->mark)
+  for (i = 0; i < r->nroutes; i++) {
+    hr__core_t *c = r->routes[i] ? (hr__core_t *)r->routes[i]->core : NULL;
+    if (c != NULL && c->writer_mark != r->mark)
       /* Pairs with the acquire load in the loops' context sweep: it sees
        * the route as gone once this table is published. */
       atomic_store_explicit(&c->retired, 1, memory_order_release);
@@ -307,10 +338,92 @@ static int publish(hr_router_t *r, hr_route_t **routes, size_t n,
   r->routes = routes;
   r->nroutes = n;
   r->routes_cap = n;
-  old->retired_next = r->retired;
-  r->retired = old;
-  r->nretired++; /* freed in batches by unlock_and_reclaim() */
+  r->holes = 0;
+  for (i = 0; i < n; i++) ((hr__core_t *)routes[i]->core)->writer_pos = i;
   return 0;
+}
+
+/* Removes the holes of the route array (lock held). */
+static void compact_routes(hr_router_t *r) {
+  size_t i, k = 0;
+  if (r->holes == 0) return;
+  for (i = 0; i < r->nroutes; i++)
+    if (r->routes[i] != NULL) {
+      r->routes[k] = r->routes[i];
+      ((hr__core_t *)r->routes[k]->core)->writer_pos = k;
+      k++;
+    }
+  r->nroutes = k;
+  r->holes = 0;
+}
+
+/* One route added (`old` NULL), replaced or removed (`add` NULL), freezing
+ * only its path (lock held).  Returns 0, HR_EEXIST, HR_ENOMEM, or
+ * HR__REBUILD when the change needs whole trees (wtree.h); on error
+ * nothing changed. */
+static int change(hr_router_t *r, hr_route_t *old, hr_route_t *add, hr_route_error_t *err) {
+  hr__change_t c;
+  hr__plan_t plan;
+  size_t pos;
+  int rc;
+  if (old == NULL && r->nroutes == r->routes_cap) {
+    size_t cap = r->routes_cap ? r->routes_cap * 2 : 16;
+    hr_route_t **grown = hr__mem_realloc(&r->mem, r->routes, cap * sizeof(*grown));
+    if (grown == NULL) return HR_ENOMEM;
+    r->routes = grown;
+    r->routes_cap = cap;
+  }
+  if ((rc = hr__wtree_stage(r->wt, old, add, &c, err)) != 0) return rc;
+  if ((rc = hr__wtree_prepare(r->wt, NULL, &plan)) != 0) {
+    hr__wtree_unstage(r->wt, &c);
+    return rc;
+  }
+  if ((rc = attach_fallbacks(r, plan.table)) != 0) {
+    hr__wtree_abort(&plan);
+    hr__wtree_unstage(r->wt, &c);
+    return rc;
+  }
+  hr__wtree_commit(&plan);
+  install(r, &plan);
+  if (old != NULL)
+    /* Pairs with the acquire load in the loops' context sweep: it sees
+     * the route as gone once this table is published. */
+    atomic_store_explicit(&((hr__core_t *)old->core)->retired, 1, memory_order_release);
+  pos = old != NULL ? old->core->writer_pos : r->nroutes++;
+  r->routes[pos] = add;
+  if (add != NULL) ((hr__core_t *)add->core)->writer_pos = pos;
+  else r->holes++;
+  if (r->holes > r->nroutes / 2) compact_routes(r);
+  return 0;
+}
+
+/* The same change with whole trees (lock held): the route array with
+ * `old` out and `add` in, last, where the build checks it. */
+static int rebuild(hr_router_t *r, hr_route_t *old, hr_route_t *add, hr_route_error_t *err) {
+  hr_route_t **routes;
+  size_t n, k = 0, i;
+  int rc;
+  compact_routes(r);
+  n = r->nroutes - (old != NULL) + (add != NULL);
+  routes = hr__mem_alloc(&r->mem, (n ? n : 1) * sizeof(*routes));
+  if (routes == NULL) return HR_ENOMEM;
+  for (i = 0; i < r->nroutes; i++)
+    if (r->routes[i] != old) routes[k++] = r->routes[i];
+  if (add != NULL) routes[k++] = add;
+  rc = publish(r, routes, n, err);
+  if (rc != 0) hr__mem_free(&r->mem, routes);
+  return rc;
+}
+
+/* A change, with whole trees when it needs them or when dead nodes have
+ * come to outweigh live ones in the blocks (lock held). */
+static int apply_change(hr_router_t *r, hr_route_t *old, hr_route_t *add,
+                        hr_route_error_t *err) {
+  int rc = change(r, old, add, err);
+  if (rc == HR__REBUILD) return rebuild(r, old, add, err);
+  if (rc == 0 && hr__wtree_wasteful(r->wt))
+    (void)rebuild(r, NULL, NULL, NULL); /* compaction: when it fails, later */
+  return rc;
 }
 
 /* Frees an invoker that never made it into a table. */
@@ -415,18 +528,6 @@ int hr_router_group(hr_router_t *r, const char *host, const char *prefix,
   return 0;
 }
 
-/* Index of the route with the same host, pattern and methods, or -1. */
-static long find_same(hr_router_t *r, const hr__core_t *c) {
-  size_t i;
-  for (i = 0; i < r->nroutes; i++) {
-    const hr__core_t *o = r->routes[i]->core;
-    if (hr_span_eq(o->host, c->host) && hr__patterns_equiv(o, c) &&
-        hr__methods_equal(o, c))
-      return (long)i;
-  }
-  return -1;
-}
-
 int hr__route_compile(hr_group_t *g, const char *methods, const char *pattern,
                       hr_handler_cb handler, void *udata, const hr_route_options_t *opts,
                       hr__core_t **out) {
@@ -467,11 +568,9 @@ int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
                  const hr_route_options_t *opts) {
   hr_router_t *r;
   hr__core_t *core;
-  hr_route_t *inv = NULL, **routes;
+  hr_route_t *inv = NULL, *same = NULL;
   hr__mwlist_t mws;
   hr_route_error_t *err;
-  long same = -1;
-  size_t n;
   int rc;
   if (g == NULL || methods == NULL || pattern == NULL || handler == NULL)
     return HR_EINVAL;
@@ -484,25 +583,8 @@ int hr_group_add(hr_group_t *g, const char *methods, const char *pattern,
   rc = hr__invoker_new(&r->mem, core, &mws, &inv);
   hr__core_unref(&r->mem, core); /* the invoker holds it now */
   if (rc != 0) goto fail;
-  if (opts != NULL && opts->replace) same = find_same(r, core);
-  n = r->nroutes + (same < 0);
-  routes = hr__mem_alloc(&r->mem, (n ? n : 1) * sizeof(*routes));
-  if (routes == NULL) {
-    rc = HR_ENOMEM;
-    goto fail;
-  }
-  if (r->nroutes) memcpy(routes, r->routes, r->nroutes * sizeof(*routes));
-  routes[same < 0 ? (long)r->nroutes : same] = inv;
-  if (same >= 0 && (size_t)same != n - 1) {
-    /* The table is checked against its last route: move it there. */
-    routes[same] = routes[n - 1];
-    routes[n - 1] = inv;
-  }
-  rc = publish(r, routes, n, err);
-  if (rc != 0) {
-    hr__mem_free(&r->mem, routes);
-    goto fail;
-  }
+  if (opts != NULL && opts->replace) same = hr__wtree_find(r->wt, core);
+  if ((rc = apply_change(r, same, inv, err)) != 0) goto fail;
   unlock_and_reclaim(r);
   return 0;
 fail:
@@ -519,9 +601,8 @@ fail:
 int hr_group_remove(hr_group_t *g, const char *methods, const char *pattern) {
   hr_router_t *r;
   hr__core_t *probe;
-  hr_route_t **routes;
+  hr_route_t *same;
   hr_route_options_t o;
-  long same;
   int rc;
   if (g == NULL || methods == NULL || pattern == NULL) return HR_EINVAL;
   r = g->router;
@@ -531,22 +612,9 @@ int hr_group_remove(hr_group_t *g, const char *methods, const char *pattern) {
                         methods, pattern, h_none, NULL, &o, &probe, NULL);
   if (rc != 0) return rc;
   pthread_mutex_lock(&r->lock);
-  same = find_same(r, probe);
+  same = hr__wtree_find(r->wt, probe);
   hr__core_unref(&r->mem, probe);
-  if (same < 0) {
-    pthread_mutex_unlock(&r->lock);
-    return HR_ENOTFOUND;
-  }
-  routes = hr__mem_alloc(&r->mem, (r->nroutes > 1 ? r->nroutes - 1 : 1) * sizeof(*routes));
-  if (routes == NULL) {
-    pthread_mutex_unlock(&r->lock);
-    return HR_ENOMEM;
-  }
-  memcpy(routes, r->routes, (size_t)same * sizeof(*routes));
-  memcpy(routes + same, r->routes + same + 1,
-         (r->nroutes - (size_t)same - 1) * sizeof(*routes));
-  rc = publish(r, routes, r->nroutes - 1, NULL);
-  if (rc != 0) hr__mem_free(&r->mem, routes);
+  rc = same != NULL ? apply_change(r, same, NULL, NULL) : HR_ENOTFOUND;
   unlock_and_reclaim(r);
   return rc;
 }
@@ -588,6 +656,7 @@ static int use(hr_router_t *r, const hr_group_t *group, const char *host,
   reg->prefix = p;
 
   pthread_mutex_lock(&r->lock);
+  compact_routes(r);
   *r->mws_tail = reg;
   mws.head = r->mws;
   routes = hr__mem_alloc(&r->mem, (r->nroutes ? r->nroutes : 1) * sizeof(*routes));
@@ -680,6 +749,7 @@ int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *
     hr__mem_free(&r->mem, a);
   }
   /* Publish the same routes with the new answers. */
+  compact_routes(r);
   routes = hr__mem_alloc(&r->mem, (r->nroutes ? r->nroutes : 1) * sizeof(*routes));
   if (routes == NULL) {
     pthread_mutex_unlock(&r->lock);
@@ -729,12 +799,25 @@ hr_span_t hr_route_pattern(const hr_route_t *route) { return route->core->patter
 hr_span_t hr_route_methods(const hr_route_t *route) { return route->core->methods_text; }
 void *hr_route_udata(const hr_route_t *route) { return route->core->udata; }
 
+typedef struct stats_find_s {
+  const hr__core_t *probe;
+  const hr__core_t *found;
+} stats_find_t;
+
+static void stats_find(void *ctx, hr_route_t *route) {
+  stats_find_t *f = ctx;
+  const hr__core_t *c = route->core;
+  if (f->found == NULL && hr_span_eq(c->host, f->probe->host) &&
+      hr__patterns_equiv(c, f->probe) && hr__methods_equal(c, f->probe))
+    f->found = c;
+}
+
 int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
                           const char *pattern, hr_route_stats_t *out) {
   hr__core_t *probe;
   hr_route_options_t o;
   const hr__table_t *t;
-  size_t i;
+  stats_find_t find;
   int rc;
   if (r == NULL || methods == NULL || pattern == NULL || out == NULL)
     return HR_EINVAL;
@@ -744,34 +827,42 @@ int hr_router_route_stats(hr_router_t *r, const char *host, const char *methods,
   if (rc != 0) return rc;
   rc = HR_ENOTFOUND;
   hr__rcu_read_lock();
-  /* Pairs with the release store in publish(). */
+  /* Pairs with the release store in install(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
-  for (i = 0; i < t->ninvokers; i++) {
-    const hr__core_t *c = t->invokers[i]->core;
-    if (hr_span_eq(c->host, probe->host) && hr__patterns_equiv(c, probe) &&
-        hr__methods_equal(c, probe)) {
-      hr__core_stats(c, out);
-      rc = 0;
-      break;
-    }
+  find.probe = probe;
+  find.found = NULL;
+  hr__table_each_route(t, stats_find, &find);
+  if (find.found != NULL) {
+    hr__core_stats(find.found, out);
+    rc = 0;
   }
   hr__rcu_read_unlock();
   hr__core_unref(&r->mem, probe);
   return rc;
 }
 
+typedef struct each_core_s {
+  void (*fn)(void *ctx, unsigned pass, const hr__core_t *core);
+  void *ctx;
+  unsigned pass;
+} each_core_t;
+
+static void each_core_step(void *ctx, hr_route_t *route) {
+  each_core_t *e = ctx;
+  e->fn(e->ctx, e->pass, route->core);
+}
+
 void hr__router_each_core(hr_router_t *r, unsigned passes,
                           void (*fn)(void *ctx, unsigned pass, const hr__core_t *core),
                           void *ctx) {
   const hr__table_t *t;
-  unsigned pass;
-  size_t i;
+  each_core_t e = {fn, ctx, 0};
   hr__rcu_read_lock();
-  /* Pairs with the release store in publish(). */
+  /* Pairs with the release store in install(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
-  for (pass = 0; pass < passes; pass++) {
-    fn(ctx, pass, NULL);
-    for (i = 0; i < t->ninvokers; i++) fn(ctx, pass, t->invokers[i]->core);
+  for (e.pass = 0; e.pass < passes; e.pass++) {
+    fn(ctx, e.pass, NULL);
+    hr__table_each_route(t, each_core_step, &e);
   }
   hr__rcu_read_unlock();
 }
@@ -781,9 +872,9 @@ void hr_router_stats(hr_router_t *r, hr_router_stats_t *out) {
   memset(out, 0, sizeof(*out));
   if (r == NULL) return;
   hr__rcu_read_lock();
-  /* Pairs with the release store in publish(). */
+  /* Pairs with the release store in install(). */
   t = atomic_load_explicit(&r->table, memory_order_acquire);
-  out->routes = t->ninvokers;
+  out->routes = t->nroutes;
   out->hosts = t->nhosts;
   out->nodes = t->nodes;
   out->table_bytes = t->bytes;
@@ -795,7 +886,7 @@ int hr_router_dump(hr_router_t *r,
   int rc;
   if (r == NULL || write == NULL) return HR_EINVAL;
   hr__rcu_read_lock();
-  /* Pairs with the release store in publish(). */
+  /* Pairs with the release store in install(). */
   rc = hr__tree_dump(atomic_load_explicit(&r->table, memory_order_acquire),
                      write, ctx);
   hr__rcu_read_unlock();

@@ -48,7 +48,8 @@ struct hr_txn_s {
 
 static void snapshot_free(hr_txn_t *t) {
   size_t i;
-  for (i = 0; i < t->nbase; i++) hr__core_unref(&t->r->mem, t->base[i]);
+  for (i = 0; i < t->nbase; i++)
+    if (t->base[i] != NULL) hr__core_unref(&t->r->mem, t->base[i]);
   hr__mem_free(&t->r->mem, t->base);
   hr__mem_free(&t->r->mem, t->gone);
   hr__places_free(&t->places);
@@ -73,7 +74,13 @@ static int snapshot(hr_txn_t *t) {
   }
   memset(t->gone, 0, n ? n : 1);
   for (i = 0; i < n; i++) {
-    hr__core_t *c = (hr__core_t *)r->routes[i]->core;
+    hr__core_t *c;
+    if (r->routes[i] == NULL) { /* a removed route's hole */
+      t->base[t->nbase++] = NULL;
+      t->gone[i] = 1;
+      continue;
+    }
+    c = (hr__core_t *)r->routes[i]->core;
     hr__core_ref(c);
     t->base[t->nbase++] = c;
     if (hr__places_put(&t->places, c, i) != 0) return HR_ENOMEM;

@@ -27,6 +27,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hroute-model.XXXXXX")
 declare -A mutations=(
   [publish]="QUARKUS=v==1 NO_GRACE=hb_free RELAXED_LOAD=v==1 RELAXED_STORE=v==1 NO_REF=hb_free
              RELAXED_UNREF=hb_free"
+  [persist]="FIRST_DEATH=hb_free NO_GRACE=hb_free RELAXED_STORE=v==1 RELAXED_LOAD=v==1"
   [cache]="NO_GENERATION=done GEN_FIRST=done SINGLE_BUMP=seen ODD_CACHED=seen RELAXED_GEN=done
            RELAXED_PTR=v==1 RELAXED_WORD=p!=0"
   [drain]="NO_LATE_CHECK=answer NO_CLAIM=answer ACQ_REL=answer"
@@ -87,7 +88,7 @@ check() {
 for m in MP=hold CORR=hold MP_RLX=r1==1 SB=r1==0 RSEQ=hold RSEQ_RLX=r1==1 LB=limit; do
   check litmus "${m%%=*}" "${m#*=}"
 done
-for model in publish cache drain tls contexts; do
+for model in publish persist cache drain tls contexts; do
   check "$model" ""
   for m in ${mutations[$model]}; do
     check "$model" "${m%%=*}" "${m#*=}"

@@ -50,7 +50,7 @@ void hr__worker_ctx_sweep(hr__worker_t *w, int all) {
   size_t i = 0;
   while (i < w->nctx) {
     hr__ctxent_t *e = &w->ctxs[i];
-    /* Pairs with the release store in the router's publish().  A context
+    /* Pairs with the release store in the router's install().  A context
      * still handed to a request of this loop waits for it to end. */
     if (all || (e->slot->inflight == 0 &&
                 atomic_load_explicit(&e->core->retired, memory_order_acquire))) {
@@ -67,20 +67,21 @@ void hr__worker_ctx_sweep(hr__worker_t *w, int all) {
   }
 }
 
+static void prepare_one(void *ctx, hr_route_t *inv) {
+  hr__worker_t *w = ctx;
+  hr__slot_t *slot;
+  if (inv->ctx_scope != HR_CONTEXT_LOOP) return;
+  slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
+  /* A failure here is retried at the route's first request. */
+  if (slot != NULL && !slot->ctx_made) make_loop_ctx(w, inv, slot);
+}
+
 void hr__worker_ctx_prepare(hr__worker_t *w) {
   const hr__table_t *t;
-  size_t i;
   hr__rcu_read_lock();
-  /* Pairs with the release store in the router's publish(). */
+  /* Pairs with the release store in the router's install(). */
   t = atomic_load_explicit(&w->server->router->table, memory_order_acquire);
-  for (i = 0; i < t->ninvokers; i++) {
-    hr_route_t *inv = t->invokers[i];
-    hr__slot_t *slot;
-    if (inv->ctx_scope != HR_CONTEXT_LOOP) continue;
-    slot = hr__core_slot((hr__core_t *)inv->core, (unsigned)w->loop_slot);
-    /* A failure here is retried at the route's first request. */
-    if (slot != NULL && !slot->ctx_made) make_loop_ctx(w, inv, slot);
-  }
+  hr__table_each_route(t, prepare_one, w);
   hr__rcu_read_unlock();
 }
 
