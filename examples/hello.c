@@ -305,37 +305,53 @@ static void hello_handler(hr_request_t *req, hr_response_t *res, void *udata) {
 }
 
 /*
- * Registers GET /hello/:name.  Everything a request needs is resolved here,
- * once: the pattern is parsed, the parameter slot fixed and the constant
- * field rendered into the route's response head.  The options and field
- * arrays are copied, so automatic storage is fine.  `replace` is 0 at
- * start-up; with 1 an existing GET /hello/:name is replaced (the route churn
- * below does that), and requests already under way finish with the old one.
+ * The options of GET /hello/:name.  Everything a request needs is resolved
+ * when the route is registered, once: the pattern is parsed, the parameter
+ * slot fixed and the constant field rendered into the route's response
+ * head.  The options and field arrays are copied, so automatic storage is
+ * fine.  `replace` is 0 at start-up; with 1 an existing GET /hello/:name is
+ * replaced (the route churn below does that), and requests already under
+ * way finish with the old one.
  */
+static const hr_field_t text_plain[] = {
+    {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")},
+};
+
+static void hello_options(hr_route_options_t *ro, int replace) {
+  hr_route_options_init(ro);
+  ro->fields = text_plain;
+  ro->nfields = sizeof(text_plain) / sizeof(text_plain[0]);
+  ro->replace = replace;
+}
+
+/* Registers (or, with `replace`, replaces) GET /hello/:name on its own. */
 static int add_hello_route(hr_router_t *router, int replace) {
-  const hr_field_t text_plain[] = {
-      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")},
-  };
   hr_route_options_t ro;
 
-  hr_route_options_init(&ro);
-  ro.fields = text_plain;
-  ro.nfields = sizeof(text_plain) / sizeof(text_plain[0]);
-  ro.replace = replace;
+  hello_options(&ro, replace);
   return hr_router_add(router, "GET", "/hello/:name", hello_handler, NULL, &ro);
 }
 
-/* Registers the routes: hello, the probes a load balancer uses (/readyz
- * answers 503 once a drain began), and the metrics when asked for. */
+/* Registers the routes in one transaction (one table built, one
+ * publication): hello, the probes a load balancer uses (/readyz answers 503
+ * once a drain began), and the metrics when asked for.  Each call checks
+ * its route at once; the commit publishes them all or, on error, none. */
 static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
+  hr_route_options_t ro;
+  hr_txn_t *txn;
   int err;
 
-  if ((err = add_hello_route(router, 0)) != 0 ||
-      (err = hr_server_route_health(server, "/healthz", "/readyz")) != 0 || !stats)
+  if ((err = hr_router_begin(router, &txn)) != 0) return err;
+  hello_options(&ro, 0);
+  if ((err = hr_txn_add(txn, NULL, "GET", "/hello/:name", hello_handler, NULL, &ro)) != 0 ||
+      (err = hr_server_txn_health(server, txn, "/healthz", "/readyz")) != 0 ||
+      /* Prometheus scrapes this: the server's counters and, per route, its
+       * requests, status classes and latency histogram. */
+      (stats && (err = hr_server_txn_metrics(server, txn, "/metrics")) != 0)) {
+    hr_txn_abort(txn);
     return err;
-  /* Prometheus scrapes this: the server's counters and, per route, its
-   * requests, status classes and latency histogram. */
-  return hr_server_route_metrics(server, "/metrics");
+  }
+  return hr_txn_commit(txn, NULL);
 }
 
 /* ---- shutdown on SIGINT, drain on SIGTERM ------------------------------- */
@@ -560,15 +576,9 @@ static void churn_handler_b(hr_request_t *req, hr_response_t *res,
 
 static int add_churn_route(hr_router_t *router, int version, int replace) {
   static const char *const names[2] = {"a", "b"};
-  const hr_field_t text_plain[] = {
-      {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")},
-  };
   hr_route_options_t ro;
 
-  hr_route_options_init(&ro);
-  ro.fields = text_plain;
-  ro.nfields = sizeof(text_plain) / sizeof(text_plain[0]);
-  ro.replace = replace;
+  hello_options(&ro, replace); /* the same constant field */
   return hr_router_add(router, "GET", "/churn/:x",
                        version ? churn_handler_b : churn_handler_a,
                        (void *)names[version], &ro);

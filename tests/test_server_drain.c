@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Draining (hr_server_drain) and the probe routes (hr_server_route_health):
+ * Draining (hr_server_drain) and the probe routes (hr_server_route_health,
+ * and hr_server_txn_health with hr_server_txn_metrics in a transaction):
  * readiness flips to 503 at once, every connection (idle keep-alive ones,
  * fresh ones, requests under way) ends after its next response with
  * "Connection: close", connections accepted during the grace period get
@@ -92,6 +93,35 @@ static void expect_ended_later(void) {
   size_t i;
   for (i = 0; i < nlater; i++) assert_int_equal(rc_drain_until_closed(later[i], NULL), 1);
   nlater = 0;
+}
+
+/* The probes and the metrics recorded in a transaction: nothing before its
+ * commit, all of them after it; a conflict inside it leaves neither probe. */
+static void test_health_routes_in_a_transaction(void **state) {
+  fx_t *fx = *state;
+  hr_txn_t *txn;
+  rc_t *c;
+  add_routes(fx);
+  fx_start(fx, 1);
+  assert_int_equal(hr_router_begin(fx->router, &txn), 0);
+  assert_int_equal(hr_server_txn_health(fx->server, NULL, "/healthz", NULL), HR_EINVAL);
+  assert_int_equal(hr_server_txn_health(fx->server, txn, NULL, NULL), HR_EINVAL);
+  assert_int_equal(hr_server_txn_metrics(NULL, txn, "/metrics"), HR_EINVAL);
+  assert_int_equal(hr_server_txn_health(fx->server, txn, "/healthz", "/readyz"), 0);
+  assert_int_equal(hr_server_txn_health(fx->server, txn, "/live", "/readyz"), HR_EEXIST);
+  assert_int_equal(hr_server_txn_metrics(fx->server, txn, "/metrics"), 0);
+  c = fx_connect(fx);
+  assert_int_equal(rc_send_str(c, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+  assert_int_equal(hr_txn_commit(txn, NULL), 0);
+  assert_int_equal(rc_send_str(c, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "ok\n", 0);
+  assert_int_equal(rc_send_str(c, "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_answer(c, "HTTP/1.1 200 OK", "ready\n", 0);
+  assert_int_equal(rc_send_str(c, "GET /live HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 404 Not Found", NULL, NULL);
+  assert_int_equal(rc_send_str(c, "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+  expect_response(c, "HTTP/1.1 200 OK", NULL, NULL);
 }
 
 static void test_health_routes(void **state) {
@@ -419,6 +449,7 @@ static void test_drain_attached_close(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_health_routes),
+      T(test_health_routes_in_a_transaction),
       T(test_drain_connections),
       T(test_drain_threads_stop),
       T(test_drain_threads_end),

@@ -443,7 +443,11 @@ HR_EXTERN void hr_router_free(hr_router_t *router);
  * differently.)
  * On error nothing changed.  Any thread; writers are serialised, and the new
  * route table is published atomically, so a request sees either the old
- * table or the new one.
+ * table or the new one.  Cost: the route's path in the tree, not the table
+ * (the new table shares every other node with the old one); the first route
+ * of a new host or naming a new extension method rebuilds the whole table,
+ * and so does, now and then, a compaction of the nodes that changes left
+ * dead (docs/routing.md).  Never waits for readers.
  */
 HR_EXTERN int hr_router_add(hr_router_t *router, const char *methods,
                             const char *pattern, hr_handler_cb handler,
@@ -477,7 +481,8 @@ HR_EXTERN int hr_group_add(hr_group_t *group, const char *methods,
  * order) and pattern (up to parameter names, and to case on a
  * case-insensitive router) on the default host.  Requests in flight finish with
  * it; later requests no longer see it.  Returns 0, HR_ENOTFOUND, HR_EINVAL,
- * HR_ENOMEM.  Any thread.
+ * HR_ENOMEM.  Any thread.  Cost as hr_router_add (the last route of a host
+ * or of an extension method rebuilds the whole table).
  */
 HR_EXTERN int hr_router_remove(hr_router_t *router, const char *methods,
                                const char *pattern);
@@ -490,10 +495,11 @@ HR_EXTERN int hr_group_remove(hr_group_t *group, const char *methods,
 
 /**
  * A transaction: route changes recorded one by one and published together.
- * Each hr_router_add or hr_router_remove builds the whole route table
- * again and publishes it, which is what makes loading N routes that way
- * cost N builds; a transaction builds once at its commit, so loading a
- * large table (a generated API, a reload on SIGHUP) costs one build.
+ * Each hr_router_add or hr_router_remove freezes and publishes its own path
+ * (microseconds, but N of them for N routes, and N tables for readers to
+ * see); a transaction builds the whole table once at its commit, so loading
+ * a large table (a generated API, a reload on SIGHUP) costs one build and
+ * one publication.
  *
  * Atomicity is the same as for one change: the commit publishes the new
  * table with one release store, and a request sees the table from before

@@ -502,6 +502,18 @@ HR_EXTERN int hr_server_draining(const hr_server_t *server);
 HR_EXTERN int hr_server_route_health(hr_server_t *server, const char *liveness_path,
                                      const char *readiness_path);
 
+/**
+ * hr_server_route_health() recorded in `txn`, a transaction of the server's
+ * router (hr_router_begin), instead of published at once: the routes appear
+ * with the rest of the transaction at hr_txn_commit().  Returns 0,
+ * HR_EINVAL (NULL server or txn, both paths NULL), or what hr_txn_add()
+ * returns (HR_EEXIST, HR_EPATTERN, HR_ENOMEM); on error the transaction
+ * leaves neither route (a removal of the first is recorded after it).  The
+ * thread that uses the transaction.
+ */
+HR_EXTERN int hr_server_txn_health(hr_server_t *server, hr_txn_t *txn,
+                                   const char *liveness_path, const char *readiness_path);
+
 /** Frees the server, and with it the responses abandoned at a shutdown
  * deadline (their req and res are invalid from here on).  It must be new,
  * or closed / stopped completely; one still running is left alone (the
@@ -644,6 +656,14 @@ HR_EXTERN int hr_server_metrics(hr_server_t *server,
  * before the server is freed when the router outlives it.
  */
 HR_EXTERN int hr_server_route_metrics(hr_server_t *server, const char *path);
+
+/**
+ * hr_server_route_metrics() recorded in `txn`, a transaction of the
+ * server's router, published with the rest of it at hr_txn_commit().
+ * Returns 0, HR_EINVAL (NULL arguments), or what hr_txn_add() returns.  The
+ * thread that uses the transaction.
+ */
+HR_EXTERN int hr_server_txn_metrics(hr_server_t *server, hr_txn_t *txn, const char *path);
 
 #ifdef __cplusplus
 }

@@ -120,3 +120,20 @@ int hr_server_route_health(hr_server_t *s, const char *liveness_path,
   }
   return 0;
 }
+
+int hr_server_txn_health(hr_server_t *s, hr_txn_t *txn, const char *liveness_path,
+                         const char *readiness_path) {
+  int err;
+  if (s == NULL || txn == NULL || (liveness_path == NULL && readiness_path == NULL))
+    return HR_EINVAL;
+  if (liveness_path != NULL &&
+      (err = hr_txn_add(txn, NULL, "GET", liveness_path, on_live, s, NULL)) != 0)
+    return err;
+  if (readiness_path != NULL &&
+      (err = hr_txn_add(txn, NULL, "GET", readiness_path, on_ready, s, NULL)) != 0) {
+    /* A removal recorded after the addition: the commit leaves neither. */
+    if (liveness_path != NULL) (void)hr_txn_remove(txn, NULL, "GET", liveness_path);
+    return err;
+  }
+  return 0;
+}

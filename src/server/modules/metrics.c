@@ -274,3 +274,8 @@ int hr_server_route_metrics(hr_server_t *s, const char *path) {
   if (s == NULL || path == NULL) return HR_EINVAL;
   return hr_router_add(s->router, "GET", path, on_metrics, s, NULL);
 }
+
+int hr_server_txn_metrics(hr_server_t *s, hr_txn_t *txn, const char *path) {
+  if (s == NULL || txn == NULL || path == NULL) return HR_EINVAL;
+  return hr_txn_add(txn, NULL, "GET", path, on_metrics, s, NULL);
+}
