@@ -19,6 +19,11 @@
  *   cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release
  *   cmake --build build/rel --target bench_router
  *   taskset -c 1 build/rel/bench_router bench/github_routes.txt
+ *
+ * With --passes N (first argument) it times nothing: after loading and
+ * checking it looks the whole set up N times, in file order, and exits.
+ * bench/router_instructions.sh runs that under callgrind with N and with 0
+ * and divides the difference of the instruction counts by the lookups.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,7 +251,8 @@ int main(int argc, char **argv) {
       "/zzz/yyy/xxx",
   };
   enum { NMISS = sizeof misses / sizeof misses[0] };
-  const char *file = argc > 1 ? argv[1] : default_routes();
+  const char *file;
+  long passes = -1; /* --passes N: untimed lookups only */
   bench_counter_t ctr;
   hr_router_options_t ro;
   hr_router_t *r = NULL;
@@ -256,11 +262,19 @@ int main(int argc, char **argv) {
   char *text, label[64];
   size_t n, i;
   int rc;
-  if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-    fprintf(stderr, "usage: bench_router [ROUTES_FILE]  (default %s)\n",
+  if (argc >= 3 && strcmp(argv[1], "--passes") == 0) {
+    char *end;
+    passes = strtol(argv[2], &end, 10);
+    if (*end != '\0' || passes < 0) passes = -2;
+    argc -= 2;
+    argv += 2;
+  }
+  if (passes == -2 || argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+    fprintf(stderr, "usage: bench_router [--passes N] [ROUTES_FILE]  (default %s)\n",
             default_routes());
     return 2;
   }
+  file = argc > 1 ? argv[1] : default_routes();
   text = read_file(file);
   if (text == NULL) {
     perror(file);
@@ -297,6 +311,14 @@ int main(int argc, char **argv) {
   if (check_lookups(r, lk, n) != 0 || check_lookups(r, miss, NMISS) != 0) {
     fprintf(stderr, "bench_router: the route set does not answer as expected\n");
     return 1;
+  }
+  if (passes >= 0) {
+    /* Timed, but only the lookups differ between N and 0 passes. */
+    (void)run_pass(r, lk, n, (size_t)passes);
+    hr_router_free(r);
+    free(lk);
+    free(text);
+    return 0;
   }
   bench_shuffle(lk, n, sizeof lk[0]);
   hr_router_stats(r, &st);
