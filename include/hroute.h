@@ -32,5 +32,6 @@
 #include "hroute/static.h"
 #include "hroute/upgrade.h"
 #include "hroute/websocket.h"
+#include "hroute/testing.h"
 
 #endif /* HROUTE_H */
