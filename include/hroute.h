@@ -32,6 +32,7 @@
 #include "hroute/static.h"
 #include "hroute/upgrade.h"
 #include "hroute/websocket.h"
+#include "hroute/cors.h"
 #include "hroute/testing.h"
 
 #endif /* HROUTE_H */

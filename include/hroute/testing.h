@@ -49,10 +49,10 @@ typedef struct hr_test_request_s {
   const hr_field_t *fields; /**< further fields, in order, sent as given (a
                                  caller's own Host, Content-Length or
                                  Transfer-Encoding replaces the client's) */
-  size_t nfields;
+  size_t nfields;           /**< entries in fields */
   const void *body;         /**< with body_len bytes, sent with Content-Length
                                  (none when body is NULL and body_len is 0) */
-  size_t body_len;
+  size_t body_len;          /**< bytes of body */
 } hr_test_request_t;
 
 /** A response as the client received it.  Owned by the caller after a
@@ -62,12 +62,12 @@ typedef struct hr_test_response_s {
   hr_field_t *fields;    /**< the header fields, in order; names and values
                               are NUL-terminated, names in the case the
                               server wrote them */
-  size_t nfields;
+  size_t nfields;        /**< entries in fields */
   char *body;            /**< the content (chunked coding removed), with a
                               NUL after its body_len bytes; "" when none */
-  size_t body_len;
+  size_t body_len;       /**< bytes of body, the NUL not counted */
   hr_field_t *trailers;  /**< trailer fields of a chunked response */
-  size_t ntrailers;
+  size_t ntrailers;      /**< entries in trailers */
   int closed;            /**< the server closed the connection after it
                               ("Connection: close", or framing in doubt) */
 } hr_test_response_t;
