@@ -33,6 +33,7 @@
 #include "hroute/upgrade.h"
 #include "hroute/websocket.h"
 #include "hroute/cors.h"
+#include "hroute/sse.h"
 #include "hroute/testing.h"
 
 #endif /* HROUTE_H */
