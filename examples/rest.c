@@ -16,6 +16,12 @@
  * collection, so it is guarded by a uv_mutex_t.  Server set-up and graceful
  * shutdown on SIGINT and SIGTERM follow examples/hello.c.
  *
+ * JSON goes through the JSON module (include/hroute/json.h, on jansson): the
+ * item's JSON representation, the list, every error body (hr_json_error,
+ * and hr_json_error_body for what the router answers itself), and a PUT
+ * may send {"text": "..."} as application/json (hr_json_read: a malformed
+ * body is answered 400 saying where).
+ *
  * It also shows the handler API around the routes: a JSON list with query
  * parameters (hr_request_query_get), a create from an HTML form
  * (hr_request_form_get), head middleware that refuses writes without a
@@ -27,6 +33,8 @@
  *   curl -i http://127.0.0.1:8081/items/1
  *   curl -i -X PUT -H 'Content-Type: text/plain' -H 'If-Match: "1-text"' \
  *        --data-binary 'new text' http://127.0.0.1:8081/items/1
+ *   curl -i -X PUT -H 'Content-Type: application/json' \
+ *        --data '{"text": "from JSON"}' http://127.0.0.1:8081/items/1
  */
 /* uv.h needs POSIX types (pthread_rwlock_t) that a strict -std=c11 hides;
  * ask for them unless the build already chose a feature set. */
@@ -45,6 +53,7 @@
 #include <uv.h>
 
 #include "hroute.h"
+#include "hroute/json.h"
 
 /* How long a shutdown waits for requests in flight before closing them. */
 #define SHUTDOWN_DEADLINE_MS 5000
@@ -359,37 +368,19 @@ static int list_selects(const hr_etag_list_t *list, int exists, uint64_t version
 }
 
 /*
- * The JSON representation, {"id":1,"version":2,"text":"..."}, in the
- * request's arena (released when the response completes).  The text is
- * valid UTF-8 (PUT checks it), so only '"', '\\' and control characters
- * need escaping.  Returns NULL when out of memory.
+ * The JSON representation, {"id":1,"version":2,"text":"..."}, encoded by
+ * jansson (the JSON module's library) into the request's arena (released
+ * when the response completes).  Returns NULL when out of memory.
  */
 static char *render_json(hr_request_t *req, const item_t *it, size_t *len) {
-  static const char hex[] = "0123456789abcdef";
-  /* 6 bytes per escaped control character at most, plus the frame. */
-  char *out = hr_request_alloc(req, it->len * 6 + 96);
-  char *w;
-
-  if (out == NULL)
-    return NULL;
-  w = out + sprintf(out, "{\"id\":%" PRIu64 ",\"version\":%" PRIu64 ",\"text\":\"",
-                    it->id, it->version);
-  for (size_t i = 0; i < it->len; i++) {
-    unsigned char c = (unsigned char)it->text[i];
-    if (c == '"' || c == '\\') {
-      *w++ = '\\';
-      *w++ = (char)c;
-    } else if (c < 0x20 || c == 0x7f) {
-      memcpy(w, "\\u00", 4);
-      w[4] = hex[c >> 4];
-      w[5] = hex[c & 15];
-      w += 6;
-    } else {
-      *w++ = (char)c;
-    }
-  }
-  memcpy(w, "\"}\n", 3);
-  *len = (size_t)(w + 3 - out);
+  json_t *v = json_pack("{s:I, s:I, s:s%}", "id", (json_int_t)it->id, "version",
+                        (json_int_t)it->version, "text", it->text, it->len);
+  size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER, n;
+  char *out = NULL;
+  if (v == NULL) return NULL;
+  n = json_dumpb(v, NULL, 0, flags);
+  if (n > 0 && (out = hr_request_alloc(req, n)) != NULL) *len = json_dumpb(v, out, n, flags);
+  json_decref(v);
   return out;
 }
 
@@ -406,20 +397,18 @@ static char *render_text(hr_request_t *req, const item_t *it, size_t *len) {
 /* ---- handlers ---------------------------------------------------------------- */
 
 /*
- * Sends a short JSON error.  Every handler must complete its
- * response exactly once; when even this fails (the client left: HR_ECLOSED)
- * the response is complete anyway.
+ * Sends a short JSON error, {"status":N,"error":"..."} (hr_json_error
+ * escapes the message).  Every handler must complete its response exactly
+ * once; when even this fails (the client left: HR_ECLOSED) the response is
+ * complete anyway.
  */
 static void send_error(hr_response_t *res, int status, const char *msg) {
-  char body[320];
+  char text[320];
   size_t n = strlen(msg);
-  int len;
   /* The messages are ours: drop the newline the text versions ended with. */
   if (n > 0 && msg[n - 1] == '\n') n--;
-  len = snprintf(body, sizeof body, "{\"status\":%d,\"error\":\"%.*s\"}", status, (int)n, msg);
-  (void)hr_response_add_field(res, HR_SPAN_LIT("Content-Type"),
-                              HR_SPAN_LIT("application/json"));
-  (void)hr_response_send(res, status, body, (size_t)len);
+  snprintf(text, sizeof text, "%.*s", (int)n, msg);
+  if (hr_json_error(res, status, text) == HR_ENOMEM) (void)hr_response_send(res, status, NULL, 0);
 }
 
 /*
@@ -617,6 +606,9 @@ static int check_content_type(const hr_request_t *req) {
  */
 static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
   store_t *store = udata;
+  json_t *in = NULL; /* a JSON body, whose "text" body points into */
+  hr_json_error_t jerr;
+  int jrc;
   uint64_t id = item_id(req);
   hr_span_t body = hr_request_body(req);
   hr_etag_list_t if_match, if_none_match;
@@ -628,14 +620,30 @@ static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
   const item_t *it;
   size_t at;
 
-  if ((status = check_content_type(req)) != 0) {
-    send_error(res, status,
-               status == 415 ? "Unsupported Media Type: send text/plain "
-                               "(UTF-8)\n"
-                             : "Bad Request: malformed Content-Type\n");
+  /* The text comes as text/plain, or as JSON: {"text": "..."}, read by
+   * the JSON module (jansson checks the syntax and the UTF-8; a malformed
+   * body is answered 400 saying where). */
+  jrc = hr_json_read(req, 4, &in, &jerr);
+  if (jrc == HR_ENOMEM || (jrc != 0 && jerr.status != 415)) {
+    if (jrc == HR_ENOMEM || hr_json_reject(res, &jerr) != 0) send_500(res, HR_ENOMEM);
     return;
   }
-  if (!is_utf8((const unsigned char *)body.ptr, body.len)) {
+  if (jrc == 0) {
+    json_t *t = json_object_get(in, "text");
+    if (!json_is_string(t)) {
+      json_decref(in);
+      send_error(res, 422, "a JSON body is {\"text\": \"...\"}");
+      return;
+    }
+    body.ptr = json_string_value(t);
+    body.len = json_string_length(t);
+  } else if ((status = check_content_type(req)) != 0) {
+    send_error(res, status,
+               status == 415 ? "Unsupported Media Type: send text/plain "
+                               "(UTF-8) or application/json\n"
+                             : "Bad Request: malformed Content-Type\n");
+    return;
+  } else if (!is_utf8((const unsigned char *)body.ptr, body.len)) {
     send_error(res, 400, "Bad Request: the body is not UTF-8 text\n");
     return;
   }
@@ -647,6 +655,7 @@ static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
                          &if_match);
   has_if_match = err == 0;
   if (err != 0 && err != HR_ENOTFOUND) {
+    json_decref(in);
     send_error(res, 400, "Bad Request: malformed If-Match\n");
     return;
   }
@@ -654,6 +663,7 @@ static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
                          &if_none_match);
   has_if_none_match = err == 0;
   if (err != 0 && err != HR_ENOTFOUND) {
+    json_decref(in);
     send_error(res, 400, "Bad Request: malformed If-None-Match\n");
     return;
   }
@@ -673,6 +683,7 @@ static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
     status = found ? 204 : 201;
   }
   uv_mutex_unlock(&store->lock);
+  json_decref(in); /* the text is the store's copy now */
 
   if (status == 412) {
     send_error(res, 412, "Precondition Failed: the item has changed; GET it "
@@ -685,11 +696,15 @@ static void put_item(hr_request_t *req, hr_response_t *res, void *udata) {
     return;
   }
 
-  /* The stored text is exactly the body that was sent, so the response may
-   * carry the new validator (RFC 9110 §9.3.4): the tag of the text
-   * representation, which the client can use in its next If-Match. */
-  make_etag(&etag, tag, version, REP_TEXT);
-  err = hr_response_add_typed(res, HR_SPAN_LIT("ETag"), HR_TYPE_ETAG, &etag);
+  /* A text/plain body is exactly the text representation now stored, so
+   * the response may carry its new validator (RFC 9110 §9.3.4), which the
+   * client can use in its next If-Match; a JSON body is no representation
+   * of ours, so no ETag then. */
+  err = 0;
+  if (jrc != 0) {
+    make_etag(&etag, tag, version, REP_TEXT);
+    err = hr_response_add_typed(res, HR_SPAN_LIT("ETag"), HR_TYPE_ETAG, &etag);
+  }
   if (err == 0 && status == 201) {
     int n = snprintf(location, sizeof(location), "/items/%" PRIu64, id);
     err = hr_response_add_field(res, HR_SPAN_LIT("Location"),
@@ -726,8 +741,8 @@ static void list_items(hr_request_t *req, hr_response_t *res, void *udata) {
   store_t *store = udata;
   uint64_t after = 0, limit = 20;
   hr_span_t v;
-  char *out;
-  size_t cap, len, i, sent = 0;
+  json_t *ids, *out;
+  size_t i, sent = 0;
   int rc;
   rc = hr_request_query_get(req, HR_SPAN_LIT("after"), NULL, &v);
   if (rc == 0 && span_number(v, 0, UINT64_MAX / 10, &after) != 0) rc = HR_EPARSE;
@@ -739,23 +754,21 @@ static void list_items(hr_request_t *req, hr_response_t *res, void *udata) {
     send_error(res, 400, "after and limit are whole numbers, limit 1..100");
     return;
   }
-  cap = 16 + (size_t)limit * 22;
-  if ((out = hr_request_alloc(req, cap)) == NULL) {
+  if ((ids = json_array()) == NULL) {
     send_500(res, HR_ENOMEM);
     return;
   }
-  len = (size_t)snprintf(out, cap, "{\"ids\":[");
   uv_mutex_lock(&store->lock);
   for (i = 0; i < store->n && sent < limit; i++) {
     if (store->items[i].id <= after) continue;
-    len += (size_t)snprintf(out + len, cap - len, "%s%" PRIu64, sent ? "," : "",
-                            store->items[i].id);
+    if (json_array_append_new(ids, json_integer((json_int_t)store->items[i].id)) != 0) break;
     sent++;
   }
   uv_mutex_unlock(&store->lock);
-  len += (size_t)snprintf(out + len, cap - len, "]}");
-  (void)hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("application/json"));
-  (void)hr_response_send(res, 200, out, len);
+  out = json_pack("{s:o}", "ids", ids); /* takes ids */
+  rc = out != NULL ? hr_json_send(res, 200, out, 0) : HR_ENOMEM;
+  json_decref(out);
+  if (rc != 0) send_500(res, rc);
 }
 
 /* POST /items with an HTML form (text=...): a new item after the last. */
@@ -833,14 +846,6 @@ static hr_next_t tag_request(hr_request_t *req, hr_response_t *res, void *udata)
 
 /* ---- JSON errors for what the router answers itself ------------------------- */
 
-static size_t json_error_body(void *udata, int status, char *buf, size_t cap,
-                              const char **content_type) {
-  (void)udata;
-  *content_type = "application/json";
-  return (size_t)snprintf(buf, cap, "{\"status\":%d,\"error\":\"%s\"}", status,
-                          hr_status_reason(status));
-}
-
 static void not_found(hr_request_t *req, hr_response_t *res, void *udata) {
   (void)req;
   (void)udata;
@@ -901,7 +906,7 @@ static int add_middleware(hr_router_t *router, const options_t *opts) {
   hr_answers_init(&answers);
   answers.not_found = not_found;
   answers.method_not_allowed = method_not_allowed;
-  answers.error_body = json_error_body;
+  answers.error_body = hr_json_error_body; /* the JSON module's */
   return hr_router_set_answers(router, NULL, &answers);
 }
 
