@@ -19,7 +19,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libuv1-dev node-llhttp libcmocka-dev liburcu-dev libssl-dev openssl
-          libjansson-dev
+          libjansson-dev libdeflate-dev zlib1g-dev libbrotli-dev libzstd-dev
           libwslay-dev python3-websockets node-ws python3-prometheus-client doxygen
           haproxy wrk spin libnghttp2-dev nghttp2-client python3-h2)
 

@@ -572,7 +572,9 @@ HR_EXTERN int hr_response_write(hr_response_t *res, const void *data,
  * fd; pass a release callback to queue several ranges of one fd).  Returns
  * 0, HR_EINVAL, HR_ESTATE, HR_ENOMEM (the framing is lost and the
  * connection closed), HR_ECLOSED, HR_ETHREAD; on an error release is not
- * called and the caller keeps fd.
+ * called and the caller keeps fd.  A response the server compresses as it
+ * goes (hr_server_options_t.compress) takes no file: HR_ESTATE (give the
+ * route no_compress to stream files).
  */
 HR_EXTERN int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset,
                                      uint64_t length, hr_file_release_cb release,

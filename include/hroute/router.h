@@ -368,6 +368,11 @@ typedef struct hr_route_options_s {
    * and signed ones "+1" and "-0" (the behaviour before canonical
    * spellings were required; an unsigned one never takes a sign). */
   int lenient_integers;
+  /** Non-zero: this route's responses are never compressed, whatever the
+   * server's hr_server_options_t.compress says (a body that is
+   * compressed already, or that must not be, as a secret reflected next
+   * to attacker-chosen text: BREACH). */
+  int no_compress;
 } hr_route_options_t;
 
 /** Fills `opts` with the defaults (all zero: server limits, buffered body, no

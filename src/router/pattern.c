@@ -499,6 +499,7 @@ int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
     return rc;
   }
   rt->lenient_ints = o->lenient_integers != 0;
+  rt->no_compress = o->no_compress != 0;
   for (i = 0; i < o->nparam_types; i++) {
     rt->ptypes[i] = o->param_types[i];
     if (o->param_types[i] != HR_PARAM_STRING) rt->typed = 1;

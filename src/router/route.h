@@ -95,6 +95,7 @@ typedef struct hr__core_s {
   hr_param_type_t ptypes[HR_MAX_PARAMS];
   int typed;               /* some parameter is not HR_PARAM_STRING */
   int lenient_ints;        /* hr_route_options_t.lenient_integers */
+  int no_compress;         /* hr_route_options_t.no_compress */
   hr_context_scope_t ctx_scope;
   hr_context_create_cb ctx_create;
   hr_context_destroy_cb ctx_destroy;

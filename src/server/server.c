@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "codec/zconf.h"
 #include "server/net/proxy.h"
 #include "server/net/tlsctx.h"
 #include "server/worker.h"
@@ -87,6 +88,15 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
     return HR_EINVAL;
   }
   s->opts.request_id_field = s->rid_name_len ? s->rid_name : NULL;
+  /* Compression: checked and copied, the caller's options need not live. */
+  if (o.compress != NULL) {
+    int zrc = hr__zconf_new(&s->mem, o.compress, &s->zconf);
+    if (zrc != 0) {
+      hr__mem_free(&mem, s);
+      return zrc;
+    }
+  }
+  s->opts.compress = NULL;
   /* The exchange's observers (hr__ex_observer_fn), in the order they run:
    * the after-middleware see the outcome (hr__invoke_end sets it) before
    * the worker counts it and the access log writes it. */
@@ -807,6 +817,7 @@ void hr_server_free(hr_server_t *s) {
   }
   uv_mutex_destroy(&s->abandon_lock);
   hr__mem_free(&s->mem, s->addrs);
+  hr__mem_free(&s->mem, s->zconf);
   mem = s->mem;
   hr__mem_free(&mem, s);
 }

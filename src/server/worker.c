@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "http/head.h"
 #include "server/h2/h2.h"
 #include "server/net/tls.h"
@@ -287,6 +288,8 @@ void hr__worker_cleanup(hr__worker_t *w) {
   hr__pool_drain(&w->xpool);
   hr__pool_drain(&w->opool);
   hr__slab_drain(&w->slab);
+  hr__codecs_free(w->codecs);
+  w->codecs = NULL;
   hr__streams_free(w); /* every stream ended with its connection */
   /* post_lock stays: a thread inside hr_response_post may still take it
    * until hr_server_free. */

@@ -115,6 +115,7 @@ struct hr__worker_s {
 
   int loop_slot;         /* this loop's slot number in the router */
   hr__ctxent_t *ctxs;    /* per-loop contexts made here */
+  struct hr__codecs_s *codecs; /* whole-body encoders (codec.h), made when first used */
   size_t nctx, ctx_cap;
 
   hr__mem_t mem;
@@ -181,6 +182,7 @@ struct hr_server_s {
   hr__mem_t mem;
   hr_router_t *router;
   hr_server_options_t opts;
+  struct hr__zconf_s *zconf; /* compression (codec/zconf.h); NULL: none */
   hr__ex_observer_fn observers[HR__MAX_OBSERVERS];
   size_t nobservers;
   /* The lifecycle's hook (worker.c, hr__worker_quiet): a stopping worker

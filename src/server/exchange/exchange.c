@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "server/exchange/compress.h"
 #include "server/exchange/exchange.h"
 #include "util/rcu.h"
 
@@ -73,6 +74,7 @@ void hr__exchange_keep(hr__exchange_t *ex) {
 
 static void give_back(hr__exchange_t *ex) {
   hr__worker_t *w = ex->w;
+  hr__compress_release(ex);
   if (ex->req.body_heap) hr__mem_free(&w->mem, ex->req.body);
   ex->req.body_heap = 0;
   hr__arena_reset(&ex->arena);

@@ -135,6 +135,11 @@ struct hr__exchange_s {
    * a thread that sees ABANDONED sees the exchange as it was then). */
   _Atomic int where;
   char *rbuf;              /* the read buffer, owned once detached */
+  /* Response compression (compress.c): a stream's encoder and its output
+   * buffer, NULL when the response is not a compressed stream. */
+  struct hr__zstream_s *zs;
+  char *zbuf;
+  size_t zcap;
 
   /* parse state: conn->rbuf[msg_start..rpos) parsed by llhttp */
   size_t rpos;

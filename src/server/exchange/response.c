@@ -10,6 +10,7 @@
 
 #include "http/head.h"
 #include "http/trailer.h"
+#include "server/exchange/compress.h"
 #include "server/exchange/exchange_api.h"
 #include "server/exchange/exchange.h"
 #include "util/text.h"
@@ -127,6 +128,15 @@ static int fail_framing(hr__exchange_t *ex, int err) {
   return err;
 }
 
+/* Compression of a whole body (compress.c): the coded bytes in *body and
+ * *len, and the fields that say so.  Returns 0 or HR_ENOMEM (nothing
+ * sent: the response is still the caller's). */
+static int code_whole(hr__exchange_t *ex, int status, const void **body, size_t *len) {
+  int vary, coding = hr__compress_choose(ex, status, (int64_t)*len, &vary);
+  if (coding > 0) coding = hr__compress_whole(ex, coding, *body, *len, body, len);
+  return vary ? hr__compress_fields(ex, coding, vary) : 0;
+}
+
 int hr_response_send(hr_response_t *res, int status, const void *body,
                      size_t len) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
@@ -134,6 +144,7 @@ int hr_response_send(hr_response_t *res, int status, const void *body,
   if (err == 0) err = check_send(res, status, len);
   if (err != 0) return err;
   if (ex->conn == NULL) return finish_closed(ex);
+  if ((err = code_whole(ex, status, &body, &len)) != 0) return err;
   res->status = status;
   err = ex->proto->head(ex, status, (int64_t)len, 0);
   if (err == 0 && len > 0 && !ex->req.is_head) {
@@ -174,11 +185,24 @@ int hr_response_error(hr_response_t *res, int status, const char *text) {
 int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
                               size_t len, hr_release_cb release, void *udata) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
+  const void *coded = body;
+  size_t coded_len = len;
   int err = hr__exchange_check_thread(ex);
   if (err == 0) err = check_send(res, status, len);
   if (err != 0) return err;
   if (ex->conn == NULL) return finish_closed(ex);
+  if ((err = code_whole(ex, status, &coded, &coded_len)) != 0) return err;
   res->status = status;
+  if (coded != body) {
+    /* Compressed into the arena: that goes out, and the borrowed body is
+     * handed back through the queue (later, never inside this call). */
+    err = ex->proto->head(ex, status, (int64_t)coded_len, 0);
+    if (err == 0 && !ex->req.is_head) err = ex->proto->data(ex, coded, coded_len);
+    if (err == 0) err = ex->proto->borrow(ex, body, 0, release, udata);
+    if (err != 0) return fail_framing(ex, HR_ENOMEM);
+    if (!ex->req.is_head) res->written = coded_len;
+    return finish(ex);
+  }
   err = ex->proto->head(ex, status, (int64_t)len, 0);
   if (err == 0) {
     if (len > 0 && !ex->req.is_head) {
@@ -232,10 +256,22 @@ int hr_response_start(hr_response_t *res, int status, int64_t content_length) {
     if (content_length > 0) return HR_EINVAL;
     content_length = 0;
   }
+  {
+    /* Compressed as it goes: of unknown length then (the declared one
+     * still bounds what the handler writes).  A HEAD says so too, with
+     * no encoder behind it. */
+    int vary, coding = hr__compress_choose(ex, status, content_length, &vary);
+    if (coding > 0 && !res->no_body) coding = hr__compress_stream_open(ex, coding);
+    if (vary && (err = hr__compress_fields(ex, coding, vary)) != 0) {
+      hr__compress_release(ex);
+      return err;
+    }
+    res->content_length = content_length;
+    if (coding > 0) content_length = HR_LENGTH_UNKNOWN;
+  }
   /* Unknown length: chunked for HTTP/1.1, else close-delimited (RFC 9112
    * §6.3). */
   if (content_length == HR_LENGTH_UNKNOWN && ex->req.version >= 11) chunked = 1;
-  res->content_length = content_length;
   /* A HEAD response announces the coding but carries no chunks. */
   res->chunked = (unsigned)(chunked && !res->no_body);
   ex->streamed = 1;
@@ -266,7 +302,8 @@ int hr_response_write(hr_response_t *res, const void *data, size_t len) {
     res->want_drain = 1;
     return HR_EAGAIN;
   }
-  if (ex->proto->data(ex, data, len) != 0) {
+  if ((ex->zs != NULL ? hr__compress_stream_write(ex, data, len, 0)
+                      : ex->proto->data(ex, data, len)) != 0) {
     /* Part of a piece may be queued: the framing is lost and the
      * connection closes.  The handler, which hears it here rather than
      * through its abort callback, still ends the response (HR_ECLOSED). */
@@ -288,6 +325,8 @@ int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset, uint64_t
   if (ex->conn == NULL) return HR_ECLOSED;
   if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
     return HR_EINVAL;
+  /* A compressed stream codes what it is given; a file goes as it is. */
+  if (ex->zs != NULL) return HR_ESTATE;
   if (res->content_length >= 0 && (uint64_t)res->content_length - res->written < length)
     return HR_EINVAL;
   /* Even with nothing to send (HEAD, length 0) the file goes through the
@@ -372,7 +411,10 @@ int hr_response_end(hr_response_t *res) {
     /* The declared length was not met: the message cannot be framed. */
     return fail_framing(ex, HR_EINVAL);
   }
-  if (ex->proto->end(ex) != 0) return fail_framing(ex, HR_ENOMEM);
+  /* A compressed stream's last bytes, then the end. */
+  if ((ex->zs != NULL && hr__compress_stream_write(ex, NULL, 0, 1) != 0) ||
+      ex->proto->end(ex) != 0)
+    return fail_framing(ex, HR_ENOMEM);
   return finish(ex);
 }
 

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A server's compression settings, as hr_server_new keeps them (zconf.c):
+ * the codings offered that were built in, in the server's order; a level
+ * per coding; the smallest body; the media types, copied.  Immutable once
+ * made; any thread reads it.
+ */
+#ifndef HR_CODEC_ZCONF_H
+#define HR_CODEC_ZCONF_H
+
+#include "codec/codec.h"
+
+typedef struct hr__zconf_s {
+  uint8_t order[3];
+  size_t n;                 /* codings in order */
+  int level[HR__CODINGS];
+  size_t min_length;
+  hr_span_t *types;         /* "type/subtype" or "type/" + "*" */
+  size_t ntypes;
+  int suffixes;             /* the default list: +json and +xml types too */
+} hr__zconf_t;
+
+/* Checks and copies `o`.  Returns 0, HR_EINVAL or HR_ENOMEM.  Free the
+ * result with hr__mem_free. */
+int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **out);
+/* Whether a Content-Type of this type and subtype is compressed. */
+int hr__zconf_type_ok(const hr__zconf_t *z, hr_span_t type, hr_span_t subtype);
+
+#endif /* HR_CODEC_ZCONF_H */
