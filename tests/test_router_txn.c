@@ -160,6 +160,56 @@ static void test_commit_after_another_writer(void **state) {
   assert_string_equal(err.conflict, "GET /mine");
 }
 
+/* A replacement recorded when the routes-by-place index is full (its
+ * entries move when it grows): the route it replaces is found again by
+ * index, not by a pointer into the old entries (ASan: no use after free). */
+static void test_replace_when_the_index_grows(void **state) {
+  hr_router_t *r = rt_new_router();
+  hr_route_options_t ro;
+  hr_txn_t *t;
+  char p[32];
+  int i;
+  (void)state;
+  for (i = 0; i < 64; i++) {
+    snprintf(p, sizeof p, "/r%d", i);
+    rt_add(r, "GET", p, 1 + i);
+  }
+  hr_route_options_init(&ro);
+  ro.replace = 1;
+  assert_int_equal(hr_router_begin(r, &t), 0);
+  assert_int_equal(hr_txn_add(t, NULL, "GET", "/r5", rt_noop, RT_ID(100), &ro), 0);
+  assert_int_equal(hr_txn_commit(t, NULL), 0);
+  for (i = 0; i < 64; i++) {
+    snprintf(p, sizeof p, "/r%d", i);
+    assert_int_equal(id_of(r, "GET", p), i == 5 ? 100 : 1 + i);
+  }
+}
+
+/* Removals leave holes in the router's route array; a failed whole build
+ * (a new extension method whose route conflicts) compacts it without
+ * publishing.  A transaction begun before must not read the moved array
+ * by its old positions: the commit takes its snapshot again. */
+static void test_commit_after_a_failed_whole_build(void **state) {
+  hr_router_t *r = rt_new_router();
+  hr_txn_t *t;
+  (void)state;
+  rt_add(r, "GET", "/a", 1);
+  rt_add(r, "GET", "/b", 2);
+  rt_add(r, "GET", "/c", 3);
+  rt_add(r, "GET", "/d", 4);
+  rt_add(r, "GET", "/e", 5);
+  assert_int_equal(hr_router_remove(r, "GET", "/a"), 0);
+  assert_int_equal(hr_router_remove(r, "GET", "/b"), 0);
+  assert_int_equal(hr_router_begin(r, &t), 0);
+  assert_int_equal(hr_router_add(r, "GET,MKCOL", "/c", rt_noop, RT_ID(9), NULL), HR_EEXIST);
+  assert_int_equal(hr_txn_remove(t, NULL, "GET", "/e"), 0);
+  assert_int_equal(hr_txn_commit(t, NULL), 0);
+  assert_int_equal(id_of(r, "GET", "/c"), 3);
+  assert_int_equal(id_of(r, "GET", "/d"), 4);
+  assert_int_equal(id_of(r, "GET", "/e"), 0);
+  assert_int_equal(id_of(r, "GET", "/a"), 0);
+}
+
 static void test_extension_limit_at_commit(void **state) {
   hr_router_t *r = rt_new_router();
   hr_route_error_t err;
@@ -258,6 +308,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_replace_and_remove, rt_free_routers),
       cmocka_unit_test_teardown(test_commit_after_another_writer, rt_free_routers),
       cmocka_unit_test_teardown(test_extension_limit_at_commit, rt_free_routers),
+      cmocka_unit_test_teardown(test_replace_when_the_index_grows, rt_free_routers),
+      cmocka_unit_test_teardown(test_commit_after_a_failed_whole_build, rt_free_routers),
       cmocka_unit_test_teardown(test_abort_groups_and_misuse, rt_free_routers),
       cmocka_unit_test(test_allocation_failures),
   };

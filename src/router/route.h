@@ -293,6 +293,7 @@ typedef struct hr__block_s {
  * reference per route of each dead leaf. */
 typedef struct hr__garbage_s {
   hr__block_t *blocks;
+  size_t bytes; /* of the blocks */
   size_t ninv;
   hr_route_t *inv[];
 } hr__garbage_t;
@@ -423,6 +424,7 @@ struct hr_router_s {
   } *answers;
   hr__table_t *retired;          /* writer side: replaced, not yet freed */
   size_t nretired;
+  size_t retired_bytes;          /* their garbage's blocks */
   /* What keeps this struct (and `mem`, which every table, invoker and
    * core frees through) allocated: one for the owner until
    * hr_router_free, one per table handed to call_rcu until its callback

@@ -28,8 +28,11 @@
 #include "util/testpoint.h"
 #include "util/text.h"
 
-/* Replaced tables kept before one grace period frees them together. */
+/* Replaced tables kept before one grace period frees them together, or
+ * fewer when their garbage reaches HR__RETIRE_BYTES (whole builds of a
+ * large table: each retires every node of the one before). */
 #define HR__RETIRE_BATCH 16
+#define HR__RETIRE_BYTES ((size_t)8 << 20)
 
 static void reclaim_list(hr_router_t *r, hr__table_t *t, int wait);
 static hr__table_t *take_batch(hr_router_t *r, int all);
@@ -216,9 +219,12 @@ static void reclaim_list(hr_router_t *r, hr__table_t *t, int wait) {
 /* Detaches the retired list when a batch is due (lock held). */
 static hr__table_t *take_batch(hr_router_t *r, int all) {
   hr__table_t *t = r->retired;
-  if (t == NULL || (!all && r->nretired < HR__RETIRE_BATCH)) return NULL;
+  if (t == NULL ||
+      (!all && r->nretired < HR__RETIRE_BATCH && r->retired_bytes < HR__RETIRE_BYTES))
+    return NULL;
   r->retired = NULL;
   r->nretired = 0;
+  r->retired_bytes = 0;
   return t;
 }
 
@@ -297,6 +303,7 @@ static void install(hr_router_t *r, hr__plan_t *p) {
   atomic_store_explicit(&r->table, t, memory_order_release);
   r->mark++;
   old->garbage = p->garbage;
+  r->retired_bytes += p->garbage->bytes;
   old->retired_next = r->retired;
   r->retired = old;
   r->nretired++; /* freed in batches by unlock_and_reclaim() */
@@ -355,6 +362,10 @@ static void compact_routes(hr_router_t *r) {
     }
   r->nroutes = k;
   r->holes = 0;
+  /* Positions moved: a transaction that took its snapshot before must
+   * take it again (txn.c replays when the mark changed), whether or not a
+   * publication follows. */
+  r->mark++;
 }
 
 /* One route added (`old` NULL), replaced or removed (`add` NULL), freezing

@@ -115,6 +115,7 @@ static void leave(hr_txn_t *t, hr__place_t *e) {
 static int apply(hr_txn_t *t, size_t i, hr_route_error_t *err) {
   op_t *op = &t->ops[i];
   hr__place_t *same = hr__places_find(&t->places, op->core, 1), *clash;
+  size_t clash_at;
   if (op->remove) {
     if (same == NULL) {
       conflict(err, HR_ENOTFOUND, "no route with these methods and pattern", op->core);
@@ -128,11 +129,13 @@ static int apply(hr_txn_t *t, size_t i, hr_route_error_t *err) {
     conflict(err, HR_EEXIST, "a route with this method and pattern exists", clash->core);
     return HR_EEXIST;
   }
+  /* The put may move the entries (a realloc): keep the clash by index. */
+  clash_at = clash != NULL ? (size_t)(clash - t->places.ents) : 0;
   if (hr__places_put(&t->places, op->core, t->nbase + i) != 0) {
     conflict(err, HR_ENOMEM, "out of memory", NULL);
     return HR_ENOMEM;
   }
-  if (clash != NULL) leave(t, clash);
+  if (clash != NULL) leave(t, &t->places.ents[clash_at]);
   op->live = 1;
   return 0;
 }

@@ -57,6 +57,8 @@ struct hr__wtree_s {
   size_t nroutes;
   size_t nodes;   /* frozen nodes live */
   size_t live_bytes, block_bytes;
+  size_t removed;      /* routes removed since the whole build: each may
+                          leave a split that only a whole build merges */
   hr__block_t *blocks; /* live blocks */
   int frozen;          /* ever frozen (its leaves hold references) */
 };
@@ -358,6 +360,8 @@ int hr__wtree_build(hr__mem_t *m, hr_route_t *const *routes, size_t n, hr__wtree
       h = &wt->hosts[wt->nhosts];
       if ((h->name = hr__mem_alloc(m, c->host.len + 1)) == NULL ||
           (h->root = bnode_new(m, none, NULL)) == NULL) {
+        hr__mem_free(m, h->name); /* not counted in nhosts yet */
+        h->name = NULL;
         rc = HR_ENOMEM;
         break;
       }
@@ -403,7 +407,7 @@ void hr__wtree_bytes(const hr__wtree_t *wt, size_t *live, size_t *allocated) {
 }
 
 int hr__wtree_wasteful(const hr__wtree_t *wt) {
-  return wt->block_bytes > 2 * wt->live_bytes + 65536;
+  return wt->block_bytes > 2 * wt->live_bytes + 65536 || wt->removed > wt->nroutes / 2 + 64;
 }
 
 /* ---- changes ----------------------------------------------------------------- */
@@ -458,6 +462,7 @@ int hr__wtree_stage(hr__wtree_t *wt, hr_route_t *old, hr_route_t *add, hr__chang
             (c->at->nroutes - c->slot - 1) * sizeof(*c->at->routes));
     c->at->nroutes--;
     touch_path(c->at, -1);
+    wt->removed++;
   } else {
     c->at->routes[c->at->nroutes++] = add;
     touch_path(c->at, 1);
@@ -479,6 +484,7 @@ void hr__wtree_unstage(hr__wtree_t *wt, hr__change_t *c) {
     at->routes[c->slot] = c->old;
     at->nroutes++;
     touch_path(at, 1);
+    wt->removed--;
   } else {
     at->nroutes--;
     touch_path(at, -1); /* left dirty: the next freezing prunes what it made */
@@ -530,6 +536,7 @@ static void bury(fz_t *fz, hr__bnode_t *n) {
     fz->wt->block_bytes -= b->bytes;
     b->next = fz->g->blocks;
     fz->g->blocks = b;
+    fz->g->bytes += b->bytes;
   }
   n->frozen = NULL;
   n->block = NULL;
@@ -811,6 +818,7 @@ int hr__wtree_prepare(hr__wtree_t *wt, hr__wtree_t *replaced, hr__plan_t *p) {
     return HR_ENOMEM;
   }
   p->garbage->blocks = NULL;
+  p->garbage->bytes = 0;
   p->garbage->ninv = 0;
   if (p->block != NULL) {
     memset(p->block, 0, ALIGN8(sizeof(hr__block_t)) + fz.node_bytes + fz.leaf_bytes);
@@ -900,6 +908,7 @@ void hr__wtree_commit(hr__plan_t *p) {
       next = b->next;
       b->next = p->garbage->blocks;
       p->garbage->blocks = b;
+      p->garbage->bytes += b->bytes;
     }
     free_shape(p->replaced);
   }
@@ -970,11 +979,13 @@ hr__garbage_t *hr__wtree_retire(hr__wtree_t *wt) {
   if (g == NULL) return NULL; /* the tree leaks: never a free under a reader */
   g->ninv = 0;
   g->blocks = NULL;
+  g->bytes = 0;
   for (i = 0; i < wt->nhosts; i++) give_refs(g, wt->hosts[i].root);
   for (b = wt->blocks; b != NULL; b = next) {
     next = b->next;
     b->next = g->blocks;
     g->blocks = b;
+    g->bytes += b->bytes;
   }
   free_shape(wt);
   return g;

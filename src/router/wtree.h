@@ -101,8 +101,9 @@ void hr__wtree_abort(hr__plan_t *p);
  * fail.  p->table is then ready to publish, p->garbage for the old one. */
 void hr__wtree_commit(hr__plan_t *p);
 
-/* Whether dead nodes in partly used blocks outweigh the live ones (a whole
- * build then compacts them). */
+/* Whether a whole build should compact the tree: dead nodes in partly
+ * used blocks outweigh the live ones, or removals (each of which may leave
+ * a split node a whole build would merge) outnumber half the routes. */
 int hr__wtree_wasteful(const hr__wtree_t *wt);
 
 #endif /* HR_ROUTER_WTREE_H */
