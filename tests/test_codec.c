@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The codings of response compression (src/codec/), as a property over
+ * bodies and splits chosen by a fixed pseudo-random sequence (the fuzz
+ * target tests/fuzz/compress.c explores the same property further): each
+ * coding at several levels, bodies from empty to 200 KiB (text that
+ * compresses, bytes that do not), compressed whole must decode to
+ * themselves; compressed as a stream in writes of every size from 1 byte,
+ * what the stream put out after each write must decode to exactly what
+ * was written so far (a stream flushes at every write: server-sent events
+ * stay live), and after the end to everything, the coded stream ended.
+ * And Accept-Encoding negotiation's corner cases.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "codec/codec.h"
+#include "decode.h"
+
+static uint32_t seed = 12345;
+static uint32_t rnd(void) {
+  seed = seed * 1103515245u + 12345u;
+  return seed >> 8;
+}
+
+static void body(unsigned char *b, size_t n, int text) {
+  static const char words[] = "the quick brown fox jumps over the lazy dog, {\"a\": [1, 2]} ";
+  size_t i;
+  for (i = 0; i < n; i++) b[i] = text ? (unsigned char)words[(i + rnd() % 3) % (sizeof words - 1)]
+                                      : (unsigned char)rnd();
+}
+
+static void whole(hr__codecs_t *cs, int c, int level, const unsigned char *b, size_t n) {
+  size_t bound = hr__compress_bound(c, n), got, plain_len;
+  char *out = malloc(bound ? bound : 1), *plain;
+  got = hr__compress(cs, c, level, b, n, out, bound);
+  assert_true(got > 0);
+  plain = dec_whole(hr__coding_name(c).ptr, out, got, &plain_len);
+  assert_non_null(plain);
+  assert_int_equal(plain_len, n);
+  if (n) assert_memory_equal(plain, b, n);
+  free(plain);
+  free(out);
+}
+
+static void stream(hr__mem_t *m, int c, int level, const unsigned char *b, size_t n, size_t step) {
+  hr__zstream_t *z = hr__zstream_new(m, c, level);
+  dec_t *d = dec_new(hr__coding_name(c).ptr);
+  char *buf = NULL;
+  size_t cap = 0, at = 0, got, w;
+  assert_non_null(z);
+  assert_non_null(d);
+  for (;;) {
+    size_t take = n - at < step ? n - at : step;
+    int last = at + take == n;
+    w = hr__zstream_write(z, b + at, take, last, &buf, &cap);
+    assert_true(w != (size_t)-1);
+    assert_int_equal(dec_feed(d, buf, w), 0);
+    at += take;
+    (void)dec_out(d, &got);
+    assert_int_equal(got, at); /* flushed: all of it so far */
+    if (last) break;
+  }
+  if (n) assert_memory_equal(dec_out(d, &got), b, n);
+  assert_true(dec_ended(d));
+  hr__mem_free(m, buf);
+  hr__zstream_free(z);
+  dec_free(d);
+}
+
+static void test_codings(void **state) {
+  static const size_t sizes[] = {0, 1, 255, 4096, 70001, 200000};
+  static const size_t steps[] = {1, 7, 1000, 65536};
+  hr__mem_t m;
+  hr__codecs_t *cs;
+  unsigned char *b = malloc(200000);
+  int c, checked = 0;
+  size_t i, k;
+  (void)state;
+  hr__mem_init(&m, NULL);
+  cs = hr__codecs_new(&m);
+  assert_non_null(cs);
+  for (c = HR_CODING_GZIP; c <= HR_CODING_ZSTD; c++) {
+    const int levels[3] = {c == HR_CODING_BR ? 0 : 1, c == HR_CODING_BR ? 4 : 6,
+                           c == HR_CODING_GZIP ? 12 : c == HR_CODING_BR ? 9 : 19};
+    if (!hr__coding_available(c) || !dec_available(hr__coding_name(c).ptr)) continue;
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      int text = (int)(i % 2 == 0);
+      body(b, sizes[i], text);
+      whole(cs, c, levels[i % 3], b, sizes[i]);
+      for (k = 0; k < sizeof steps / sizeof steps[0]; k++)
+        /* 1-byte writes of 200 KiB take long: up to 4 KiB for them. */
+        if (steps[k] > 1 || sizes[i] <= 4096)
+          /* A stream's gzip level is zlib's, at most 9. */
+          stream(&m, c, c == HR_CODING_GZIP && levels[k % 3] > 9 ? 9 : levels[k % 3], b, sizes[i],
+                 steps[k]);
+      checked++;
+    }
+  }
+  assert_true(checked >= 6); /* gzip and zstd at least: CI installs all three */
+  hr__codecs_free(cs);
+  free(b);
+}
+
+static void test_negotiation(void **state) {
+  static const uint8_t order[] = {HR_CODING_ZSTD, HR_CODING_BR, HR_CODING_GZIP};
+  static const uint8_t gzip_first[] = {HR_CODING_GZIP, HR_CODING_BR};
+  static const struct {
+    const char *accept;
+    int want;
+  } cases[] = {
+      {"gzip", HR_CODING_GZIP},       {"br;q=0.5, gzip;q=0.4", HR_CODING_BR},
+      {"*", HR_CODING_ZSTD},          {"*;q=0", 0},
+      {"zstd;q=0, *", HR_CODING_BR},  {"gzip;q=0.001", HR_CODING_GZIP},
+      {"gzip;q=0.0001", 0},           {"gzip;q=", 0},
+      {"gzip ; q=0.5", HR_CODING_GZIP}, {",,gzip,,", HR_CODING_GZIP},
+      {"br;level=5", 0},              {"identity;q=1, gzip;q=0.1", HR_CODING_GZIP},
+  };
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (hr__coding_choose(hr_span_cstr(cases[i].accept), 1, order, 3) != cases[i].want)
+      fail_msg("%s", cases[i].accept);
+  /* No field at all: identity.  Another server order breaks ties. */
+  assert_int_equal(hr__coding_choose(hr_span_cstr("gzip"), 0, order, 3), 0);
+  assert_int_equal(hr__coding_choose(hr_span_cstr("br, gzip"), 1, gzip_first, 2), HR_CODING_GZIP);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_codings),
+      cmocka_unit_test(test_negotiation),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
