@@ -60,6 +60,9 @@ typedef struct options_s {
   int reuseport;          /* one SO_REUSEPORT socket per worker thread */
   long drain_grace_ms;    /* SIGTERM: keep accepting this long while draining */
   int h2c;                /* plain TCP: HTTP/2 with prior knowledge too */
+  int compress_coding;    /* --compress: HR_CODING_*, 0: none */
+  int compress_level;
+  const char *bodies_dir; /* --bodies: files served from memory under /bodies/ */
 } options_t;
 
 static void usage(FILE *out) {
@@ -69,7 +72,8 @@ static void usage(FILE *out) {
           "             [--keepalive-timeout MS] [--max-connections N]\n"
           "             [--tls-cert FILE --tls-key FILE] [--access-log FILE]\n"
           "             [--static DIR] [--proxy-from CIDR] [--reuseport]\n"
-          "             [--drain-grace MS] [--h2c]\n"
+          "             [--drain-grace MS] [--h2c] [--compress CODING:LEVEL]\n"
+          "             [--bodies DIR]\n"
           "\n"
           "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
           "(default 0.0.0.0)\n"
@@ -97,6 +101,12 @@ static void usage(FILE *out) {
           "                 ranges, validators, index.html)\n"
           "  --proxy-from CIDR  require a PROXY protocol header (v1 or v2) from\n"
           "                 peers in CIDR, as behind HAProxy's send-proxy\n"
+          "  --compress CODING:LEVEL  compress responses with gzip, br or zstd at\n"
+          "                 LEVEL when the client accepts it (hr_compress_options_t)\n"
+          "  --bodies DIR   benchmark only: the files of DIR (1 MiB at most each, 16)\n"
+          "                 read into memory at start and served from there as\n"
+          "                 GET /bodies/NAME (.json, .html, .txt typed; else\n"
+          "                 octet-stream): what the compression benchmark compresses\n"
           "  --h2c          also serve HTTP/2 with prior knowledge on the plain port\n"
           "                 (HTTPS offers h2 by ALPN in any case)\n"
           "  --reuseport    with --threads > 1: a socket per thread with SO_REUSEPORT\n"
@@ -164,6 +174,9 @@ static int parse_options(int argc, char **argv, options_t *opts) {
   opts->access_log = NULL;
   opts->static_dir = NULL;
   opts->proxy_from = NULL;
+  opts->compress_coding = 0;
+  opts->compress_level = 0;
+  opts->bodies_dir = NULL;
   opts->tls_cert = NULL;
   opts->tls_key = NULL;
   opts->reuseport = 0;
@@ -236,6 +249,19 @@ static int parse_options(int argc, char **argv, options_t *opts) {
       if (r < 0 || *value == '\0')
         goto bad;
       opts->proxy_from = value;
+    } else if ((r = option_value(argc, argv, &i, "--compress", &value)) != 0) {
+      const char *colon = r < 0 ? NULL : strchr(value, ':');
+      size_t n = colon ? (size_t)(colon - value) : 0;
+      if (colon == NULL || parse_number(colon + 1, 0, 19, &number) != 0) goto bad;
+      if (n == 4 && strncmp(value, "gzip", 4) == 0) opts->compress_coding = HR_CODING_GZIP;
+      else if (n == 2 && strncmp(value, "br", 2) == 0) opts->compress_coding = HR_CODING_BR;
+      else if (n == 4 && strncmp(value, "zstd", 4) == 0) opts->compress_coding = HR_CODING_ZSTD;
+      else goto bad;
+      opts->compress_level = (int)number;
+    } else if ((r = option_value(argc, argv, &i, "--bodies", &value)) != 0) {
+      if (r < 0 || *value == '\0')
+        goto bad;
+      opts->bodies_dir = value;
     } else if ((r = option_value(argc, argv, &i, "--drain-grace", &value)) != 0) {
       if (r < 0 || parse_number(value, 0, 3600000, &number) != 0)
         goto bad;
@@ -352,6 +378,81 @@ static int add_routes(hr_router_t *router, hr_server_t *server, int stats) {
     return err;
   }
   return hr_txn_commit(txn, NULL);
+}
+
+/* ---- bodies from memory (benchmark only) ---------------------------------- */
+
+/*
+ * --bodies DIR: each file of DIR read once into memory and served as GET
+ * /bodies/NAME with hr_response_send (a copy per response, compressed per
+ * response with --compress), so that the compression benchmark measures
+ * the server and its encoder, not the disk.  Kept until the process ends.
+ */
+#define BODIES_MAX 16
+#define BODY_MAX (1u << 20)
+
+typedef struct body_s {
+  char name[64];
+  char *data;
+  size_t len;
+  hr_span_t type;
+} body_t;
+
+static body_t bodies[BODIES_MAX];
+static size_t nbodies;
+
+static void h_body(hr_request_t *req, hr_response_t *res, void *udata) {
+  hr_span_t name = hr_request_param(req, 0);
+  size_t i;
+  (void)udata;
+  for (i = 0; i < nbodies; i++)
+    if (hr_span_eq(name, hr_span_cstr(bodies[i].name))) {
+      (void)hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), bodies[i].type);
+      (void)hr_response_send(res, 200, bodies[i].data, bodies[i].len);
+      return;
+    }
+  (void)hr_response_error(res, 404, NULL);
+}
+
+static hr_span_t type_of(const char *name) {
+  const char *dot = strrchr(name, '.');
+  if (dot && strcmp(dot, ".json") == 0) return HR_SPAN_LIT("application/json");
+  if (dot && strcmp(dot, ".html") == 0) return HR_SPAN_LIT("text/html; charset=utf-8");
+  if (dot && strcmp(dot, ".txt") == 0) return HR_SPAN_LIT("text/plain; charset=utf-8");
+  return HR_SPAN_LIT("application/octet-stream");
+}
+
+/* Reads the files of `dir` and adds GET /bodies/:name.  Returns 0 or an
+ * error code (a libuv one for the directory and the files). */
+static int bodies_load(hr_router_t *router, const char *dir) {
+  uv_fs_t req;
+  uv_dirent_t ent;
+  int rc = uv_fs_scandir(NULL, &req, dir, 0, NULL);
+  if (rc < 0) return rc;
+  while (uv_fs_scandir_next(&req, &ent) != UV_EOF && nbodies < BODIES_MAX) {
+    char path[4096];
+    body_t *b = &bodies[nbodies];
+    FILE *f;
+    long n;
+    if (ent.type != UV_DIRENT_FILE || strlen(ent.name) >= sizeof b->name) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, ent.name);
+    if ((f = fopen(path, "rb")) == NULL) continue;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && (size_t)n <= BODY_MAX &&
+        fseek(f, 0, SEEK_SET) == 0 && (b->data = malloc((size_t)n)) != NULL &&
+        fread(b->data, 1, (size_t)n, f) == (size_t)n) {
+      snprintf(b->name, sizeof b->name, "%s", ent.name);
+      b->len = (size_t)n;
+      b->type = type_of(ent.name);
+      nbodies++;
+    }
+    fclose(f);
+  }
+  uv_fs_req_cleanup(&req);
+  return hr_router_add(router, "GET", "/bodies/:name", h_body, NULL, NULL);
+}
+
+static void bodies_free(void) {
+  while (nbodies > 0) free(bodies[--nbodies].data);
 }
 
 /* ---- shutdown on SIGINT, drain on SIGTERM ------------------------------- */
@@ -709,6 +810,7 @@ int main(int argc, char **argv) {
   hr_router_t *router = NULL;
   hr_server_t *server = NULL;
   hr_static_t *files = NULL;
+  hr_compress_options_t compress;
   uv_loop_t *loop = uv_default_loop();
   size_t activated = 0; /* listening sockets passed by socket activation */
   int status = 1;
@@ -753,6 +855,16 @@ int main(int argc, char **argv) {
       so.access_log_ctx = log_file;
       so.access_format = HR_ACCESS_COMMON;
     }
+    if (opts.compress_coding != 0) {
+      /* One coding at the level asked for (the benchmark compares it). */
+      hr_compress_options_init(&compress);
+      compress.order[0] = (uint8_t)opts.compress_coding;
+      compress.order[1] = compress.order[2] = HR_CODING_IDENTITY;
+      if (opts.compress_coding == HR_CODING_GZIP) compress.gzip_level = opts.compress_level;
+      if (opts.compress_coding == HR_CODING_BR) compress.br_level = opts.compress_level;
+      if (opts.compress_coding == HR_CODING_ZSTD) compress.zstd_level = opts.compress_level;
+      so.compress = &compress;
+    }
     err = hr_server_new(&server, router, &so);
   }
   if (err != 0) {
@@ -769,6 +881,11 @@ int main(int argc, char **argv) {
       ((err = hr_static_new(&files, opts.static_dir, NULL)) != 0 ||
        (err = hr_static_mount(router, NULL, "/static", files)) != 0)) {
     status = fail("--static", err);
+    goto out;
+  }
+  /* Benchmark only: bodies served from memory (see "bodies" above). */
+  if (opts.bodies_dir != NULL && (err = bodies_load(router, opts.bodies_dir)) != 0) {
+    status = fail("--bodies", err);
     goto out;
   }
   /* Benchmark only: start replacing routes (see "route churn" above). */
@@ -857,6 +974,7 @@ out:
   hr_server_free(server);
   hr_router_free(router);
   hr_static_free(files); /* after the server that served it */
+  bodies_free();
   if (log_file != NULL && log_file != stderr) fclose(log_file);
   if ((err = uv_loop_close(loop)) != 0)
     status = fail("uv_loop_close", err);
