@@ -40,12 +40,13 @@ static void h_error(hr_request_t *req, hr_response_t *res, void *udata) {
 }
 
 static void h_big(hr_request_t *req, hr_response_t *res, void *udata) {
-  json_t *a = json_array();
+  json_t *a = json_array(), *five = json_integer(5);
   int i;
   (void)req;
   (void)udata;
   for (i = 0; i < 1000; i++) json_array_append_new(a, json_integer(i));
-  scalar_rc = hr_json_send(res, 200, json_integer(5), 0); /* needs JSON_ENCODE_ANY */
+  scalar_rc = hr_json_send(res, 200, five, 0); /* needs JSON_ENCODE_ANY */
+  json_decref(five);
   assert_int_equal(hr_json_send(res, 200, a, 0), 0);
   json_decref(a);
 }
