@@ -94,26 +94,9 @@ html.append("</table></body></html>\n")
 open(sys.argv[1] + "/100k.html", "w").write("".join(html))
 PY
 
-temp=''
-for m in proxy fastcgi uwsgi scgi; do
-  nginx -V 2>&1 | grep -q -- "--without-http_${m}_module" || temp+="    ${m}_temp_path $TMP/nginx/${m}_temp;"$'\n'
-done
-awk -v tmpdir="$TMP/nginx" -v port1="$((PORT + 4))" -v port6="$((PORT + 5))" -v root="$DIR" \
-  -v temp="$temp" '
-  $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
-  { gsub(/@TMPDIR@/, tmpdir); gsub(/@PORT1@/, port1); gsub(/@PORT6@/, port6);
-    gsub(/@ROOT@/, root); print }' \
-  "$ROOT/bench/nginx_gzip.conf.in" >"$TMP/nginx/nginx.conf"
+nginx_conf "$ROOT/bench/nginx_gzip.conf.in" "$TMP/nginx/nginx.conf" \
+  "PORT1=$((PORT + 4))" "PORT6=$((PORT + 5))" "ROOT=$DIR"
 
-wait_up() { # url
-  local i
-  for ((i = 0; i < 100; i++)); do
-    curl -fs -o /dev/null "$1" && return 0
-    sleep 0.05
-  done
-  echo "compress.sh: no answer from $1" >&2
-  exit 1
-}
 
 declare -A PID
 start_hello() { # name port coding:level

@@ -10,6 +10,10 @@
 #   median               the median of the numbers on standard input (one
 #                        per line or space-separated)
 #   rss_kb PID           a process's VmRSS in KiB
+#   wait_up URL          returns once URL answers 2xx (5 s at most)
+#   nginx_conf IN OUT K=V...  renders nginx template IN into OUT: @K@ by
+#                        V for each pair, @TMPDIR@ by $TMP/nginx and the
+#                        line @TEMP_PATHS@ by the temp paths this nginx has
 
 bench_build() {
   ((${BUILD:-1})) || return 0
@@ -46,3 +50,29 @@ median() {
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+wait_up() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    curl -fs -o /dev/null "$1" && return 0
+    sleep 0.05
+  done
+  echo "${0##*/}: no answer from $1" >&2
+  exit 1
+}
+
+nginx_conf() {
+  local in=$1 out=$2 m temp='' subs=''
+  shift 2
+  mkdir -p "$TMP/nginx"
+  for m in proxy fastcgi uwsgi scgi; do
+    nginx -V 2>&1 | grep -q -- "--without-http_${m}_module" ||
+      temp+="    ${m}_temp_path $TMP/nginx/${m}_temp;"$'\n'
+  done
+  for m in "TMPDIR=$TMP/nginx" "$@"; do subs+="${m%%=*}=${m#*=}"$'\n'; done
+  awk -v temp="$temp" -v subs="$subs" '
+    BEGIN { n = split(subs, kv, "\n"); for (i = 1; i < n; i++) { k = kv[i]; sub(/=.*/, "", k);
+            v = kv[i]; sub(/^[^=]*=/, "", v); key[i] = "@" k "@"; val[i] = v } }
+    $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
+    { for (i = 1; i < n; i++) gsub(key[i], val[i]); print }' "$in" >"$out"
+}

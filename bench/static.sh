@@ -89,24 +89,9 @@ head -c 1024 /dev/urandom >"$DIR/1k.bin"
 head -c $((1 << 20)) /dev/urandom >"$DIR/1m.bin"
 ((BIG_REQUESTS == 0)) || head -c $((100 << 20)) /dev/urandom >"$DIR/100m.bin"
 
-temp=''
-for m in proxy fastcgi uwsgi scgi; do
-  nginx -V 2>&1 | grep -q -- "--without-http_${m}_module" || temp+="    ${m}_temp_path $TMP/nginx/${m}_temp;"$'\n'
-done
-awk -v tmpdir="$TMP/nginx" -v port="$NGINX_PORT" -v root="$DIR" -v temp="$temp" '
-  $0 == "@TEMP_PATHS@" { printf "%s", temp; next }
-  { gsub(/@TMPDIR@/, tmpdir); gsub(/@PORT@/, port); gsub(/@ROOT@/, root); print }' \
-  "$ROOT/bench/nginx_static.conf.in" >"$TMP/nginx/nginx.conf"
+nginx_conf "$ROOT/bench/nginx_static.conf.in" "$TMP/nginx/nginx.conf" \
+  "PORT=$NGINX_PORT" "ROOT=$DIR"
 
-wait_up() { # url
-  local i
-  for ((i = 0; i < 100; i++)); do
-    curl -fs -o /dev/null "$1" && return 0
-    sleep 0.05
-  done
-  echo "static.sh: no answer from $1" >&2
-  exit 1
-}
 
 start_hroute() {
   taskset -c "$SERVER_CPUS" "$BUILD_DIR/hello" --host 127.0.0.1 --port "$HROUTE_PORT" \

@@ -336,6 +336,9 @@ void hr__table_each_route(const hr__table_t *t, void (*fn)(void *ctx, hr_route_t
  * of routes names (OPTIONS always, HEAD with GET; extension methods as bits
  * of the sorted list `ext`), and their text, sorted, ", " between them
  * (w NULL: only measured).  Returns the length. */
+/* Orders spans bytewise, shorter first on a tie (qsort and bsearch of
+ * extension methods). */
+int hr__span_cmp(const void *a, const void *b);
 void hr__named_methods(const hr_route_t *const *routes, size_t n, const hr_span_t *ext,
                        size_t n_ext, uint16_t *std, uint64_t *ext_bits);
 size_t hr__allow_render(uint16_t std, uint64_t ext_bits, const hr_span_t *ext, char *w);

@@ -20,7 +20,7 @@
 
 /* ---- Allow values ---------------------------------------------------------- */
 
-static int span_cmp(const void *a, const void *b) {
+int hr__span_cmp(const void *a, const void *b) {
   const hr_span_t *x = a, *y = b;
   size_t n = x->len < y->len ? x->len : y->len;
   int c = memcmp(x->ptr, y->ptr, n);
@@ -46,7 +46,7 @@ size_t hr__allow_render(uint16_t std, uint64_t ext_bits, const hr_span_t *ext, c
     if (i == HR__M_STD && j == HR__MAX_EXT_METHODS) break;
     if (i < HR__M_STD) sn = hr__method_name(std_sorted[i]);
     /* merge the two sorted lists (no extension method is a standard one) */
-    if (j == HR__MAX_EXT_METHODS || (i < HR__M_STD && span_cmp(&sn, &ext[j]) < 0)) {
+    if (j == HR__MAX_EXT_METHODS || (i < HR__M_STD && hr__span_cmp(&sn, &ext[j]) < 0)) {
       next = sn;
       i++;
     } else {
@@ -74,7 +74,7 @@ void hr__named_methods(const hr_route_t *const *routes, size_t n, const hr_span_
     const hr__core_t *c = routes[i]->core;
     *std |= c->std_methods;
     for (k = 0; k < c->n_ext; k++) {
-      const hr_span_t *hit = bsearch(&c->ext_methods[k], ext, n_ext, sizeof(*ext), span_cmp);
+      const hr_span_t *hit = bsearch(&c->ext_methods[k], ext, n_ext, sizeof(*ext), hr__span_cmp);
       if (hit != NULL) *ext_bits |= (uint64_t)1 << (hit - ext);
     }
   }

@@ -259,16 +259,8 @@ static const hr_route_t *in_the_way(const hr__bnode_t *n, const hr_route_t *add,
 
 /* ---- methods and hosts ------------------------------------------------------- */
 
-static int span_cmp(const void *a, const void *b) {
-  const hr_span_t *x = a, *y = b;
-  size_t n = x->len < y->len ? x->len : y->len;
-  int c = memcmp(x->ptr, y->ptr, n);
-  if (c != 0) return c;
-  return (x->len > y->len) - (x->len < y->len);
-}
-
 static long ext_index(const hr__wtree_t *wt, hr_span_t method) {
-  const hr_span_t *hit = bsearch(&method, wt->ext, wt->n_ext, sizeof(*wt->ext), span_cmp);
+  const hr_span_t *hit = bsearch(&method, wt->ext, wt->n_ext, sizeof(*wt->ext), hr__span_cmp);
   return hit ? hit - wt->ext : -1;
 }
 
@@ -308,7 +300,7 @@ static int collect_ext(hr__wtree_t *wt, hr_route_t *const *routes, size_t n) {
       bytes += c->ext_methods[k].len;
     }
   }
-  qsort(wt->ext, wt->n_ext, sizeof(*wt->ext), span_cmp);
+  qsort(wt->ext, wt->n_ext, sizeof(*wt->ext), hr__span_cmp);
   if ((wt->ext_text = hr__mem_alloc(wt->m, bytes ? bytes : 1)) == NULL) return HR_ENOMEM;
   for (w = wt->ext_text, j = 0; j < wt->n_ext; j++) {
     memcpy(w, wt->ext[j].ptr, wt->ext[j].len);
