@@ -129,6 +129,7 @@ static const char page[] =
 static void h_page(hr_request_t *req, hr_response_t *res, void *udata) {
   (void)req;
   (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/html; charset=utf-8"));
   hr_response_send(res, 200, page, sizeof page - 1);
 }
 

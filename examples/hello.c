@@ -75,7 +75,7 @@ static void usage(FILE *out) {
           "             [--drain-grace MS] [--h2c] [--compress CODING:LEVEL]\n"
           "             [--bodies DIR]\n"
           "\n"
-          "  --host ADDR    numeric IPv4 or IPv6 address to listen on "
+          "  --host ADDR    IPv4 or IPv6 address, or a host name, to listen on "
           "(default 0.0.0.0)\n"
           "  --port N       TCP port, 0 picks a free one (default 8080)\n"
           "  --threads N    1 serves on this thread's loop; more starts N "

@@ -120,13 +120,24 @@ static void test_negotiation(void **state) {
       {"zstd;q=0, *", HR_CODING_BR},  {"gzip;q=0.001", HR_CODING_GZIP},
       {"gzip;q=0.0001", 0},           {"gzip;q=", 0},
       {"gzip ; q=0.5", HR_CODING_GZIP}, {",,gzip,,", HR_CODING_GZIP},
-      {"br;level=5", 0},              {"identity;q=1, gzip;q=0.1", HR_CODING_GZIP},
+      {"br;level=5", HR_CODING_BR},   {"identity;q=1, gzip;q=0.1", 0},
+      {"identity, gzip;q=0.001", 0},  {"gzip, identity", HR_CODING_GZIP},
+      {"gzip;q=0;x=1, *", HR_CODING_ZSTD}, {"gzip;x=1;q=0.5, br;q=0.4", HR_CODING_GZIP},
+      {"*;q=0.5, identity;q=0.4", HR_CODING_ZSTD}, {"gzip;q=1.0000", 0},
   };
   size_t i;
   (void)state;
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
     if (hr__coding_choose(hr_span_cstr(cases[i].accept), 1, order, 3) != cases[i].want)
       fail_msg("%s", cases[i].accept);
+  /* Lines combined (a list split over lines). */
+  {
+    hr__accept_t a;
+    hr__accept_init(&a);
+    hr__accept_add(&a, hr_span_cstr("identity;q=0.2"));
+    hr__accept_add(&a, hr_span_cstr("gzip"));
+    assert_int_equal(hr__accept_pick(&a, order, 3), HR_CODING_GZIP);
+  }
   /* No field at all: identity.  Another server order breaks ties. */
   assert_int_equal(hr__coding_choose(hr_span_cstr("gzip"), 0, order, 3), 0);
   assert_int_equal(hr__coding_choose(hr_span_cstr("br, gzip"), 1, gzip_first, 2), HR_CODING_GZIP);

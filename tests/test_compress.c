@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "decode.h"
 #include "fixture.h"
@@ -88,6 +89,33 @@ static void h_stream(hr_request_t *req, hr_response_t *res, void *udata) {
   hr_response_end(res);
 }
 
+/* A route whose constant fields carry the type, a strong ETag and a Vary
+ * of its own. */
+static void h_plain(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_send(res, 200, text, sizeof text);
+}
+
+static int trailer_rc;
+
+static void h_declared_trailer(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain"));
+  hr_response_start(res, 200, (int64_t)sizeof text);
+  hr_response_write(res, text, sizeof text);
+  trailer_rc = hr_response_add_trailer(res, HR_SPAN_LIT("X-T"), HR_SPAN_LIT("1"));
+  hr_response_end(res);
+}
+
+static void h_events(hr_request_t *req, hr_response_t *res, void *udata) {
+  (void)req;
+  (void)udata;
+  hr_response_add_field(res, HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/event-stream"));
+  hr_response_send(res, 200, text, sizeof text);
+}
+
 static void h_empty(hr_request_t *req, hr_response_t *res, void *udata) {
   (void)req;
   (void)udata;
@@ -115,6 +143,28 @@ static void routes(fx_t *fx) {
   hr_route_options_init(&o);
   o.no_compress = 1;
   fx_route_opts(fx, "GET", "/never", h_text, NULL, &o);
+  {
+    static const hr_field_t constant[] = {
+        {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/html")},
+        {HR_SPAN_LIT("ETag"), HR_SPAN_LIT("\"r1\"")},
+        {HR_SPAN_LIT("Vary"), HR_SPAN_LIT("Cookie")},
+    };
+    hr_route_options_init(&o);
+    o.fields = constant;
+    o.nfields = 3;
+    fx_route_opts(fx, "GET", "/constant", h_plain, NULL, &o);
+  }
+  fx_route(fx, "GET", "/declared-trailer", h_declared_trailer, NULL);
+  fx_route(fx, "GET", "/events", h_events, NULL);
+}
+
+/* Every Vary line's value, ", " between them, in order. */
+static void vary_lines(const rc_response_t *r, char *out, size_t cap) {
+  size_t i, n = 0;
+  out[0] = '\0';
+  for (i = 0; i < r->nheaders; i++)
+    if (strcasecmp(r->headers[i].name, "Vary") == 0)
+      n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "", r->headers[i].value);
 }
 
 /* GET `path` with `accept` (NULL: no Accept-Encoding) and `extra` fields. */
@@ -237,6 +287,33 @@ static void test_what_rules_it_out(void **state) {
   get(c, "GET", "/noise", "gzip", NULL, &r);
   expect_decoded(&r, NULL, noise, sizeof noise);
   expect_field(&r, "Vary", "Accept-Encoding", 0);
+  rc_response_free(&r);
+  /* A route's constant fields: its Vary stays beside Accept-Encoding,
+   * its strong ETag becomes weak when coded. */
+  {
+    char vary[128];
+    get(c, "GET", "/constant", "gzip", NULL, &r);
+    expect_decoded(&r, "gzip", text, sizeof text);
+    vary_lines(&r, vary, sizeof vary);
+    assert_string_equal(vary, "Cookie, Accept-Encoding");
+    expect_field(&r, "ETag", "W/\"r1\"", 0);
+    rc_response_free(&r);
+    get(c, "GET", "/constant", NULL, NULL, &r);
+    vary_lines(&r, vary, sizeof vary);
+    assert_string_equal(vary, "Cookie, Accept-Encoding");
+    expect_field(&r, "ETag", "\"r1\"", 0);
+    rc_response_free(&r);
+  }
+  /* Event streams are left out of the default types. */
+  get(c, "GET", "/events", "gzip", NULL, &r);
+  expect_decoded(&r, NULL, text, sizeof text);
+  expect_no_field(&r, "Vary");
+  rc_response_free(&r);
+  /* A declared length takes no trailer, compressed or not. */
+  trailer_rc = 0;
+  get(c, "GET", "/declared-trailer", "gzip", NULL, &r);
+  expect_decoded(&r, "gzip", text, sizeof text);
+  assert_int_equal(trailer_rc, HR_ESTATE);
   rc_response_free(&r);
   /* HEAD says what GET says. */
   get(c, "GET", "/text", "br", NULL, &g);

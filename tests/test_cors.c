@@ -95,6 +95,14 @@ static hr_router_t *routes(void) {
   assert_int_equal(hr_router_add(r, "GET,PUT", "/items/:id", h_ok, NULL, NULL), 0);
   assert_int_equal(hr_router_add(r, "GET", "/custom", h_ok, NULL, NULL), 0);
   assert_int_equal(hr_router_add(r, "OPTIONS", "/custom", h_custom_options, NULL, NULL), 0);
+  {
+    static const hr_field_t vary = {HR_SPAN_LIT("Vary"), HR_SPAN_LIT("Cookie")};
+    hr_route_options_t ro;
+    hr_route_options_init(&ro);
+    ro.fields = &vary;
+    ro.nfields = 1;
+    assert_int_equal(hr_router_add(r, "GET", "/varied", h_ok, NULL, &ro), 0);
+  }
   return r;
 }
 
@@ -162,6 +170,16 @@ static void test_listed_origins_with_credentials(void **state) {
   assert_false(cors_check(&r, "https://evil.example", 1));
   assert_null(hr_test_field(&r, "Access-Control-Allow-Origin"));
   assert_string_equal(hr_test_field(&r, "Vary"), "Origin");
+  hr_test_response_free(&r);
+  /* A route's own Vary stays beside the policy's. */
+  ask(&e, "GET", "/varied", "https://app.example", NULL, NULL, &r);
+  {
+    size_t i, seen = 0;
+    for (i = 0; i < r.nfields; i++)
+      if (strcasecmp(r.fields[i].name.ptr, "Vary") == 0)
+        seen |= strcmp(r.fields[i].value.ptr, "Cookie") == 0 ? 1u : strcmp(r.fields[i].value.ptr, "Origin") == 0 ? 2u : 4u;
+    assert_int_equal(seen, 3);
+  }
   hr_test_response_free(&r);
   /* No Origin: same-origin or not a browser; still Vary. */
   ask(&e, "GET", "/items/1", NULL, NULL, NULL, &r);
@@ -300,6 +318,11 @@ static void test_suffixes_and_callback(void **state) {
       {"https://a.example.com/x", 0},
       {"https://user@a.example.com", 0},
       {"null", 0},
+      {"https://evil.com?.example.com", 0},
+      {"https://evil.com#.example.com", 0},
+      {"https://evil, x.example.com", 0},
+      {"https://a.example.com:", 0},
+      {"https://a.example.com:84x3", 0},
       {"https://partner.example", 1},
   };
   hr_cors_options_t o;
@@ -320,7 +343,7 @@ static void test_suffixes_and_callback(void **state) {
     hr_test_response_free(&r);
   }
   /* The callback is asked only when the lists say no. */
-  assert_int_equal(asked, 8);
+  assert_int_equal(asked, 13);
   env_close(&e);
 }
 

@@ -22,7 +22,10 @@
  * -Request-Headers (RFC 9110 §12.5.5), so that caches keep answers apart.
  *
  * Register it first, router-wide and without a prefix, so that it runs
- * before other middleware and for the router's own answers too:
+ * before other middleware and for the router's own answers too (404,
+ * 405, 501, the automatic OPTIONS).  The server's refusals of requests it
+ * cannot take (400, 408, 413 for a body over the limit, 414, 431) pass no
+ * before-middleware and carry no CORS fields:
  * @code
  *   static const char *const origins[] = {"https://app.example"};
  *   hr_cors_options_t o;

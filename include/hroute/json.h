@@ -21,7 +21,8 @@
  *       hr_json_error(res, 422, "a string \"name\" is needed");
  *     } else {
  *       json_t *out = json_pack("{s:s, s:i}", "name", name, "id", 7);
- *       hr_json_send(res, 201, out, 0);
+ *       if (out == NULL || hr_json_send(res, 201, out, 0) != 0)
+ *         hr_json_error(res, 500, NULL);       // every path answers
  *       json_decref(out);
  *     }
  *     json_decref(in);
@@ -49,7 +50,8 @@ typedef struct hr_json_error_s {
   int status;        /**< the status to answer: 400 malformed or too deep, 415
                           not JSON (Content-Type) */
   int line;          /**< where it went wrong, 1-based, or 0 when not about a place */
-  int column;        /**< the column on that line, 1-based (characters), or 0 */
+  int column;        /**< the column on that line, 1-based (characters); 0 at
+                          the end of the body or when not about a place */
   size_t position;   /**< bytes from the start of the body */
   char text[160];    /**< what is wrong, in English, NUL-terminated */
 } hr_json_error_t;

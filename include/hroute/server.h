@@ -138,9 +138,10 @@ typedef struct hr_compress_options_s {
   size_t min_length;
   /** Media types compressed, each "type/subtype", or "type/" and an
    * asterisk for every subtype of a type (no parameters; case-insensitive),
-   * `nmedia_types` of them, copied.  NULL: every text type,
-   * application/json, application/javascript, application/xml,
-   * image/svg+xml, and any "+json" or "+xml" type. */
+   * `nmedia_types` of them, copied.  NULL: every text type but
+   * text/event-stream (each open event stream would hold an encoder:
+   * docs/serving.md), application/json, application/javascript,
+   * application/xml, image/svg+xml, and any "+json" or "+xml" type. */
   const char *const *media_types;
   size_t nmedia_types; /**< entries in media_types */
 } hr_compress_options_t;

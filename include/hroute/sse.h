@@ -53,7 +53,7 @@ typedef void (*hr_sse_drain_cb)(hr_sse_t *sse, int status, void *udata);
 
 /** Options of hr_sse_start(); hr_sse_options_init() sets the defaults. */
 typedef struct hr_sse_options_s {
-  /** A comment line (": \n\n") after this many milliseconds without any
+  /** A comment line (":" and a blank line) after this many milliseconds without any
    * other output; 0: none.  Default 15000 (many proxies drop a connection
    * idle for 30 or 60 s). */
   uint32_t heartbeat_ms;

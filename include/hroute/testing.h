@@ -21,7 +21,7 @@
  *   hr_test_response_t res;
  *   assert(hr_test_new(&t, router, NULL) == 0);
  *   assert(hr_test_get(t, "/hello/ada", &res) == 0);
- *   assert(res.status == 200 && strcmp(res.body, "Hello, ada!\n") == 0);
+ *   assert(res.status == 200 && strcmp(res.body, "Hello, ada") == 0);
  *   hr_test_response_free(&res);
  *   hr_test_free(t);
  * @endcode

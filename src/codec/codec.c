@@ -6,12 +6,12 @@
  * flushed at every write.  A library that was not found at build time
  * leaves its coding unavailable (hr__coding_available).
  *
- * Memory per stream, from the settings below: gzip about 256 KiB (zlib's
- * 2^15 window and memLevel 8), br a 2^18 window (lgwin 18: its buffers
- * are a few times that at the qualities a stream should use, 4 or 5),
- * zstd a 2^17 window (windowLog 17) and its context.  Whole bodies use the
- * loop's encoders, made once.
+ * Memory per stream, from the settings below (a stream lives as long as
+ * its response): gzip an 8 KiB window and memLevel 6, br a 64 KiB window
+ * (and quality 3 at most, exchange/compress.c), zstd a 16 KiB window and
+ * 2^13-entry match tables; docs/serving.md gives the figures measured.  Whole bodies use the loop's encoders, made once.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "codec/codec.h"
@@ -213,8 +213,10 @@ hr__zstream_t *hr__zstream_new(hr__mem_t *m, int c, int level) {
     z->z.zalloc = z_alloc;
     z->z.zfree = z_free;
     z->z.opaque = m;
-    /* 15 + 16: a 32 KiB window, and the gzip wrapper (RFC 1952). */
-    ok = deflateInit2(&z->z, level < 1 ? 1 : level > 9 ? 9 : level, Z_DEFLATED, 15 + 16, 8,
+    /* 13 + 16: an 8 KiB window, and the gzip wrapper (RFC 1952); memLevel
+     * 6: a stream lives as long as its response (an event stream for
+     * hours), so its memory counts more than the last percent of ratio. */
+    ok = deflateInit2(&z->z, level < 1 ? 1 : level > 9 ? 9 : level, Z_DEFLATED, 13 + 16, 6,
                       Z_DEFAULT_STRATEGY) == Z_OK;
     break;
 #endif
@@ -222,7 +224,8 @@ hr__zstream_t *hr__zstream_new(hr__mem_t *m, int c, int level) {
   case HR_CODING_BR:
     if ((z->br = BrotliEncoderCreateInstance(br_alloc, br_free, m)) != NULL) {
       BrotliEncoderSetParameter(z->br, BROTLI_PARAM_QUALITY, (uint32_t)(level < 0 ? 0 : level));
-      BrotliEncoderSetParameter(z->br, BROTLI_PARAM_LGWIN, 18);
+      BrotliEncoderSetParameter(z->br, BROTLI_PARAM_LGWIN, 16); /* a 64 KiB window */
+      BrotliEncoderSetParameter(z->br, BROTLI_PARAM_LGBLOCK, 16);
       ok = 1;
     }
     break;
@@ -230,8 +233,13 @@ hr__zstream_t *hr__zstream_new(hr__mem_t *m, int c, int level) {
 #ifdef HR_HAVE_ZSTD
   case HR_CODING_ZSTD:
     if ((z->zstd = ZSTD_createCCtx()) != NULL) {
+      /* A 16 KiB window and small match tables (the level's own are sized
+       * for whole files: about 1.2 MiB of context at level 3; these, about
+       * 200 KiB). */
       ZSTD_CCtx_setParameter(z->zstd, ZSTD_c_compressionLevel, level);
-      ZSTD_CCtx_setParameter(z->zstd, ZSTD_c_windowLog, 17);
+      ZSTD_CCtx_setParameter(z->zstd, ZSTD_c_windowLog, 14);
+      ZSTD_CCtx_setParameter(z->zstd, ZSTD_c_hashLog, 13);
+      ZSTD_CCtx_setParameter(z->zstd, ZSTD_c_chainLog, 13);
       ok = 1;
     }
     break;
@@ -290,18 +298,29 @@ size_t hr__zstream_write(hr__zstream_t *z, const void *in, size_t len, int last,
   switch (z->coding) {
 #ifdef HR_HAVE_ZLIB
   case HR_CODING_GZIP: {
-    int flush = last ? Z_FINISH : Z_SYNC_FLUSH, rc;
-    z->z.next_in = (Bytef *)(uintptr_t)in;
-    z->z.avail_in = (uInt)len; /* writes are below 4 GiB: hr_response_write's callers */
-    do {
-      if (room(z->m, out, cap, used, len / 2 + 64) != 0) return (size_t)-1;
-      z->z.next_out = (Bytef *)*out + used;
-      z->z.avail_out = (uInt)(*cap - used);
-      rc = deflate(&z->z, flush);
-      if (rc == Z_STREAM_ERROR) return (size_t)-1;
-      used = *cap - z->z.avail_out;
-    } while (z->z.avail_out == 0 || z->z.avail_in > 0 || (last && rc != Z_STREAM_END));
-    return used;
+    const Bytef *p = in;
+    size_t left = len;
+    /* zlib counts in uInt: a write over 4 GiB goes in pieces, and the
+     * output room offered at once is capped the same way. */
+    for (;;) {
+      uInt take = left > UINT_MAX ? UINT_MAX : (uInt)left;
+      int flush = left > take ? Z_NO_FLUSH : last ? Z_FINISH : Z_SYNC_FLUSH, rc;
+      z->z.next_in = (Bytef *)(uintptr_t)p;
+      z->z.avail_in = take;
+      do {
+        size_t avail;
+        if (room(z->m, out, cap, used, 65536) != 0) return (size_t)-1;
+        avail = *cap - used > UINT_MAX ? UINT_MAX : *cap - used;
+        z->z.next_out = (Bytef *)*out + used;
+        z->z.avail_out = (uInt)avail;
+        rc = deflate(&z->z, flush);
+        if (rc == Z_STREAM_ERROR) return (size_t)-1;
+        used += avail - z->z.avail_out;
+      } while (z->z.avail_out == 0 || z->z.avail_in > 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+      p += take;
+      left -= take;
+      if (left == 0) return used;
+    }
   }
 #endif
 #ifdef HR_HAVE_BROTLI
@@ -312,7 +331,7 @@ size_t hr__zstream_write(hr__zstream_t *z, const void *in, size_t len, int last,
     for (;;) {
       uint8_t *next_out;
       size_t avail_out;
-      if (room(z->m, out, cap, used, len / 2 + 64) != 0) return (size_t)-1;
+      if (room(z->m, out, cap, used, 65536) != 0) return (size_t)-1;
       next_out = (uint8_t *)*out + used;
       avail_out = *cap - used;
       if (!BrotliEncoderCompressStream(z->br, op, &avail_in, &next_in, &avail_out, &next_out, NULL))

@@ -66,4 +66,16 @@ size_t hr__zstream_write(hr__zstream_t *z, const void *in, size_t len, int last,
  * absent (`present` 0). */
 int hr__coding_choose(hr_span_t accept, int present, const uint8_t *order, size_t n);
 
+/* The same over several Accept-Encoding lines (a list field split over
+ * lines, RFC 9110 §5.3): init, add each line's value, pick.  An element's
+ * parameters other than q are ignored; identity, named (or by "*") with a
+ * higher weight than the best coding, wins. */
+typedef struct hr__accept_s {
+  int q[HR__CODINGS]; /* thousandths; -1: not named (q[0]: identity) */
+  int star;
+} hr__accept_t;
+void hr__accept_init(hr__accept_t *a);
+void hr__accept_add(hr__accept_t *a, hr_span_t line);
+int hr__accept_pick(const hr__accept_t *a, const uint8_t *order, size_t n);
+
 #endif /* HR_CODEC_CODEC_H */

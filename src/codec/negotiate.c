@@ -41,15 +41,34 @@ static int coding_of(hr_span_t t) {
   return -1;
 }
 
-int hr__coding_choose(hr_span_t accept, int present, const uint8_t *order, size_t n) {
-  int q[HR__CODINGS], star = -1, best = 0, best_q = 0;
-  const char *p = accept.ptr, *end = accept.ptr + accept.len;
-  size_t i;
-  if (!present) return 0; /* no field: any coding may do; identity is the safe one */
-  for (i = 0; i < HR__CODINGS; i++) q[i] = -1;
+void hr__accept_init(hr__accept_t *a) {
+  int i;
+  for (i = 0; i < HR__CODINGS; i++) a->q[i] = -1;
+  a->star = -1;
+}
+
+/* The weight of an element's parameters (";q=0.5;x=y"): q's, or 1000 when
+ * there is none; -1 when q is malformed. */
+static int params_weight(hr_span_t params) {
+  const char *p = params.ptr, *end = params.ptr + params.len;
+  int w = 1000;
+  while (p < end) {
+    const char *e = memchr(p, ';', (size_t)(end - p));
+    hr_span_t param;
+    if (e == NULL) e = end;
+    param = trim((hr_span_t){p, (size_t)(e - p)});
+    p = e + 1;
+    if (param.len >= 2 && (param.ptr[0] == 'q' || param.ptr[0] == 'Q') && param.ptr[1] == '=')
+      w = weight(trim((hr_span_t){param.ptr + 2, param.len - 2}));
+  }
+  return w;
+}
+
+void hr__accept_add(hr__accept_t *a, hr_span_t line) {
+  const char *p = line.ptr, *end = line.ptr + line.len;
   while (p < end) {
     const char *e = memchr(p, ',', (size_t)(end - p)), *semi;
-    hr_span_t elem, name, params;
+    hr_span_t elem, name;
     int c, w = 1000;
     if (e == NULL) e = end;
     elem = trim((hr_span_t){p, (size_t)(e - p)});
@@ -57,22 +76,35 @@ int hr__coding_choose(hr_span_t accept, int present, const uint8_t *order, size_
     if (elem.len == 0) continue;
     semi = memchr(elem.ptr, ';', elem.len);
     name = trim((hr_span_t){elem.ptr, semi ? (size_t)(semi - elem.ptr) : elem.len});
-    if (semi != NULL) {
-      params = trim((hr_span_t){semi + 1, (size_t)(elem.ptr + elem.len - semi - 1)});
-      if (params.len < 2 || (params.ptr[0] != 'q' && params.ptr[0] != 'Q') || params.ptr[1] != '=')
-        continue; /* only q is defined here; an element with others is skipped */
-      if ((w = weight(trim((hr_span_t){params.ptr + 2, params.len - 2}))) < 0) continue;
-    }
+    if (semi != NULL &&
+        (w = params_weight((hr_span_t){semi + 1, (size_t)(elem.ptr + elem.len - semi - 1)})) < 0)
+      continue; /* a malformed weight: the element is not understood */
     c = coding_of(name);
-    if (c == -2) star = w;
-    else if (c >= 0 && w > q[c]) q[c] = w;
+    if (c == -2) a->star = w > a->star ? w : a->star;
+    else if (c >= 0 && w > a->q[c]) a->q[c] = w;
   }
+}
+
+int hr__accept_pick(const hr__accept_t *a, const uint8_t *order, size_t n) {
+  int best = 0, best_q = 0, identity_q;
+  size_t i;
   for (i = 0; i < n; i++) {
-    int c = order[i], w = q[c] >= 0 ? q[c] : star;
+    int c = order[i], w = a->q[c] >= 0 ? a->q[c] : a->star;
     if (w > best_q) {
       best = c;
       best_q = w;
     }
   }
-  return best;
+  /* Identity is always acceptable unless refused; it wins only when the
+   * client weighs it above the best coding (named, or by "*"). */
+  identity_q = a->q[0] >= 0 ? a->q[0] : a->star;
+  return identity_q > best_q ? 0 : best;
+}
+
+int hr__coding_choose(hr_span_t accept, int present, const uint8_t *order, size_t n) {
+  hr__accept_t a;
+  if (!present) return 0; /* no field: any coding may do; identity is the safe one */
+  hr__accept_init(&a);
+  hr__accept_add(&a, accept);
+  return hr__accept_pick(&a, order, n);
 }

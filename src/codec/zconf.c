@@ -71,6 +71,11 @@ int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **ou
 
 int hr__zconf_type_ok(const hr__zconf_t *z, hr_span_t type, hr_span_t subtype) {
   size_t i;
+  /* The default list leaves event streams out: each open one would hold
+   * an encoder for as long as it lives.  A list of one's own may name it. */
+  if (z->suffixes && hr_span_eq_nocase(type, HR_SPAN_LIT("text")) &&
+      hr_span_eq_nocase(subtype, HR_SPAN_LIT("event-stream")))
+    return 0;
   for (i = 0; i < z->ntypes; i++) {
     hr_span_t t = z->types[i];
     const char *slash = memchr(t.ptr, '/', t.len);

@@ -178,9 +178,20 @@ static int suffix_ok(const hr_cors_t *c, hr_span_t origin) {
     return 0;
   host.ptr = origin.ptr + sizeof scheme - 1;
   host.len = origin.len - (sizeof scheme - 1);
-  for (i = 0; i < host.len; i++) {
-    if (host.ptr[i] == '/' || host.ptr[i] == '@') return 0; /* not an origin */
-    if (host.ptr[i] == ':') break;
+  /* A serialized origin's host is a name here (letters, digits, '-',
+   * '.'), then at most ":" and a port: anything else (a path, a query,
+   * userinfo, a space) is not an origin, and is not matched. */
+  for (i = 0; i < host.len && host.ptr[i] != ':'; i++) {
+    char ch = host.ptr[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+          ch == '-' || ch == '.'))
+      return 0;
+  }
+  if (i < host.len) {
+    size_t k;
+    if (i + 1 == host.len) return 0;
+    for (k = i + 1; k < host.len; k++)
+      if (host.ptr[k] < '0' || host.ptr[k] > '9') return 0;
   }
   host.len = i;
   for (i = 0; i < c->nsuffixes; i++) {

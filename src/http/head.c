@@ -46,8 +46,11 @@ static int has_field(hr_span_t fields, hr_span_t name) {
   return 0;
 }
 
+int hr__field_adds(hr_span_t name) { return hr_span_eq_nocase(name, HR_SPAN_LIT("Vary")); }
+
 /* The route's constant lines, but those the response itself names: a
- * handler's field replaces the route's field of that name. */
+ * handler's field replaces the route's field of that name (but for
+ * hr__field_adds's). */
 static char *put_route_fields(char *p, hr_span_t route, hr_span_t own) {
   const char *l = route.ptr, *end = route.ptr + route.len;
   if (own.len == 0) return put(p, route.ptr, route.len);
@@ -57,7 +60,8 @@ static char *put_route_fields(char *p, hr_span_t route, hr_span_t own) {
     eol = eol ? eol + 1 : end;
     len = (size_t)(eol - l);
     colon = memchr(l, ':', len);
-    if (colon == NULL || !has_field(own, (hr_span_t){l, (size_t)(colon - l)}))
+    if (colon == NULL || hr__field_adds((hr_span_t){l, (size_t)(colon - l)}) ||
+        !has_field(own, (hr_span_t){l, (size_t)(colon - l)}))
       p = put(p, l, len);
     l = eol;
   }

@@ -40,6 +40,13 @@ size_t hr__head_max(const hr__head_t *h);
  * a 304 of length 0 (its length would be the selected representation's). */
 size_t hr__head_render(const hr__head_t *h, char *out);
 
+/* Whether a handler's field named `name` goes beside the route's constant
+ * field of that name rather than replacing it: Vary, a list that
+ * middleware and compression add to (a route's "Vary: Cookie" stays when
+ * they add "Vary: Origin" or "Vary: Accept-Encoding"; RFC 9110 §5.3 lets a
+ * list field be split over several lines). */
+int hr__field_adds(hr_span_t name);
+
 /* Renders the current time as a Date line into `out` (at least
  * HR__DATE_FIELD_LEN + 1 bytes; NUL-terminated) and returns its length. */
 size_t hr__date_field(char *out, size_t cap);

@@ -290,6 +290,9 @@ void hr__worker_cleanup(hr__worker_t *w) {
   hr__slab_drain(&w->slab);
   hr__codecs_free(w->codecs);
   w->codecs = NULL;
+  hr__mem_free(&w->mem, w->zbuf);
+  w->zbuf = NULL;
+  w->zcap = 0;
   hr__streams_free(w); /* every stream ended with its connection */
   /* post_lock stays: a thread inside hr_response_post may still take it
    * until hr_server_free. */

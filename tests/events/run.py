@@ -80,6 +80,9 @@ def main():
         fail("usage: run.py PATH_TO_EVENTS")
     proc, port = hellopy.start(sys.argv[1], "--interval-ms", "100", "--heartbeat-ms", "10")
     try:
+        status, ctype, page = hellopy.get(port, "/")
+        if status != 200 or ctype != "text/html; charset=utf-8" or "EventSource" not in page:
+            fail("GET /: %d %r" % (status, ctype))
         s = Stream(port)
         if s.resp.status != 200:
             fail("GET /clock: %d" % s.resp.status)

@@ -99,19 +99,35 @@ int hr__compress_choose(const hr__exchange_t *ex, int status, int64_t len, int *
   /* It could be compressed: whatever the answer, it varies with the
    * request's Accept-Encoding (RFC 9110 §12.5.5). */
   *vary = 1;
-  present = hr_request_field(req, HR_SPAN_LIT("Accept-Encoding"), NULL, &v) == 0;
-  return hr__coding_choose(present ? v : (hr_span_t){NULL, 0}, present, z->order, z->n);
+  {
+    hr__accept_t a;
+    size_t cursor = 0;
+    hr__accept_init(&a);
+    for (present = 0; hr_request_field(req, HR_SPAN_LIT("Accept-Encoding"), &cursor, &v) == 0;
+         present = 1)
+      hr__accept_add(&a, v);
+    return present ? hr__accept_pick(&a, z->order, z->n) : 0;
+  }
 }
 
-/* Makes a strong ETag of the handler's weak (W/): the coded bytes are not
- * the identity representation's (RFC 9110 §8.8.1). */
+/* Makes a strong ETag weak (W/): the coded bytes are not the identity
+ * representation's (RFC 9110 §8.8.1).  The handler's in place; a route's
+ * constant one by a handler field of the weak value, which replaces it. */
 static int weaken_etag(hr__exchange_t *ex) {
   hr_response_t *res = &ex->res;
+  const hr_route_t *rt = ex->req.route;
   hr_span_t v;
   size_t at, cap;
-  if (!field_in((hr_span_t){res->fields, res->fields_len}, HR_SPAN_LIT("ETag"), &v, NULL) ||
-      v.len == 0 || v.ptr[0] != '"')
-    return 0;
+  if (!field_in((hr_span_t){res->fields, res->fields_len}, HR_SPAN_LIT("ETag"), &v, NULL)) {
+    char weak[256];
+    if (rt == NULL || ex->internal_answer || !field_in(rt->head, HR_SPAN_LIT("ETag"), &v, NULL) ||
+        v.len == 0 || v.ptr[0] != '"' || v.len + 2 > sizeof weak)
+      return 0;
+    memcpy(weak, "W/", 2);
+    memcpy(weak + 2, v.ptr, v.len);
+    return hr_response_add_field(res, HR_SPAN_LIT("ETag"), (hr_span_t){weak, v.len + 2});
+  }
+  if (v.len == 0 || v.ptr[0] != '"') return 0;
   at = (size_t)(v.ptr - res->fields);
   /* The buffer may move: from here on, by offset. */
   if (hr__res_field_room(res, 2, &cap) == NULL) return HR_ENOMEM;
@@ -121,12 +137,30 @@ static int weaken_etag(hr__exchange_t *ex) {
   return 0;
 }
 
+/* Whether some Vary line, the handler's or the route's (both are sent,
+ * hr__field_adds), names Accept-Encoding or "*". */
+static int varies_by_coding(const hr__exchange_t *ex) {
+  const hr_route_t *rt = ex->req.route;
+  hr_span_t blocks[2] = {{ex->res.fields, ex->res.fields_len}, {NULL, 0}}, v;
+  size_t i;
+  if (rt != NULL && !ex->internal_answer) blocks[1] = rt->head;
+  for (i = 0; i < 2; i++) {
+    hr_span_t rest = blocks[i];
+    const char *line;
+    while (rest.len && field_in(rest, HR_SPAN_LIT("Vary"), &v, &line)) {
+      const char *next = v.ptr + v.len;
+      if (list_has(v, HR_SPAN_LIT("Accept-Encoding")) || list_has(v, HR_SPAN_LIT("*"))) return 1;
+      rest.len -= (size_t)(next - rest.ptr);
+      rest.ptr = next;
+    }
+  }
+  return 0;
+}
+
 int hr__compress_fields(hr__exchange_t *ex, int coding, int vary) {
   hr_response_t *res = &ex->res;
-  hr_span_t v;
   int rc = 0;
-  if (vary && !(res_field(ex, HR_SPAN_LIT("Vary"), &v) &&
-                (list_has(v, HR_SPAN_LIT("Accept-Encoding")) || list_has(v, HR_SPAN_LIT("*")))))
+  if (vary && !varies_by_coding(ex))
     rc = hr_response_add_field(res, HR_SPAN_LIT("Vary"), HR_SPAN_LIT("Accept-Encoding"));
   if (rc == 0 && coding > 0)
     rc = hr_response_add_field(res, HR_SPAN_LIT("Content-Encoding"), hr__coding_name(coding));
@@ -160,22 +194,24 @@ int hr__compress_whole(hr__exchange_t *ex, int coding, const void *body, size_t 
 int hr__compress_stream_open(hr__exchange_t *ex, int coding) {
   const hr__zconf_t *z = ex->w->server->zconf;
   int level = z->level[coding];
-  /* Streams flush at every write: a quick level keeps a stream live. */
+  /* Streams flush at every write: a quick level keeps a stream live, and
+   * Brotli above quality 3 holds far more memory for little gain on
+   * flushed pieces (codec.c). */
   if (coding == HR_CODING_GZIP && level > 9) level = 9;
+  if (coding == HR_CODING_BR && level > 3) level = 3;
   if ((ex->zs = hr__zstream_new(&ex->w->mem, coding, level)) == NULL) return 0;
   return coding;
 }
 
 int hr__compress_stream_write(hr__exchange_t *ex, const void *data, size_t len, int last) {
-  size_t n = hr__zstream_write(ex->zs, data, len, last, &ex->zbuf, &ex->zcap);
+  hr__worker_t *w = ex->w;
+  size_t n = hr__zstream_write(ex->zs, data, len, last, &w->zbuf, &w->zcap);
   if (n == (size_t)-1) return HR_ENOMEM;
-  return n > 0 ? ex->proto->data(ex, ex->zbuf, n) : 0;
+  /* The protocol copies: the loop's buffer serves the next write. */
+  return n > 0 ? ex->proto->data(ex, w->zbuf, n) : 0;
 }
 
 void hr__compress_release(hr__exchange_t *ex) {
   if (ex->zs != NULL) hr__zstream_free(ex->zs);
-  if (ex->zbuf != NULL) hr__mem_free(&ex->w->mem, ex->zbuf);
   ex->zs = NULL;
-  ex->zbuf = NULL;
-  ex->zcap = 0;
 }

@@ -135,11 +135,11 @@ struct hr__exchange_s {
    * a thread that sees ABANDONED sees the exchange as it was then). */
   _Atomic int where;
   char *rbuf;              /* the read buffer, owned once detached */
-  /* Response compression (compress.c): a stream's encoder and its output
-   * buffer, NULL when the response is not a compressed stream. */
+  /* Response compression (compress.c): a stream's encoder, NULL when the
+   * response is not a compressed stream (its output goes through the
+   * worker's zbuf, copied at once by the protocol). */
   struct hr__zstream_s *zs;
-  char *zbuf;
-  size_t zcap;
+  int coded;               /* the streamed response is compressed (HEAD too) */
 
   /* parse state: conn->rbuf[msg_start..rpos) parsed by llhttp */
   size_t rpos;

@@ -262,6 +262,7 @@ int hr_response_start(hr_response_t *res, int status, int64_t content_length) {
      * no encoder behind it. */
     int vary, coding = hr__compress_choose(ex, status, content_length, &vary);
     if (coding > 0 && !res->no_body) coding = hr__compress_stream_open(ex, coding);
+    ex->coded = coding > 0;
     if (vary && (err = hr__compress_fields(ex, coding, vary)) != 0) {
       hr__compress_release(ex);
       return err;
@@ -325,8 +326,9 @@ int hr_response_write_file(hr_response_t *res, int fd, uint64_t offset, uint64_t
   if (ex->conn == NULL) return HR_ECLOSED;
   if (fd < 0 || length > (uint64_t)INT64_MAX || offset > (uint64_t)INT64_MAX - length)
     return HR_EINVAL;
-  /* A compressed stream codes what it is given; a file goes as it is. */
-  if (ex->zs != NULL) return HR_ESTATE;
+  /* A compressed stream codes what it is given; a file goes as it is (a
+   * HEAD that would be compressed answers the same as its GET). */
+  if (ex->coded) return HR_ESTATE;
   if (res->content_length >= 0 && (uint64_t)res->content_length - res->written < length)
     return HR_EINVAL;
   /* Even with nothing to send (HEAD, length 0) the file goes through the
@@ -369,8 +371,11 @@ int hr_response_add_trailer(hr_response_t *res, hr_span_t name, hr_span_t value)
   if (ex->conn == NULL) return HR_ECLOSED;
   /* Only a body of unknown length sent in pieces ends with a trailer
    * section: h1's chunked coding (RFC 9112 §7.1.2), h2's DATA frames
-   * (RFC 9113 §8.1); `chunked` says which responses are framed so. */
-  if (!res->chunked) return HR_ESTATE;
+   * (RFC 9113 §8.1); `chunked` says which responses are framed so.  A
+   * length the handler declared rules them out whether or not compression
+   * made the response chunked, so that the answer does not depend on the
+   * client's Accept-Encoding. */
+  if (!res->chunked || res->content_length >= 0) return HR_ESTATE;
   if (name.len == 0 || hr__reserved_field(name) || hr__trailer_forbidden(name))
     return HR_EINVAL;
   for (i = 0; i < name.len; i++)

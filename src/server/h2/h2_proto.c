@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server/conn/fread.h"
+#include "http/head.h"
 #include "server/h2/h2.h"
 #include "util/text.h"
 
@@ -281,7 +282,8 @@ static int nv_lines(nvset_t *s, hr_span_t lines, const hr_span_t *unless) {
     name = hr__arena_alloc(s->arena, nlen ? nlen : 1);
     if (name == NULL) return HR_ENOMEM;
     for (i = 0; i < nlen; i++) name[i] = (char)tolower((unsigned char)p[i]);
-    if (!conn_specific(name, nlen) && (unless == NULL || !lines_name(*unless, p, nlen)) &&
+    if (!conn_specific(name, nlen) &&
+        (unless == NULL || hr__field_adds((hr_span_t){p, nlen}) || !lines_name(*unless, p, nlen)) &&
         nv_add(s, name, nlen, v, (size_t)(ve - v)) != 0)
       return HR_ENOMEM;
     p = eol + 1;
