@@ -18,7 +18,7 @@
 bench_build() {
   ((${BUILD:-1})) || return 0
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD_DIR" -j2 --target "$@" >/dev/null
+  cmake --build "$BUILD_DIR" -j "${HROUTE_JOBS:-2}" --target "$@" >/dev/null
 }
 
 bench_workdir() {

@@ -691,7 +691,7 @@ build_hello() {
   if ((BUILD)); then
     note "building hello (Release) in ${BUILD_DIR#"$ROOT"/} ..."
     if ! { cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DHROUTE_BUILD_TESTS=OFF &&
-      cmake --build "$BUILD_DIR" -j2 --target hello; } >"$TMP/build.log" 2>&1; then
+      cmake --build "$BUILD_DIR" -j "${HROUTE_JOBS:-2}" --target hello; } >"$TMP/build.log" 2>&1; then
       tail -n 40 "$TMP/build.log" >&2
       die "build failed"
     fi

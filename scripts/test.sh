@@ -208,7 +208,13 @@ finish() {
     echo "  failed: ${failed_stages[*]}"
   fi
   echo "  time: $SECONDS s"
-  echo "summary: $total_passed passed, $total_failed failed, $total_skipped skipped"
+  # A stage left out (no tool, no labelled tests) says so on the last line
+  # too: its count is not among the passed.
+  local stage_skips=''
+  for s in "${summaries[@]}"; do
+    [[ $s == *": skipped ("* ]] && stage_skips+="${stage_skips:+, }${s%%:*}"
+  done
+  echo "summary: $total_passed passed, $total_failed failed, $total_skipped skipped${stage_skips:+; stages skipped: $stage_skips}"
   [[ ${#failed_stages[@]} -eq 0 ]]
 }
 
