@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Per-loop contexts of routes (HR_CONTEXT_LOOP) against the removal of
- * their route (src/router/router.c publish(), src/server/invoke.c), model
+ * their route (src/router/publish.c install() and change() or publish(), src/server/invoke.c), model
  * (e); run by tests/model/run.sh.
  *
  * A loop makes its context for a route at its start if the route is in

@@ -1,5 +1,5 @@
 /*
- * Route tables that share subtrees (src/router/wtree.c, router.c install,
+ * Route tables that share subtrees (src/router/wtree.c and freeze.c, publish.c install,
  * tree.c hr__table_free); run by tests/model/run.sh.
  *
  * A single change freezes only its path into a new block and points the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Route table publication and reclamation, with the invokers' reference
- * counts (src/router/router.c, tree.c, invoker.c), model (a) of issue 15;
+ * counts (src/router/publish.c, freeze.c, tree.c, invoker.c), model (a) of issue 15;
  * run by tests/model/run.sh.
  *
  * A writer builds a table no reader can reach, fills it, takes the table's
