@@ -16,7 +16,12 @@
  * on SIGINT and SIGTERM follows examples/rest.c: members get close 1001.
  *
  *   chat [--host ADDR] [--port N] [--threads N] [--max-message BYTES]
- *        [--high-water BYTES] [--close-timeout MS]
+ *        [--high-water BYTES] [--close-timeout MS] [--deflate off|on|takeover]
+ *
+ * --deflate on accepts permessage-deflate (RFC 7692) without context
+ * takeover (nothing kept per connection); takeover keeps each direction's
+ * window across messages, with 12-bit windows and memLevel 5 (about 40
+ * KiB per connection).
  *   python3 -m websockets ws://127.0.0.1:8082/chat
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -40,6 +45,7 @@ typedef struct options_s {
   int port;
   unsigned threads;
   unsigned long long max_message, high_water, close_timeout;
+  int deflate; /* 0 off, 1 on, 2 with context takeover */
 } options_t;
 
 static int parse_options(int argc, char **argv, options_t *o) {
@@ -50,6 +56,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
   o->max_message = 1 << 20;
   o->high_water = 65536;
   o->close_timeout = 5000;
+  o->deflate = 0;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
@@ -57,7 +64,8 @@ static int parse_options(int argc, char **argv, options_t *o) {
     int numeric = v != NULL && *v != '\0' && *end == '\0';
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       printf("usage: chat [--host ADDR] [--port N] [--threads N] [--max-message BYTES]\n"
-             "            [--high-water BYTES] [--close-timeout MS]\n");
+             "            [--high-water BYTES] [--close-timeout MS]\n"
+             "            [--deflate off|on|takeover]\n");
       return 1;
     }
     if (strcmp(a, "--host") == 0 && v != NULL)
@@ -72,6 +80,12 @@ static int parse_options(int argc, char **argv, options_t *o) {
       o->high_water = n;
     else if (strcmp(a, "--close-timeout") == 0 && numeric && n <= UINT32_MAX)
       o->close_timeout = n;
+    else if (strcmp(a, "--deflate") == 0 && v != NULL && strcmp(v, "off") == 0)
+      o->deflate = 0;
+    else if (strcmp(a, "--deflate") == 0 && v != NULL && strcmp(v, "on") == 0)
+      o->deflate = 1;
+    else if (strcmp(a, "--deflate") == 0 && v != NULL && strcmp(v, "takeover") == 0)
+      o->deflate = 2;
     else {
       fprintf(stderr, "chat: bad or incomplete option '%s'\n", a);
       return -1;
@@ -321,6 +335,13 @@ int main(int argc, char **argv) {
   hr_websocket_options_init(&room.wsopts);
   room.wsopts.max_message_bytes = o.max_message;
   room.wsopts.close_timeout_ms = (uint32_t)o.close_timeout;
+  room.wsopts.deflate.enabled = o.deflate != 0;
+  if (o.deflate == 2) {
+    room.wsopts.deflate.context_takeover = 1;
+    room.wsopts.deflate.server_window_bits = 12;
+    room.wsopts.deflate.client_window_bits = 12;
+    room.wsopts.deflate.mem_level = 5;
+  }
 
   if ((err = hr_router_new(&router, NULL)) != 0) {
     status = fail("hr_router_new", err);

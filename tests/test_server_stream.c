@@ -13,7 +13,9 @@
  * a read callback and from the deadline (a reset, no queued byte sent,
  * closed with HR_ECLOSED), and after hr_stream_close; hr_stream_check_thread
  * and hr_stream_loop from both threads; hr_stream_post_fn carrying a
- * function (or none), in order, and after the stream ended.  Callbacks
+ * function (or none), in order, and after the stream ended;
+ * hr_stream_loop_local made once for the loop's streams, a failed make
+ * stored nothing, its argument errors, and the release at the end.  Callbacks
  * write what they saw to the peer (or note it, once writing is over) and
  * the test thread compares the text.
  * ctest-labels: tsan
@@ -133,6 +135,22 @@ static char queue_answer[BIG + 256]; /* what "queue" answers */
 
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(data, lit, len) == 0)
 
+/* hr_stream_loop_local's object, how often it was made and released. */
+static int local_key, fail_key, local_obj, local_made, local_released;
+
+static void *local_make(void *arg) {
+  (*(int *)arg)++;
+  return &local_obj;
+}
+static void *local_fail(void *arg) {
+  (void)arg;
+  return NULL;
+}
+static void local_release(void *obj) {
+  assert_ptr_equal(obj, &local_obj);
+  local_released++;
+}
+
 static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
   fx_t *fx = udata;
   other_t o;
@@ -167,6 +185,16 @@ static void on_read(hr_stream_t *s, const char *data, size_t len, void *udata) {
         hr_err_name(hr_stream_want_drain(NULL)), hr_err_name(hr_stream_abort(NULL)),
         hr_err_name(hr_stream_post_fn(NULL, runner, NULL, NULL)),
         hr_err_name(hr_stream_post_fn(s, NULL, NULL, NULL)));
+  } else if (IS("local")) {
+    void *a = hr_stream_loop_local(s, &local_key, local_make, &local_made, local_release);
+    void *b = hr_stream_loop_local(s, &local_key, local_make, &local_made, local_release);
+    void *f = hr_stream_loop_local(s, &fail_key, local_fail, NULL, local_release);
+    say(s, "local=%d same=%d made=%d failed=%d null=%d,%d,%d,%d\n", a == &local_obj, a == b,
+        local_made, f == NULL,
+        hr_stream_loop_local(NULL, &local_key, local_make, &local_made, local_release) == NULL,
+        hr_stream_loop_local(s, NULL, local_make, &local_made, local_release) == NULL,
+        hr_stream_loop_local(s, &local_key, NULL, &local_made, local_release) == NULL,
+        hr_stream_loop_local(s, &local_key, local_make, &local_made, NULL) == NULL);
   } else if (IS("post")) {
     run_on_thread(post_from_thread, &o);
     say(s, "asked=%s,%s allocations=%llu\n", hr_err_name(o.post), hr_err_name(o.post_nofn),
@@ -423,6 +451,9 @@ static void test_calls(void **state) {
       /* Two posts from another thread, one node each, run in order on the
        * loop thread with the function carried (or none). */
       {"post", "asked=OK,OK allocations=2\nsaid:fn\nnofn:none\n"},
+      /* One object for the loop: made at the first stream's call only. */
+      {"local", "local=1 same=1 made=1 failed=1 null=1,1,1,1\n"},
+      {"local", "local=1 same=1 made=1 failed=1 null=1,1,1,1\n"},
   };
   fx_t *fx = *state;
   rc_t *c;
@@ -438,7 +469,9 @@ static void test_calls(void **state) {
   c = open_stream(fx, "/bare");
   ask(c, "want", "drain=HR_EINVAL\n");
   fx_drop(fx, c);
+  assert_int_equal(local_released, 0);
   finish(fx);
+  assert_int_equal(local_released, 1); /* with the loop's worker */
 }
 
 /* From a read callback, from the deadline, and after hr_stream_close: the

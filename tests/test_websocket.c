@@ -21,6 +21,7 @@
 #include "countalloc.h"
 #include "fixture.h"
 #include "hroute/websocket.h"
+#include "wsframe.h"
 
 static struct {
   pthread_mutex_t mu;
@@ -253,30 +254,16 @@ static const char *const HANDSHAKE =
     "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
 
-/* Appends one client frame (masked unless `unmasked`) to out; returns
- * its length. */
+/* A client frame without reserved bits (ws_frame). */
 static size_t frame(unsigned char *out, int fin, int opcode, const void *data, size_t len,
                     int unmasked) {
-  static const unsigned char mask[4] = {0x37, 0xfa, 0x21, 0x3d};
-  size_t n = 0, i;
-  out[n++] = (unsigned char)((fin ? 0x80 : 0) | opcode);
-  if (len < 126) {
-    out[n++] = (unsigned char)((unmasked ? 0 : 0x80) | len);
-  } else if (len < 65536) {
-    out[n++] = (unsigned char)((unmasked ? 0 : 0x80) | 126);
-    out[n++] = (unsigned char)(len >> 8);
-    out[n++] = (unsigned char)len;
-  } else {
-    out[n++] = (unsigned char)((unmasked ? 0 : 0x80) | 127);
-    for (i = 0; i < 8; i++) out[n++] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
-  }
-  if (!unmasked) {
-    memcpy(out + n, mask, 4);
-    n += 4;
-  }
-  for (i = 0; i < len; i++)
-    out[n + i] = (unsigned char)(((const unsigned char *)data)[i] ^ (unmasked ? 0 : mask[i % 4]));
-  return n + len;
+  return ws_frame(out, fin, 0, opcode, data, len, unmasked);
+}
+
+/* A server frame: no extension here, so no reserved bit either. */
+static void read_frame(rc_t *c, ws_sframe_t *f) {
+  ws_read_frame(c, f);
+  assert_int_equal(f->rsv, 0);
 }
 
 static void send_frame(rc_t *c, int fin, int opcode, const void *data, size_t len) {
@@ -286,52 +273,7 @@ static void send_frame(rc_t *c, int fin, int opcode, const void *data, size_t le
 
 static void send_text(rc_t *c, const char *s) { send_frame(c, 1, 1, s, strlen(s)); }
 
-/* Reads n bytes (what the response reader buffered first). */
-static void read_exact(rc_t *c, void *out, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r;
-    if (c->off < c->len) {
-      size_t k = c->len - c->off < n - got ? c->len - c->off : n - got;
-      memcpy((char *)out + got, c->buf + c->off, k);
-      c->off += k;
-      got += k;
-      continue;
-    }
-    r = recv(c->fd, (char *)out + got, n - got, 0);
-    if (r <= 0) fail_msg("connection ended after %zu of %zu bytes", got, n);
-    got += (size_t)r;
-  }
-}
-
-typedef struct {
-  int fin, opcode;
-  size_t len;
-  unsigned char data[70000];
-} sframe_t;
-
-/* Reads one server frame: never masked (RFC 6455 §5.1). */
-static void read_frame(rc_t *c, sframe_t *f) {
-  unsigned char h[2], ext[8];
-  size_t i;
-  read_exact(c, h, 2);
-  f->fin = h[0] >> 7;
-  f->opcode = h[0] & 0x0f;
-  assert_int_equal(h[0] & 0x70, 0);
-  assert_int_equal(h[1] & 0x80, 0);
-  f->len = h[1] & 0x7f;
-  if (f->len == 126) {
-    read_exact(c, ext, 2);
-    f->len = (size_t)ext[0] << 8 | ext[1];
-  } else if (f->len == 127) {
-    read_exact(c, ext, 8);
-    for (f->len = 0, i = 0; i < 8; i++) f->len = f->len << 8 | ext[i];
-  }
-  assert_true(f->len <= sizeof f->data);
-  read_exact(c, f->data, f->len);
-}
-
-static sframe_t fr;
+static ws_sframe_t fr;
 
 static void expect_frame(rc_t *c, int opcode, const char *data) {
   read_frame(c, &fr);

@@ -278,6 +278,29 @@ HR_EXTERN int hr_stream_check_thread(const hr_stream_t *s);
  * its own), or NULL for `s` NULL.  Any thread, while `s` is allocated. */
 HR_EXTERN uv_loop_t *hr_stream_loop(const hr_stream_t *s);
 
+/** Releases a loop-local object (hr_stream_loop_local) at the end of its
+ * loop's worker. */
+typedef void (*hr_stream_local_free_cb)(void *obj);
+
+/**
+ * A loop-local object for a protocol over streams: state its connections
+ * on one loop can share (a scratch buffer, a codec reset per message), so
+ * that no connection keeps one of its own.  Returns the object stored
+ * under `key` for the loop that serves `s`: the first call on that loop
+ * stores `make(make_arg)` (NULL: out of memory, nothing stored, NULL
+ * returned; a later call tries again), and the server calls
+ * `release(obj)` when that loop's worker ends (after every stream of it
+ * has ended; on the thread that ends it, perhaps not the loop's).  `key`
+ * is any address unique to the protocol (a static of its own); `make` and
+ * `release` are read only on the call that stores.  Each loop has its own
+ * object: it is never shared between threads.  Returns NULL also for a
+ * bad argument (`s`, `key`, `make` or `release` NULL) or a stream that is
+ * over.  Loop thread of `s`.
+ */
+HR_EXTERN void *hr_stream_loop_local(hr_stream_t *s, const void *key,
+                                     void *(*make)(void *make_arg), void *make_arg,
+                                     hr_stream_local_free_cb release);
+
 /** The udata given to hr_response_upgrade. */
 HR_EXTERN void *hr_stream_udata(const hr_stream_t *s);
 

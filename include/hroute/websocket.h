@@ -6,9 +6,10 @@
  * on a GET that asks for one; from then on whole messages arrive at the
  * message callback (fragments reassembled up to a per-route limit, text
  * checked as UTF-8), pings are answered, the close handshake is done, and
- * hr_websocket_send queues messages with backpressure.  Extensions
- * (permessage-deflate) are not offered: frames with RSV bits set fail the
- * connection.
+ * hr_websocket_send queues messages with backpressure.  One extension is
+ * offered when an endpoint turns it on: permessage-deflate (RFC 7692,
+ * hr_websocket_deflate_t), with zlib; otherwise frames with RSV bits set
+ * fail the connection.
  *
  * How a connection ends, and the close code each end sees:
  *   - A frame that breaks RFC 6455 (not masked, a reserved opcode or bit, a
@@ -57,12 +58,75 @@ extern "C" {
  * hr_websocket_post queued before then, until they have run. */
 typedef struct hr_websocket_s hr_websocket_t;
 
-/** Message types (the frame opcodes of RFC 6455 §5.6). */
-enum { HR_WS_TEXT = 1, HR_WS_BINARY = 2 };
+/** Message types (the frame opcodes of RFC 6455 §5.6), and a flag for
+ * hr_websocket_send. */
+enum { HR_WS_TEXT = 1, HR_WS_BINARY = 2, HR_WS_UNCOMPRESSED = 0x100 };
 /** @var HR_WS_TEXT
  * A text message: its payload is UTF-8 (opcode 0x1). */
 /** @var HR_WS_BINARY
  * A binary message: any bytes (opcode 0x2). */
+/** @var HR_WS_UNCOMPRESSED
+ * OR'ed into hr_websocket_send's type: send this message uncompressed
+ * even when permessage-deflate was negotiated (data compressed already). */
+
+/**
+ * permessage-deflate (RFC 7692): messages compressed with DEFLATE (zlib's
+ * raw deflate, RFC 1951), each flagged by RSV1 in its first frame.  Off
+ * unless `enabled`; then the first offer in the client's
+ * Sec-WebSocket-Extensions that these settings can meet is accepted (§7.1:
+ * an offer with an unknown, repeated or malformed parameter is declined,
+ * and so is one that limits the server's window to 8 bits, which zlib's
+ * raw deflate cannot write), and the answer names the parameters agreed.
+ * No acceptable offer: the connection goes on uncompressed.
+ *
+ * Memory.  By default (`context_takeover` 0) each message is compressed
+ * alone both ways: the answer carries server_no_context_takeover and
+ * client_no_context_takeover, and one compressor and one decompressor per
+ * loop, reset for each message, serve every connection of that loop
+ * (hr_stream_loop_local): a connection holds no compression state at all,
+ * only its message while it is being read, as without the extension.  With
+ * `context_takeover` 1 each direction keeps its LZ77 window across
+ * messages (smaller output for many small, similar messages), unless the
+ * client asked for no context takeover in that direction: a connection
+ * then keeps zlib's state from its first compressed message to its end,
+ * about 2^(server_window_bits+2) + 2^(mem_level+9) bytes for the
+ * compressor and 2^(client window) bytes plus 7 KiB for the decompressor
+ * (zlib's figures; 15 and 8 give about 300 KiB, 10 and 4 about 22 KiB;
+ * docs/websocket.md has the measured ones).  From the server's allocator.
+ *
+ * Messages received compressed are inflated to at most max_message_bytes
+ * (more: 1009, however small the compressed message; the compressed bytes
+ * on the wire count against the same limit plus 1/16 of it and 1 KiB,
+ * room for data that did not shrink); data that is not valid DEFLATE
+ * fails the connection with 1007.  Messages sent: compressed when at least
+ * `min_length` bytes long and not flagged HR_WS_UNCOMPRESSED; without
+ * context takeover, a message that does not shrink goes uncompressed.
+ * Control frames are never compressed (RFC 7692 §6.1).
+ */
+typedef struct hr_websocket_deflate_s {
+  /** 1: accept permessage-deflate offers; 0 (the default): decline them
+   * (the extension is not named in the answer).  Without zlib at build
+   * time offers are always declined. */
+  uint8_t enabled;
+  /** 0 (the default): no context takeover either way (see above); 1: keep
+   * the windows across messages when the client allows. */
+  uint8_t context_takeover;
+  /** The server's LZ77 window, 9..15 bits (15): sent as
+   * server_max_window_bits when under 15 or when the client asks for
+   * less, the smaller of the two used. */
+  uint8_t server_window_bits;
+  /** The window the client may use, 8..15 bits (15): sent as
+   * client_max_window_bits when the client offers that parameter (its
+   * value, when it gives one, lowers it).  A client that does not offer it
+   * may use 15, and the decompressor's window is then 15. */
+  uint8_t client_window_bits;
+  /** zlib's compression level, 1..9 (1). */
+  uint8_t level;
+  /** zlib's memLevel, 1..9 (8): memory for the compressor's hash chains. */
+  uint8_t mem_level;
+  /** Messages shorter than this are sent uncompressed (64 bytes). */
+  uint32_t min_length;
+} hr_websocket_deflate_t;
 
 /** Per-endpoint settings; hr_websocket_options_init() fills the defaults
  * shown.  Times in milliseconds; 0 turns a timer off. */
@@ -89,6 +153,9 @@ typedef struct hr_websocket_options_s {
    * case-insensitively, e.g. "https://app.example.com"), where "*" accepts
    * any.  Refused: 403.  Read during hr_websocket_accept only. */
   const char *const *origins;
+  /** permessage-deflate (off by default; see hr_websocket_deflate_t).
+   * Read during hr_websocket_accept only. */
+  hr_websocket_deflate_t deflate;
 } hr_websocket_options_t;
 
 /** Fills `opts` with the defaults shown in hr_websocket_options_t.  Any
@@ -156,8 +223,10 @@ HR_EXTERN int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
 
 /**
  * Queues a copy of a message of `len` bytes (RFC 6455 §6.1), `type`
- * HR_WS_TEXT (must be valid UTF-8) or HR_WS_BINARY, into the connection's
- * output queue.  When more than the server's write_high_water_bytes are
+ * HR_WS_TEXT (must be valid UTF-8) or HR_WS_BINARY, either OR'ed with
+ * HR_WS_UNCOMPRESSED or not, into the connection's output queue,
+ * compressed first when permessage-deflate was negotiated (see
+ * hr_websocket_deflate_t).  When more than the server's write_high_water_bytes are
  * queued already, nothing is and HR_EAGAIN is returned: wait for the drain
  * callback.  So what waits is bounded by the high-water mark plus one
  * message; and while that much is queued the peer's bytes
@@ -218,6 +287,10 @@ HR_EXTERN int hr_websocket_post(hr_websocket_t *ws, hr_websocket_post_cb cb, voi
 /** The subprotocol chosen by hr_websocket_accept (a copy owned by `ws`), or
  * NULL. */
 HR_EXTERN const char *hr_websocket_subprotocol(const hr_websocket_t *ws);
+
+/** Whether permessage-deflate was negotiated on `ws` (1) or not (0; also
+ * for `ws` NULL).  Any call after hr_websocket_accept returned it. */
+HR_EXTERN int hr_websocket_deflated(const hr_websocket_t *ws);
 
 /** The udata given to hr_websocket_accept. */
 HR_EXTERN void *hr_websocket_udata(const hr_websocket_t *ws);

@@ -294,6 +294,7 @@ void hr__worker_cleanup(hr__worker_t *w) {
   w->zbuf = NULL;
   w->zcap = 0;
   hr__streams_free(w); /* every stream ended with its connection */
+  hr__stream_locals_free(w);
   /* post_lock stays: a thread inside hr_response_post may still take it
    * until hr_server_free. */
   for (i = 0; i < w->nlisteners; i++)

@@ -25,6 +25,11 @@ void hr_websocket_options_init(hr_websocket_options_t *o) {
   o->close_timeout_ms = 5000;
   o->subprotocols = NULL;
   o->origins = NULL;
+  o->deflate.server_window_bits = 15;
+  o->deflate.client_window_bits = 15;
+  o->deflate.level = 1;
+  o->deflate.mem_level = 8;
+  o->deflate.min_length = 64;
 }
 
 /* RFC 6455 §10.2 (see the origins option). */
@@ -147,7 +152,7 @@ static int valid_options(const hr_websocket_options_t *o) {
   const char *const *p;
   for (p = o->subprotocols; p != NULL && *p != NULL; p++)
     if (!hr__is_token((hr_span_t){*p, strlen(*p)})) return 0;
-  return o->max_message_bytes > 0;
+  return o->max_message_bytes > 0 && hr__ws_pmd_options_ok(&o->deflate);
 }
 
 int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
@@ -159,7 +164,8 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
   const hr_allocator_t *a;
   const char *sub;
   hr_span_t key;
-  char accept[29];
+  hr__ws_pmd_t agreed;
+  char accept[29], extensions[160];
   int err;
   if (out != NULL) *out = NULL;
   if (opts == NULL) {
@@ -195,6 +201,14 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
   if (hr_response_add_field(res, HR_SPAN_LIT("Sec-WebSocket-Accept"),
                             (hr_span_t){accept, 28}) != 0)
     goto nomem;
+  /* RFC 7692 §7.1: the first offer these settings meet, or none. */
+  if (hr__ws_pmd_negotiate(req, &opts->deflate, &agreed, extensions, sizeof extensions)) {
+    if ((ws->pmd = a->malloc(a->ctx, sizeof(*ws->pmd))) == NULL) goto nomem;
+    *ws->pmd = agreed;
+    if (hr_response_add_field(res, HR_SPAN_LIT("Sec-WebSocket-Extensions"),
+                              (hr_span_t){extensions, strlen(extensions)}) != 0)
+      goto nomem;
+  }
   if (hr__ws_session_init(ws, opts) != 0) goto nomem;
   err = hr_response_upgrade(res, "websocket", &hr__ws_stream_callbacks, ws, &ws->s);
   if (err != 0) {
@@ -206,6 +220,7 @@ int hr_websocket_accept(hr_request_t *req, hr_response_t *res,
   if (out != NULL) *out = ws;
   return 0;
 nomem:
+  a->free(a->ctx, ws->pmd);
   a->free(a->ctx, ws->subprotocol);
   a->free(a->ctx, ws);
   return HR_ENOMEM;

@@ -4,7 +4,8 @@
  * through the recv callback and hands back each frame's payload in chunks,
  * unmasked; this file checks each frame against RFC 6455 and builds
  * messages:
- *   - §5.2: no RSV bit (no extension was negotiated), a known opcode, and
+ *   - §5.2: no RSV bit, except RSV1 on a message's first frame when
+ *     permessage-deflate was negotiated (RFC 7692 §6.1), a known opcode, and
  *     a masked frame (§5.1: a client masks every frame); wslay itself
  *     refuses a fragmented or oversized control frame and a length not in
  *     its shortest form.  All fail the connection with 1002.
@@ -14,6 +15,8 @@
  *   - The message limit counts declared lengths, before any byte of the
  *     payload is stored: 1009, as soon as a frame's length is in, without
  *     waiting for its mask key or payload (header_refusal).
+ *   - A compressed message is inflated when whole (deflate.c): at most
+ *     max_message bytes (1009), valid DEFLATE (1007).
  *   - §8.1: a text message must be UTF-8, checked when it is whole (1007).
  *   - §5.5: a ping is answered with a pong of its payload; a pong proves
  *     the peer alive; a close frame is checked (§7.4: its code, its reason
@@ -36,14 +39,25 @@ void hr__ws_input_free(hr_websocket_t *ws) {
   ws->held_len = 0;
 }
 
+/* The most bytes a message may take on the wire: max_message, and for a
+ * compressed one room besides for data that did not shrink (a deflater
+ * with small buffers writes short blocks: zlib at memLevel 1 adds 4% to
+ * random bytes); the inflated size is checked exactly. */
+static uint64_t wire_limit(const hr_websocket_t *ws, int deflated) {
+  uint64_t slack = (ws->max_message >> 4) + 1024;
+  if (!deflated) return ws->max_message;
+  return ws->max_message > UINT64_MAX - slack ? UINT64_MAX : ws->max_message + slack;
+}
+
 /* Room for `more` bytes of message; the caller checked the limit. */
 static int msg_reserve(hr_websocket_t *ws, size_t more) {
   size_t need = ws->msg_len + more, cap;
+  uint64_t limit = wire_limit(ws, ws->msg_deflated);
   uint8_t *n;
   if (need <= ws->msg_cap) return 0;
   cap = ws->msg_cap ? ws->msg_cap : 256;
   while (cap < need) cap *= 2;
-  if (cap > ws->max_message) cap = (size_t)ws->max_message;
+  if (cap > limit) cap = (size_t)limit;
   n = ws->a->realloc(ws->a->ctx, ws->msg, cap);
   if (n == NULL) return -1;
   ws->msg = n;
@@ -54,6 +68,7 @@ static int msg_reserve(hr_websocket_t *ws, size_t more) {
 /* After a message: a large buffer is not kept for an idle connection. */
 static void msg_reset(hr_websocket_t *ws) {
   ws->msg_type = 0;
+  ws->msg_deflated = 0;
   ws->msg_len = 0;
   if (ws->msg_cap > 4096) {
     ws->a->free(ws->a->ctx, ws->msg);
@@ -65,20 +80,24 @@ static void msg_reset(hr_websocket_t *ws) {
 /* What a frame with this header is refused with: a close code, or 0.
  * Changes nothing (frame_start, header_refusal). */
 static int frame_check(const hr_websocket_t *ws, int op, int rsv, int mask, uint64_t len) {
-  if (rsv != 0 || !mask) return HR__WS_PROTOCOL;
+  int deflated = ws->msg_deflated;
+  if (!mask) return HR__WS_PROTOCOL;
   if (op >= 8)
-    return op == WSLAY_CONNECTION_CLOSE || op == WSLAY_PING || op == WSLAY_PONG
+    return rsv == 0 && (op == WSLAY_CONNECTION_CLOSE || op == WSLAY_PING || op == WSLAY_PONG)
                ? 0
                : HR__WS_PROTOCOL;
   if (op == WSLAY_CONTINUATION_FRAME) {
-    if (ws->msg_type == 0) return HR__WS_PROTOCOL;
+    if (ws->msg_type == 0 || rsv != 0) return HR__WS_PROTOCOL;
   } else if (op == WSLAY_TEXT_FRAME || op == WSLAY_BINARY_FRAME) {
-    if (ws->msg_type != 0) return HR__WS_PROTOCOL;
+    /* RFC 7692 §6.1: RSV1 on the first frame marks a compressed message. */
+    if (ws->msg_type != 0 || (rsv != 0 && (rsv != WSLAY_RSV1_BIT || ws->pmd == NULL)))
+      return HR__WS_PROTOCOL;
+    deflated = rsv != 0;
   } else {
     return HR__WS_PROTOCOL;
   }
   /* A new message starts with msg_len 0 (msg_reset). */
-  return len > ws->max_message - ws->msg_len ? HR__WS_TOO_BIG : 0;
+  return len > wire_limit(ws, deflated) - ws->msg_len ? HR__WS_TOO_BIG : 0;
 }
 
 /* The first chunk of a frame: its header is known. */
@@ -90,6 +109,7 @@ static int frame_start(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
     ws->ctrl_len = 0;
   } else if (op != WSLAY_CONTINUATION_FRAME) {
     ws->msg_type = op == WSLAY_TEXT_FRAME ? HR_WS_TEXT : HR_WS_BINARY;
+    ws->msg_deflated = io->rsv != 0;
   }
   return 0;
 }
@@ -150,17 +170,20 @@ static int frame_end(hr_websocket_t *ws, const struct wslay_frame_iocb *io) {
     return close_frame(ws);
   }
   if (!io->fin) return 0;
-  if (ws->msg_type == HR_WS_TEXT && !hr__utf8_valid(ws->msg, ws->msg_len))
-    return HR__WS_BAD_DATA;
   {
-    int type = ws->msg_type;
+    int type = ws->msg_type, deflated = ws->msg_deflated, rc;
+    const uint8_t *data = ws->msg_len > 0 ? ws->msg : (const uint8_t *)"";
+    size_t len = ws->msg_len;
+    if (deflated && (rc = hr__ws_pmd_inflate(ws, ws->msg, ws->msg_len, &data, &len)) != 0)
+      return rc;
+    if (type == HR_WS_TEXT && !hr__utf8_valid(data, len)) return HR__WS_BAD_DATA;
     ws->last_msg = hr__ws_now(ws);
     ws->msg_type = 0; /* a message callback may pause; the next frame starts anew */
+    ws->msg_deflated = 0;
     /* Read past a pause only to find the peer's close (the server's is
      * out): what comes before it is dropped. */
-    if (!ws->paused)
-      ws->cb.message(ws, type, ws->msg_len > 0 ? ws->msg : (const uint8_t *)"", ws->msg_len,
-                     ws->udata);
+    if (!ws->paused) ws->cb.message(ws, type, len > 0 ? data : (const uint8_t *)"", len, ws->udata);
+    if (deflated) hr__ws_pmd_delivered(ws);
   }
   msg_reset(ws);
   return 0;

@@ -23,6 +23,7 @@ void hr__ws_release(hr_websocket_t *ws) {
   /* acq_rel: every holder's use of *ws happens before the free. */
   if (atomic_fetch_sub_explicit(&ws->refs, 1, memory_order_acq_rel) == 1) {
     const hr_allocator_t *a = ws->a;
+    hr__ws_pmd_free(ws);
     a->free(a->ctx, ws->subprotocol);
     a->free(a->ctx, ws);
   }
@@ -46,6 +47,11 @@ static ssize_t on_send(const uint8_t *data, size_t len, int flags, void *user) {
 }
 
 int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t len) {
+  return hr__ws_send_frame_rsv(ws, opcode, 0, data, len);
+}
+
+int hr__ws_send_frame_rsv(hr_websocket_t *ws, int opcode, uint8_t rsv, const void *data,
+                          size_t len) {
   struct wslay_frame_iocb io;
   ssize_t r;
   if (ws->broken) return HR_ECLOSED;
@@ -55,6 +61,7 @@ int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t l
   }
   memset(&io, 0, sizeof io);
   io.fin = 1;
+  io.rsv = rsv;
   io.opcode = (uint8_t)opcode;
   io.payload_length = len;
   io.data = data;
@@ -191,6 +198,7 @@ static void on_closed(hr_stream_t *s, int status, void *udata) {
   ws->fc = NULL;
   ws->over = 1;
   hr__ws_input_free(ws);
+  hr__ws_pmd_end(ws);
   ws->s = NULL;
   ws->cb.closed(ws, &how, ws->udata);
   hr__ws_release(ws); /* the connection's reference */
@@ -330,9 +338,29 @@ static int check(const hr_websocket_t *ws) {
   return ws->s == NULL || ws->over || ws->fin_asked || ws->broken ? HR_ECLOSED : 0;
 }
 
+/* Sends a message, compressed when permessage-deflate was agreed and it
+ * pays (deflate.c decides).  0 or HR_ENOMEM (the connection fails). */
+static int send_message(hr_websocket_t *ws, int type, int raw, const void *data, size_t len) {
+  int op = type == HR_WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, rc;
+  const uint8_t *z;
+  size_t zlen;
+  if (ws->pmd == NULL || raw) return hr__ws_send_frame(ws, op, data, len);
+  rc = hr__ws_pmd_compress(ws, data, len, &z, &zlen);
+  if (rc == 1) return hr__ws_send_frame(ws, op, data, len);
+  if (rc != 0) { /* a compressor that keeps its window is not to be trusted again */
+    ws->broken = 1;
+    hr_stream_abort(ws->s); /* closed follows, on a later turn */
+    return HR_ENOMEM;
+  }
+  rc = hr__ws_send_frame_rsv(ws, op, WSLAY_RSV1_BIT, z, zlen);
+  hr__ws_pmd_sent(ws);
+  return rc;
+}
+
 int hr_websocket_send(hr_websocket_t *ws, int type, const void *data, size_t len) {
-  int err = check(ws);
+  int err = check(ws), raw = (type & HR_WS_UNCOMPRESSED) != 0;
   if (err != 0) return err;
+  type &= ~HR_WS_UNCOMPRESSED;
   if ((type != HR_WS_TEXT && type != HR_WS_BINARY) || (data == NULL && len > 0))
     return HR_EINVAL;
   if (type == HR_WS_TEXT && !hr__utf8_valid(data, len)) return HR_EINVAL;
@@ -342,9 +370,7 @@ int hr_websocket_send(hr_websocket_t *ws, int type, const void *data, size_t len
     hr_stream_want_drain(ws->s);
     return HR_EAGAIN;
   }
-  if (hr__ws_send_frame(ws, type == HR_WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, data,
-                        len) != 0)
-    return HR_ENOMEM;
+  if (send_message(ws, type, raw, data, len) != 0) return HR_ENOMEM;
   ws->last_msg = hr__ws_now(ws);
   return 0;
 }
@@ -418,6 +444,8 @@ int hr_websocket_post(hr_websocket_t *ws, hr_websocket_post_cb cb, void *udata) 
 const char *hr_websocket_subprotocol(const hr_websocket_t *ws) {
   return ws != NULL ? ws->subprotocol : NULL;
 }
+
+int hr_websocket_deflated(const hr_websocket_t *ws) { return ws != NULL && ws->pmd != NULL; }
 
 void *hr_websocket_udata(const hr_websocket_t *ws) { return ws != NULL ? ws->udata : NULL; }
 

@@ -34,6 +34,15 @@ enum {
   HR__WS_INTERNAL = 1011,
 };
 
+/* permessage-deflate as agreed (deflate.c), allocated when it was. */
+typedef struct hr__ws_pmd_s {
+  uint8_t server_bits, client_bits; /* LZ77 windows: ours, the client's */
+  uint8_t server_takeover, client_takeover; /* 1: the window outlives a message */
+  uint8_t level, mem_level;
+  uint32_t min_length;
+  struct hr__ws_zown_s *own; /* zlib's state kept for takeover, made when used */
+} hr__ws_pmd_t;
+
 struct hr_websocket_s {
   /* The upgraded stream, set before `ws` is handed out and never changed:
    * allocated whenever `ws` may be used (its posts go through the
@@ -66,6 +75,7 @@ struct hr_websocket_s {
   uint8_t ctrl_op;              /* the control frame being read */
   uint8_t ctrl_len;
   uint8_t ctrl[125];
+  hr__ws_pmd_t *pmd;            /* NULL: not negotiated */
   uint8_t *msg;                 /* the message being assembled */
   size_t msg_len, msg_cap;
 
@@ -92,6 +102,7 @@ struct hr_websocket_s {
   unsigned fin_asked : 1;       /* hr_stream_close was called */
   unsigned broken : 1;          /* a write failed: closed follows */
   unsigned over : 1;            /* the closed callback ran */
+  unsigned msg_deflated : 1;    /* the message came with RSV1 (permessage-deflate) */
 };
 
 /* input.c: gives the peer's bytes (data, len; may be none) and those held
@@ -103,6 +114,26 @@ void hr__ws_input_free(hr_websocket_t *ws);
 void hr__ws_input_hold(hr_websocket_t *ws, const uint8_t *data, size_t len);
 /* wslay's recv callback: from ws->in. */
 ssize_t hr__ws_recv_cb(uint8_t *buf, size_t len, int flags, void *user);
+
+/* deflate.c: the answer to the client's permessage-deflate offers: 1 and
+ * `agreed` and `answer` (the Sec-WebSocket-Extensions value, NUL-ended)
+ * filled when one is accepted, else 0. */
+int hr__ws_pmd_negotiate(const hr_request_t *req, const hr_websocket_deflate_t *d,
+                         hr__ws_pmd_t *agreed, char *answer, size_t cap);
+int hr__ws_pmd_options_ok(const hr_websocket_deflate_t *d);
+/* Compresses a message to send: 0 and *out (the loop's buffer, until
+ * hr__ws_pmd_sent), 1 when it goes uncompressed, HR_ENOMEM. */
+int hr__ws_pmd_compress(hr_websocket_t *ws, const void *in, size_t len, const uint8_t **out,
+                        size_t *out_len);
+void hr__ws_pmd_sent(hr_websocket_t *ws);
+/* Inflates a received message: 0 and *out (the loop's buffer, until
+ * hr__ws_pmd_delivered), or a close code (1007, 1009, 1011). */
+int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const uint8_t **out,
+                       size_t *out_len);
+void hr__ws_pmd_delivered(hr_websocket_t *ws);
+/* Frees zlib's state kept for context takeover (the connection ended). */
+void hr__ws_pmd_end(hr_websocket_t *ws);
+void hr__ws_pmd_free(hr_websocket_t *ws); /* and the agreement (ws is freed) */
 
 /* session.c */
 /* Makes ws->fc when there is none; returns 0 or -1 (out of memory). */
@@ -116,6 +147,9 @@ uint64_t hr__ws_now(const hr_websocket_t *ws);
 /* Queues one frame (FIN set) in the connection's output queue, whatever
  * is queued already.  Returns 0 or HR_ENOMEM (the connection fails). */
 int hr__ws_send_frame(hr_websocket_t *ws, int opcode, const void *data, size_t len);
+/* The same with reserved bits (wslay's rsv: RSV1 is WSLAY_RSV1_BIT). */
+int hr__ws_send_frame_rsv(hr_websocket_t *ws, int opcode, uint8_t rsv, const void *data,
+                          size_t len);
 /* Queues the server's close frame (code 0: none) unless one went out. */
 void hr__ws_send_close(hr_websocket_t *ws, uint16_t code, const void *reason, size_t len);
 /* Fails the connection (RFC 6455 §7.1.7): close `code`, read no more,

@@ -9,7 +9,11 @@
  * frames: unmasked, FIN set (it never fragments), a known opcode, a
  * length in its shortest form, control frames of at most 125 bytes, text
  * and close reasons in UTF-8, a valid close code, and nothing after the
- * close frame.
+ * close frame.  The first byte's two high bits choose whether the
+ * handshake offers permessage-deflate (RFC 7692) and whether the server
+ * keeps its windows (context takeover): the input's frames may then be
+ * compressed (RSV1), and every compressed frame the server writes must
+ * inflate (zlib here, with the same takeover) to a valid message.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +23,10 @@
 
 #include "server/internal.h"
 #include "util/utf8.h"
+
+#ifdef HR_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -68,12 +76,22 @@ static void on_closed(hr_websocket_t *ws, const hr_websocket_close_t *how, void 
   (void)udata;
 }
 
+/* 0: no offer; 1: permessage-deflate without takeover; 2: with it. */
+static int mode;
+
 static void h_ws(hr_request_t *req, hr_response_t *res, void *udata) {
   static const hr_websocket_callbacks_t cbs = {.message = on_message, .closed = on_closed};
   hr_websocket_options_t o;
   (void)udata;
   hr_websocket_options_init(&o);
   o.max_message_bytes = 4096;
+  o.deflate.enabled = 1;
+  o.deflate.min_length = 8;
+  if (mode == 2) {
+    o.deflate.context_takeover = 1;
+    o.deflate.server_window_bits = 9;
+    o.deflate.mem_level = 1;
+  }
   hr_websocket_accept(req, res, &o, &cbs, NULL, NULL);
 }
 
@@ -94,16 +112,53 @@ static int code_ok(unsigned code) {
          (code >= 3000 && code <= 4999);
 }
 
+#ifdef HR_HAVE_ZLIB
+static z_stream inf;
+static int inf_ready;
+static unsigned char plain[1 << 16];
+
+/* A compressed frame's payload: it must inflate (the four bytes of
+ * §7.2.2 put back), to a text message in UTF-8 when op is 1, and to at
+ * most the 4096 bytes the server could have been sent. */
+static void check_inflates(int op, const unsigned char *p, size_t len) {
+  static const unsigned char tail[4] = {0, 0, 0xff, 0xff};
+  int rc;
+  if (inf_ready && mode != 2) {
+    inflateEnd(&inf);
+    inf_ready = 0;
+  }
+  if (!inf_ready) {
+    memset(&inf, 0, sizeof inf);
+    if (inflateInit2(&inf, -15) != Z_OK) abort();
+    inf_ready = 1;
+  }
+  inf.next_out = plain;
+  inf.avail_out = sizeof plain;
+  inf.next_in = (Bytef *)(uintptr_t)p;
+  inf.avail_in = (uInt)len;
+  rc = inflate(&inf, Z_SYNC_FLUSH);
+  if ((rc != Z_OK && rc != Z_BUF_ERROR) || inf.avail_in != 0) abort();
+  inf.next_in = (Bytef *)(uintptr_t)tail;
+  inf.avail_in = 4;
+  rc = inflate(&inf, Z_SYNC_FLUSH);
+  if ((rc != Z_OK && rc != Z_BUF_ERROR) || inf.avail_in != 0 || inf.avail_out == 0) abort();
+  if (sizeof plain - inf.avail_out > 4096) abort();
+  if (op == 1 && !hr__utf8_valid(plain, sizeof plain - inf.avail_out)) abort();
+}
+#endif
+
 /* Checks the server's frames in out[at..out_len). */
 static void check_frames(size_t at) {
-  int closed = 0;
+  int closed = 0, deflated = memmem(out, at, "permessage-deflate", 18) != NULL;
   while (at < out_len) {
     const unsigned char *f = out + at;
     size_t avail = out_len - at, hl = 2, len;
     int op;
     if (closed || avail < 2) abort();          /* after close; a cut header */
     op = f[0] & 0x0f;
-    if ((f[0] & 0xf0) != 0x80) abort();        /* FIN, no RSV */
+    /* FIN; no RSV but RSV1 on a data frame when the extension is on */
+    if ((f[0] & 0xf0) != 0x80 && !(deflated && (f[0] & 0xf0) == 0xc0 && (op == 1 || op == 2)))
+      abort();
     if (f[1] & 0x80) abort();                  /* masked */
     if (op != 1 && op != 2 && op != 8 && op != 9 && op != 10) abort();
     len = f[1] & 0x7f;
@@ -121,7 +176,15 @@ static void check_frames(size_t at) {
     }
     if (avail - hl < len) abort();             /* a cut payload */
     if (op >= 8 && len > 125) abort();
-    if (op == 1 && !hr__utf8_valid(f + hl, len)) abort();
+    if ((f[0] & 0x40) != 0) {
+#ifdef HR_HAVE_ZLIB
+      check_inflates(op, f + hl, len);
+#else
+      abort(); /* no zlib: never agreed */
+#endif
+    } else if (op == 1 && !hr__utf8_valid(f + hl, len)) {
+      abort();
+    }
     if (op == 8) {
       if (len == 1) abort();
       if (len >= 2 && (!code_ok((unsigned)f[hl] << 8 | f[hl + 1]) ||
@@ -137,19 +200,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char hs[] =
       "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  static const char hs_deflate[] =
+      "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+      "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
+  const char *h;
+  size_t hlen;
   hr__conn_t *c;
   size_t step, off = 0, i;
   const unsigned char *head_end;
   if (server == NULL) setup();
   if (size < 1) return 0;
   step = (size_t)data[0] % 64 + 1;
+  mode = data[0] >> 6 == 3 ? 0 : data[0] >> 6;
   data++;
   size--;
   out_len = 0;
   out_over = 0;
   c = hr__vconn_new(worker, sink, NULL);
   if (c == NULL) return 0;
-  if (hr__vconn_feed(c, hs, sizeof hs - 1) != sizeof hs - 1) abort();
+  h = mode == 0 ? hs : hs_deflate;
+  hlen = mode == 0 ? sizeof hs - 1 : sizeof hs_deflate - 1;
+  if (hr__vconn_feed(c, h, hlen) != hlen) abort();
   while (off < size && !hr__vconn_closed(c)) {
     size_t n = size - off < step ? size - off : step;
     size_t took = hr__vconn_feed(c, (const char *)data + off, n);
@@ -170,5 +242,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   head_end = memmem(out, out_len, "\r\n\r\n", 4);
   if (head_end == NULL) abort();
   check_frames((size_t)(head_end - out) + 4);
+#ifdef HR_HAVE_ZLIB
+  if (inf_ready) inflateEnd(&inf);
+  inf_ready = 0;
+#endif
   return 0;
 }

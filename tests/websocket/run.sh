@@ -3,7 +3,7 @@
 #
 # WebSocket with real clients from Debian against examples/chat:
 # python3-websockets (clients.py: echo, fragments, pings, the close
-# handshake, 1007, 1009, 1002) and node-ws (broadcast.cjs: 1,000 clients
+# handshake, 1007, 1009, 1002; deflate.py: permessage-deflate) and node-ws (broadcast.cjs: 1,000 clients
 # broadcasting, and a slow peer).  Everything on loopback; each part is
 # bounded by `timeout`.
 #
@@ -59,6 +59,13 @@ stop() {
 start --max-message 65536
 timeout 60 "$python" "$here/clients.py" "$port"
 stop
+
+# permessage-deflate both ways, without and with context takeover.
+for mode in on takeover; do
+  start --max-message 65536 --deflate "$mode"
+  timeout 60 "$python" "$here/deflate.py" "$port" "$mode"
+  stop
+done
 
 start --threads 2 --high-water 65536 --close-timeout 200
 timeout 120 node "$here/broadcast.cjs" "$port"

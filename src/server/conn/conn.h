@@ -165,6 +165,7 @@ void hr__stream_shutdown(hr__conn_t *c);  /* graceful server shutdown */
 void hr__stream_discard(struct hr_stream_s *s); /* never attached */
 void hr__stream_timeout(hr__tnode_t *n);  /* its HR__TL_STREAM deadline passed */
 void hr__streams_free(hr__worker_t *w);
+void hr__stream_locals_free(hr__worker_t *w); /* hr_stream_loop_local's, after the streams */
 
 
 /* Connections without a socket, for the in-process benchmark, fuzzing and

@@ -409,3 +409,44 @@ int hr_stream_post_fn(hr_stream_t *s, hr_stream_post_fn_cb run, hr_stream_fn fn,
 void *hr_stream_udata(const hr_stream_t *s) { return s != NULL ? s->udata : NULL; }
 
 uv_loop_t *hr_stream_loop(const hr_stream_t *s) { return s != NULL ? s->w->loop : NULL; }
+
+/* ---- loop-local objects -------------------------------------------------------- */
+
+/* One object of hr_stream_loop_local: a few per loop at most (one per
+ * protocol that asks), so a list. */
+struct hr__local_s {
+  struct hr__local_s *next;
+  const void *key;
+  void *obj;
+  hr_stream_local_free_cb release;
+};
+
+void *hr_stream_loop_local(hr_stream_t *s, const void *key, void *(*make)(void *), void *make_arg,
+                           hr_stream_local_free_cb release) {
+  struct hr__local_s *l;
+  hr__worker_t *w;
+  if (s == NULL || key == NULL || make == NULL || release == NULL) return NULL;
+  if (hr_stream_check_thread(s) != 0 || s->conn == NULL) return NULL;
+  w = s->w;
+  for (l = w->locals; l != NULL; l = l->next)
+    if (l->key == key) return l->obj;
+  if ((l = hr__mem_alloc(&w->mem, sizeof(*l))) == NULL) return NULL;
+  if ((l->obj = make(make_arg)) == NULL) {
+    hr__mem_free(&w->mem, l);
+    return NULL;
+  }
+  l->key = key;
+  l->release = release;
+  l->next = w->locals;
+  w->locals = l;
+  return l->obj;
+}
+
+void hr__stream_locals_free(hr__worker_t *w) {
+  while (w->locals != NULL) {
+    struct hr__local_s *l = w->locals;
+    w->locals = l->next;
+    l->release(l->obj);
+    hr__mem_free(&w->mem, l);
+  }
+}

@@ -116,6 +116,7 @@ struct hr__worker_s {
   int loop_slot;         /* this loop's slot number in the router */
   hr__ctxent_t *ctxs;    /* per-loop contexts made here */
   struct hr__codecs_s *codecs; /* whole-body encoders (codec.h), made when first used */
+  struct hr__local_s *locals;  /* hr_stream_loop_local's objects, newest first */
   char *zbuf;                  /* compressed streams' output, one write at a time */
   size_t zcap;
   size_t nctx, ctx_cap;

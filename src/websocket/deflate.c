@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * permessage-deflate (RFC 7692) on zlib's raw deflate: the answer to the
+ * client's offers (§7.1), compressing a message (§7.2.1: deflate with a
+ * sync flush, the trailing 00 00 ff ff taken off) and inflating one
+ * (§7.2.2: the four bytes put back, then inflate).
+ *
+ * Without context takeover (the default) one compressor and one
+ * decompressor per loop (hr_stream_loop_local) serve every connection of
+ * the loop, reset for each message; with it a connection makes its own at
+ * its first compressed message, kept to its end.  Either way the output
+ * goes to the loop's two buffers: what was compressed is copied into the
+ * output queue at once, what was inflated lives for the message callback.
+ * zlib allocates through the server's allocator.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "util/text.h"
+#include "websocket/ws.h"
+
+#ifdef HR_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+/* The four bytes a sync flush ends with (§7.2.1), put back to inflate. */
+static const uint8_t SYNC_TAIL[4] = {0x00, 0x00, 0xff, 0xff};
+
+/* ---- the answer to the client's offers --------------------------------------- */
+
+/* The next element of a list (or parameter of an element) up to `sep`
+ * outside quoted strings, trimmed.  Returns 0 when *rest is exhausted. */
+static int next_part(hr_span_t *rest, char sep, hr_span_t *part) {
+  const char *s = rest->ptr, *end = rest->ptr + rest->len, *e = s, *t;
+  int quoted = 0;
+  if (rest->len == 0 || s == NULL) return 0;
+  for (; e < end; e++) {
+    if (quoted && *e == '\\' && e + 1 < end) {
+      e++;
+    } else if (*e == '"') {
+      quoted = !quoted;
+    } else if (!quoted && *e == sep) {
+      break;
+    }
+  }
+  t = e;
+  while (s < t && (*s == ' ' || *s == '\t')) s++;
+  while (t > s && (t[-1] == ' ' || t[-1] == '\t')) t--;
+  *part = (hr_span_t){s, (size_t)(t - s)};
+  rest->ptr = e == end ? end : e + 1;
+  rest->len = (size_t)(end - rest->ptr);
+  return 1;
+}
+
+/* A window-bits value (§7.1.2.1: 8..15, digits without a leading zero),
+ * maybe a quoted string (§7.1: its unquoted text must be that); 0 when it
+ * is not one. */
+static unsigned window_bits_of(hr_span_t v) {
+  char d[3];
+  size_t n = 0, i;
+  if (v.len >= 2 && v.ptr[0] == '"' && v.ptr[v.len - 1] == '"') {
+    for (i = 1; i + 1 < v.len; i++) {
+      char c = v.ptr[i];
+      if (c == '\\' && i + 2 < v.len) c = v.ptr[++i];
+      if (n == sizeof d) return 0;
+      d[n++] = c;
+    }
+  } else {
+    if (v.len > sizeof d) return 0;
+    memcpy(d, v.ptr, v.len);
+    n = v.len;
+  }
+  if (n == 1 && (d[0] == '8' || d[0] == '9')) return (unsigned)(d[0] - '0');
+  if (n == 2 && d[0] == '1' && d[1] >= '0' && d[1] <= '5') return 10u + (unsigned)(d[1] - '0');
+  return 0;
+}
+
+/* What one permessage-deflate offer asks (§7.1.1, §7.1.2). */
+typedef struct offer_s {
+  unsigned snct : 1, cnct : 1, smwb_set : 1, cmwb_set : 1;
+  unsigned smwb, cmwb; /* cmwb 0: offered without a value */
+} offer_t;
+
+/* Parses the parameters of an offer; 0 when it must be declined (§7.1:
+ * an unknown or repeated parameter, a value where none belongs or a bad
+ * one). */
+static int parse_offer(hr_span_t params, offer_t *o) {
+  hr_span_t p;
+  memset(o, 0, sizeof(*o));
+  while (next_part(&params, ';', &p)) {
+    hr_span_t name = p, value = {NULL, 0};
+    const char *eq = memchr(p.ptr, '=', p.len);
+    int has_value = eq != NULL;
+    if (has_value) {
+      hr_span_t rest = {eq + 1, (size_t)(p.ptr + p.len - eq - 1)};
+      name.len = (size_t)(eq - p.ptr);
+      while (name.len > 0 && (name.ptr[name.len - 1] == ' ' || name.ptr[name.len - 1] == '\t'))
+        name.len--;
+      next_part(&rest, '\0', &value);
+    }
+    if (hr_span_eq_nocase(name, HR_SPAN_LIT("server_no_context_takeover"))) {
+      if (has_value || o->snct) return 0;
+      o->snct = 1;
+    } else if (hr_span_eq_nocase(name, HR_SPAN_LIT("client_no_context_takeover"))) {
+      if (has_value || o->cnct) return 0;
+      o->cnct = 1;
+    } else if (hr_span_eq_nocase(name, HR_SPAN_LIT("server_max_window_bits"))) {
+      if (!has_value || o->smwb_set || (o->smwb = window_bits_of(value)) == 0) return 0;
+      o->smwb_set = 1;
+    } else if (hr_span_eq_nocase(name, HR_SPAN_LIT("client_max_window_bits"))) {
+      if (o->cmwb_set || (has_value && (o->cmwb = window_bits_of(value)) == 0)) return 0;
+      o->cmwb_set = 1;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Fills `agreed` and the answer from an offer the settings can meet;
+ * returns 0 when they cannot (the server's window would be under 9). */
+static int agree(const offer_t *o, const hr_websocket_deflate_t *d, hr__ws_pmd_t *agreed,
+                 char *answer, size_t cap) {
+  unsigned sbits = d->server_window_bits, cbits = 15;
+  int n;
+  if (o->smwb_set && o->smwb < sbits) sbits = o->smwb;
+  if (sbits < 9) return 0; /* zlib's raw deflate has no 256-byte window */
+  if (o->cmwb_set) {
+    cbits = d->client_window_bits;
+    if (o->cmwb != 0 && o->cmwb < cbits) cbits = o->cmwb;
+  }
+  memset(agreed, 0, sizeof(*agreed));
+  agreed->server_bits = (uint8_t)sbits;
+  agreed->client_bits = (uint8_t)cbits;
+  agreed->server_takeover = !o->snct && d->context_takeover;
+  agreed->client_takeover = !o->cnct && d->context_takeover;
+  agreed->level = d->level;
+  agreed->mem_level = d->mem_level;
+  agreed->min_length = d->min_length;
+  n = snprintf(answer, cap, "permessage-deflate%s%s",
+               agreed->server_takeover ? "" : "; server_no_context_takeover",
+               agreed->client_takeover ? "" : "; client_no_context_takeover");
+  if (sbits < 15 && n > 0 && (size_t)n < cap)
+    n += snprintf(answer + n, cap - (size_t)n, "; server_max_window_bits=%u", sbits);
+  if (o->cmwb_set && cbits < 15 && n > 0 && (size_t)n < cap)
+    n += snprintf(answer + n, cap - (size_t)n, "; client_max_window_bits=%u", cbits);
+  return n > 0 && (size_t)n < cap;
+}
+
+int hr__ws_pmd_negotiate(const hr_request_t *req, const hr_websocket_deflate_t *d,
+                         hr__ws_pmd_t *agreed, char *answer, size_t cap) {
+  size_t cursor = 0;
+  hr_span_t line, elem;
+#ifndef HR_HAVE_ZLIB
+  return 0;
+#endif
+  if (!d->enabled) return 0;
+  while (hr_request_field(req, HR_SPAN_LIT("Sec-WebSocket-Extensions"), &cursor, &line) == 0)
+    while (next_part(&line, ',', &elem)) {
+      hr_span_t name;
+      offer_t o;
+      if (!next_part(&elem, ';', &name) ||
+          !hr_span_eq_nocase(name, HR_SPAN_LIT("permessage-deflate")))
+        continue;
+      if (parse_offer(elem, &o) && agree(&o, d, agreed, answer, cap)) return 1;
+    }
+  return 0;
+}
+
+int hr__ws_pmd_options_ok(const hr_websocket_deflate_t *d) {
+  if (!d->enabled) return 1;
+  return d->server_window_bits >= 9 && d->server_window_bits <= 15 &&
+         d->client_window_bits >= 8 && d->client_window_bits <= 15 && d->level >= 1 &&
+         d->level <= 9 && d->mem_level >= 1 && d->mem_level <= 9 && d->context_takeover <= 1;
+}
+
+#ifdef HR_HAVE_ZLIB
+
+/* ---- zlib's state: the loop's, or a connection's ------------------------------ */
+
+typedef struct pmd_loop_s {
+  const hr_allocator_t *a;
+  z_stream def, inf;
+  uint8_t def_ready, inf_ready;
+  uint8_t def_bits, def_level, def_mem; /* what def was made with */
+  uint8_t *dbuf;                        /* compressed output */
+  size_t dcap;
+  uint8_t *ibuf; /* an inflated message, during its callback */
+  size_t icap;
+} pmd_loop_t;
+
+/* The connection's own state, with context takeover. */
+struct hr__ws_zown_s {
+  z_stream def, inf;
+  uint8_t def_ready, inf_ready;
+};
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
+  const hr_allocator_t *a = opaque;
+  if (size != 0 && items > SIZE_MAX / size) return NULL;
+  return a->malloc(a->ctx, (size_t)items * size);
+}
+
+static void z_free(voidpf opaque, voidpf p) {
+  const hr_allocator_t *a = opaque;
+  a->free(a->ctx, p);
+}
+
+static void z_setup(z_stream *z, const hr_allocator_t *a) {
+  memset(z, 0, sizeof(*z));
+  z->zalloc = z_alloc;
+  z->zfree = z_free;
+  z->opaque = (voidpf)a;
+}
+
+static int loop_key; /* hr_stream_loop_local's key: its address */
+
+static void *loop_make(void *arg) {
+  const hr_allocator_t *a = arg;
+  pmd_loop_t *l = a->malloc(a->ctx, sizeof(*l));
+  if (l == NULL) return NULL;
+  memset(l, 0, sizeof(*l));
+  l->a = a;
+  return l;
+}
+
+static void loop_release(void *obj) {
+  pmd_loop_t *l = obj;
+  const hr_allocator_t *a = l->a;
+  if (l->def_ready) deflateEnd(&l->def);
+  if (l->inf_ready) inflateEnd(&l->inf);
+  a->free(a->ctx, l->dbuf);
+  a->free(a->ctx, l->ibuf);
+  a->free(a->ctx, l);
+}
+
+static pmd_loop_t *loop_of(hr_websocket_t *ws) {
+  return hr_stream_loop_local(ws->s, &loop_key, loop_make, (void *)ws->a, loop_release);
+}
+
+/* Buffers past this are not kept for the next message. */
+#define KEEP_BYTES (256u * 1024u)
+
+static int grow(const hr_allocator_t *a, uint8_t **buf, size_t *cap, size_t need) {
+  size_t c = *cap ? *cap : 4096;
+  uint8_t *n;
+  while (c < need) {
+    if (c > SIZE_MAX / 2) return -1;
+    c *= 2;
+  }
+  if (c == *cap) return 0;
+  if ((n = a->realloc(a->ctx, *buf, c)) == NULL) return -1;
+  *buf = n;
+  *cap = c;
+  return 0;
+}
+
+static void trim(const hr_allocator_t *a, uint8_t **buf, size_t *cap) {
+  if (*cap <= KEEP_BYTES) return;
+  a->free(a->ctx, *buf);
+  *buf = NULL;
+  *cap = 0;
+}
+
+/* The compressor for this message: the connection's (made at first use)
+ * or the loop's, reset and made with this connection's settings. */
+static z_stream *compressor(hr_websocket_t *ws, pmd_loop_t *l) {
+  hr__ws_pmd_t *p = ws->pmd;
+  if (p->server_takeover) {
+    struct hr__ws_zown_s *o = p->own;
+    if (o == NULL) {
+      if ((o = ws->a->malloc(ws->a->ctx, sizeof(*o))) == NULL) return NULL;
+      memset(o, 0, sizeof(*o));
+      p->own = o;
+    }
+    if (!o->def_ready) {
+      z_setup(&o->def, ws->a);
+      if (deflateInit2(&o->def, p->level, Z_DEFLATED, -(int)p->server_bits, p->mem_level,
+                       Z_DEFAULT_STRATEGY) != Z_OK)
+        return NULL;
+      o->def_ready = 1;
+    }
+    return &o->def;
+  }
+  if (l->def_ready && (l->def_bits != p->server_bits || l->def_level != p->level ||
+                       l->def_mem != p->mem_level)) {
+    deflateEnd(&l->def);
+    l->def_ready = 0;
+  }
+  if (!l->def_ready) {
+    z_setup(&l->def, l->a);
+    if (deflateInit2(&l->def, p->level, Z_DEFLATED, -(int)p->server_bits, p->mem_level,
+                     Z_DEFAULT_STRATEGY) != Z_OK)
+      return NULL;
+    l->def_ready = 1;
+    l->def_bits = p->server_bits;
+    l->def_level = p->level;
+    l->def_mem = p->mem_level;
+  } else {
+    deflateReset(&l->def);
+  }
+  return &l->def;
+}
+
+int hr__ws_pmd_compress(hr_websocket_t *ws, const void *in, size_t len, const uint8_t **out,
+                        size_t *out_len) {
+  pmd_loop_t *l;
+  z_stream *z;
+  const uint8_t *src = in;
+  size_t left = len, n = 0;
+  int rc;
+  if (len < ws->pmd->min_length) return 1;
+  if ((l = loop_of(ws)) == NULL || (z = compressor(ws, l)) == NULL) return HR_ENOMEM;
+  if (grow(l->a, &l->dbuf, &l->dcap, len / 2 + 64) != 0) return HR_ENOMEM;
+  for (;;) {
+    uInt take = left > (1u << 30) ? 1u << 30 : (uInt)left;
+    z->next_in = (Bytef *)(uintptr_t)src;
+    z->avail_in = take;
+    z->next_out = l->dbuf + n;
+    z->avail_out = (uInt)((l->dcap - n) > (1u << 30) ? 1u << 30 : l->dcap - n);
+    rc = deflate(z, take == left ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+    n = (size_t)(z->next_out - l->dbuf);
+    src += take - z->avail_in;
+    left -= take - z->avail_in;
+    if (rc != Z_OK && rc != Z_BUF_ERROR) return HR_ENOMEM;
+    /* Done when everything went in and the flush had room to finish. */
+    if (left == 0 && z->avail_in == 0 && z->avail_out > 0) break;
+    if (z->avail_out == 0 && grow(l->a, &l->dbuf, &l->dcap, l->dcap + 1) != 0) return HR_ENOMEM;
+  }
+  /* A sync flush ends with an empty stored block: its LEN/NLEN go. */
+  if (n < 4 || memcmp(l->dbuf + n - 4, SYNC_TAIL, 4) != 0) return HR_ENOMEM;
+  n -= 4;
+  /* Without takeover nothing remembers this message: send it as it is
+   * when compressing did not pay. */
+  if (!ws->pmd->server_takeover && n >= len) return 1;
+  *out = l->dbuf;
+  *out_len = n;
+  return 0;
+}
+
+void hr__ws_pmd_sent(hr_websocket_t *ws) {
+  pmd_loop_t *l = loop_of(ws);
+  if (l != NULL) trim(l->a, &l->dbuf, &l->dcap);
+}
+
+/* The decompressor for this message. */
+static z_stream *decompressor(hr_websocket_t *ws, pmd_loop_t *l) {
+  hr__ws_pmd_t *p = ws->pmd;
+  if (p->client_takeover) {
+    struct hr__ws_zown_s *o = p->own;
+    if (o == NULL) {
+      if ((o = ws->a->malloc(ws->a->ctx, sizeof(*o))) == NULL) return NULL;
+      memset(o, 0, sizeof(*o));
+      p->own = o;
+    }
+    if (!o->inf_ready) {
+      z_setup(&o->inf, ws->a);
+      if (inflateInit2(&o->inf, -(int)p->client_bits) != Z_OK) return NULL;
+      o->inf_ready = 1;
+    }
+    return &o->inf;
+  }
+  if (!l->inf_ready) {
+    z_setup(&l->inf, l->a);
+    if (inflateInit2(&l->inf, -15) != Z_OK) return NULL; /* any window a client may use */
+    l->inf_ready = 1;
+  } else {
+    inflateReset(&l->inf);
+  }
+  return &l->inf;
+}
+
+/* After a deflate stream that ended (a block with BFINAL, §7.2.3.4) the
+ * next message may still refer back into the window: start a new stream
+ * that remembers it. */
+static int restart_keeping_window(z_stream *z) {
+  Bytef dict[32768];
+  uInt n = sizeof dict;
+  if (inflateGetDictionary(z, dict, &n) != Z_OK || inflateReset(z) != Z_OK) return -1;
+  return n == 0 || inflateSetDictionary(z, dict, n) == Z_OK ? 0 : -1;
+}
+
+int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const uint8_t **out,
+                       size_t *out_len) {
+  pmd_loop_t *l = loop_of(ws);
+  z_stream *z;
+  uint64_t limit = ws->max_message;
+  size_t n = 0, stage = 0, first;
+  if (l == NULL || (z = decompressor(ws, l)) == NULL) return HR__WS_INTERNAL;
+  first = len < (size_t)limit / 4 ? len * 4 + 64 : (size_t)limit + 1;
+  if (grow(l->a, &l->ibuf, &l->icap, first) != 0) return HR__WS_INTERNAL;
+  /* Stage 0: the message, in pieces zlib can count; stage 1: the tail. */
+  z->next_in = (Bytef *)(uintptr_t)in;
+  z->avail_in = 0;
+  for (;;) {
+    size_t room;
+    int rc;
+    if (z->avail_in == 0) {
+      if (stage == 0 && len > 0) {
+        uInt take = len > (1u << 30) ? 1u << 30 : (uInt)len;
+        z->next_in = (Bytef *)(uintptr_t)in;
+        z->avail_in = take;
+        in += take;
+        len -= take;
+      } else if (stage == 0) {
+        stage = 1;
+        z->next_in = (Bytef *)(uintptr_t)SYNC_TAIL;
+        z->avail_in = sizeof SYNC_TAIL;
+      }
+    }
+    room = l->icap - n;
+    if ((uint64_t)n > limit) return HR__WS_TOO_BIG;
+    if (room == 0) {
+      if (grow(l->a, &l->ibuf, &l->icap, l->icap + 1) != 0) return HR__WS_INTERNAL;
+      room = l->icap - n;
+    }
+    z->next_out = l->ibuf + n;
+    z->avail_out = (uInt)(room > (1u << 30) ? 1u << 30 : room);
+    rc = inflate(z, Z_SYNC_FLUSH);
+    n = (size_t)(z->next_out - l->ibuf);
+    if ((uint64_t)n > limit) return HR__WS_TOO_BIG;
+    if (rc == Z_STREAM_END) {
+      /* Nothing of the message may follow the final block; the tail
+       * may (it was never sent). */
+      if (stage == 0 && (len > 0 || z->avail_in > 0)) return HR__WS_BAD_DATA;
+      if (ws->pmd->client_takeover && restart_keeping_window(z) != 0) return HR__WS_INTERNAL;
+      break;
+    }
+    if (rc == Z_MEM_ERROR) return HR__WS_INTERNAL;
+    if (rc != Z_OK && rc != Z_BUF_ERROR) return HR__WS_BAD_DATA;
+    /* Done: the tail went in and zlib had room to spare.  The message
+     * must have ended where a block did (its sync flush, §7.2.1): zlib
+     * then waits for a block's header (data_type has 128). */
+    if (stage == 1 && z->avail_in == 0 && z->avail_out > 0) {
+      if ((z->data_type & 128) == 0) return HR__WS_BAD_DATA;
+      break;
+    }
+  }
+  *out = l->ibuf;
+  *out_len = n;
+  return 0;
+}
+
+void hr__ws_pmd_delivered(hr_websocket_t *ws) {
+  pmd_loop_t *l = ws->s != NULL ? loop_of(ws) : NULL;
+  if (l != NULL) trim(l->a, &l->ibuf, &l->icap);
+}
+
+void hr__ws_pmd_end(hr_websocket_t *ws) {
+  hr__ws_pmd_t *p = ws->pmd;
+  if (p == NULL || p->own == NULL) return;
+  if (p->own->def_ready) deflateEnd(&p->own->def);
+  if (p->own->inf_ready) inflateEnd(&p->own->inf);
+  ws->a->free(ws->a->ctx, p->own);
+  p->own = NULL;
+}
+
+void hr__ws_pmd_free(hr_websocket_t *ws) {
+  if (ws->pmd == NULL) return;
+  hr__ws_pmd_end(ws);
+  ws->a->free(ws->a->ctx, ws->pmd);
+  ws->pmd = NULL;
+}
+
+#else /* no zlib: never negotiated, so never called */
+
+int hr__ws_pmd_compress(hr_websocket_t *ws, const void *in, size_t len, const uint8_t **out,
+                        size_t *out_len) {
+  (void)ws, (void)in, (void)len, (void)out, (void)out_len;
+  return 1;
+}
+void hr__ws_pmd_sent(hr_websocket_t *ws) { (void)ws; }
+int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const uint8_t **out,
+                       size_t *out_len) {
+  (void)ws, (void)in, (void)len, (void)out, (void)out_len;
+  return HR__WS_PROTOCOL;
+}
+void hr__ws_pmd_delivered(hr_websocket_t *ws) { (void)ws; }
+void hr__ws_pmd_end(hr_websocket_t *ws) { (void)ws; }
+void hr__ws_pmd_free(hr_websocket_t *ws) {
+  if (ws->pmd != NULL) ws->a->free(ws->a->ctx, ws->pmd);
+  ws->pmd = NULL;
+}
+
+#endif /* HR_HAVE_ZLIB */
