@@ -21,6 +21,7 @@
 
 #include "hroute/common.h"
 #include "hroute/error.h"
+#include "hroute/compress.h"
 #include "hroute/router.h"
 #include "hroute/http.h"
 #include "hroute/server.h"

@@ -82,6 +82,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "compress.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -270,6 +271,22 @@ typedef struct hr_answers_s {
 HR_EXTERN void hr_answers_init(hr_answers_t *answers);
 
 /**
+ * Sets the response compression of the table of `host` (NULL: the default
+ * table, and the tables of hosts that have none set), in place of the
+ * server's hr_server_options_t.compress: requests matched in that table
+ * are compressed by these settings, unless their route has its own
+ * (hr_route_options_t.compress) or no_compress.  `compress` is copied
+ * (hr_compress_options_init, then what differs; an `order` that starts
+ * with HR_CODING_IDENTITY turns compression off there); NULL removes the
+ * settings, so that the default table's (for a host) or the server's
+ * apply again.  Published like a route change: a request keeps the
+ * settings of the table it was matched in to its end.  Returns 0,
+ * HR_EINVAL (bad host or settings), HR_ENOMEM.  Any thread.
+ */
+HR_EXTERN int hr_router_set_compress(hr_router_t *router, const char *host,
+                                     const hr_compress_options_t *compress);
+
+/**
  * Sets the router's own answers for the table of `host` (NULL: the default
  * table, and the tables of hosts that have none set); `answers` is copied,
  * NULL clears them.  Published like a route change.  Returns 0, HR_EINVAL
@@ -373,6 +390,12 @@ typedef struct hr_route_options_s {
    * compressed already, or that must not be, as a secret reflected next
    * to attacker-chosen text: BREACH). */
   int no_compress;
+  /** This route's own compression settings (hr_compress_options_init,
+   * then what differs), copied at registration (bad ones: HR_EINVAL), in
+   * place of its host table's (hr_router_set_compress) and the server's;
+   * an `order` that starts with HR_CODING_IDENTITY turns compression off
+   * as no_compress does.  NULL (the default): those others apply. */
+  const hr_compress_options_t *compress;
 } hr_route_options_t;
 
 /** Fills `opts` with the defaults (all zero: server limits, buffered body, no

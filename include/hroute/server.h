@@ -98,57 +98,6 @@ typedef struct hr_access_entry_s {
 typedef void (*hr_access_log_cb)(void *ctx, const char *line, size_t len,
                                  const hr_access_entry_t *entry);
 
-/** Content codings a response may be compressed with (RFC 9110 §8.4.1). */
-typedef enum hr_coding_e {
-  HR_CODING_IDENTITY = 0, /**< none */
-  HR_CODING_GZIP = 1,     /**< gzip (RFC 1952): libdeflate, zlib for streams */
-  HR_CODING_BR = 2,       /**< br, Brotli (RFC 7932) */
-  HR_CODING_ZSTD = 3      /**< zstd, Zstandard (RFC 8878) */
-} hr_coding_t;
-
-/**
- * Response compression (hr_server_options_t.compress).  A response is
- * compressed when the request's Accept-Encoding accepts one of `order`
- * (RFC 9110 §12.5.3: q-values, "*", q=0 refusing), its Content-Type is
- * one of `media_types`, its body has at least `min_length` bytes, and
- * nothing rules it out: a status without content (1xx, 204, 304), 206 or
- * a request with Range, a Content-Encoding already there, Cache-Control:
- * no-transform, a route with hr_route_options_t.no_compress.  Then the
- * body is compressed whole (hr_response_send and its variants) or as it
- * goes, flushed at every write (hr_response_start/write/end, chunked),
- * Content-Encoding names the coding, a strong ETag is made weak (W/,
- * RFC 9110 §8.8.1: the compressed bytes differ; If-None-Match's weak
- * comparison still matches either), and "Vary: Accept-Encoding" goes on
- * every response that could have been compressed, compressed or not.  A
- * body that does not get smaller goes as it is.  Files
- * (hr_response_send_file) are not compressed.  Set with
- * hr_compress_options_init(), then change what is needed.
- */
-typedef struct hr_compress_options_s {
-  /** Codings offered, the server's preference first (it breaks ties
-   * between equal q-values), HR_CODING_IDENTITY ending the list early.
-   * Default zstd, br, gzip; a coding whose library was not built in is
-   * left out. */
-  uint8_t order[3];
-  int gzip_level; /**< 1..12 (libdeflate; streams: zlib's 1..9); default 6 */
-  int br_level;   /**< 0..11; default 4 whole, streams the same */
-  int zstd_level; /**< 1..19; default 3 */
-  /** Smallest body compressed, in bytes (default 256); a streamed
-   * response is compressed whatever its length. */
-  size_t min_length;
-  /** Media types compressed, each "type/subtype", or "type/" and an
-   * asterisk for every subtype of a type (no parameters; case-insensitive),
-   * `nmedia_types` of them, copied.  NULL: every text type but
-   * text/event-stream (each open event stream would hold an encoder:
-   * docs/serving.md), application/json, application/javascript,
-   * application/xml, image/svg+xml, and any "+json" or "+xml" type. */
-  const char *const *media_types;
-  size_t nmedia_types; /**< entries in media_types */
-} hr_compress_options_t;
-
-/** Fills `o` with the defaults above.  Any thread. */
-HR_EXTERN void hr_compress_options_init(hr_compress_options_t *o);
-
 /** Server settings; hr_server_options_init() fills the defaults shown. */
 typedef struct hr_server_options_s {
   const hr_allocator_t *allocator; /**< NULL: libc */

@@ -44,6 +44,8 @@ int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **ou
   z = hr__mem_alloc(m, sizeof(*z) + ntypes * sizeof(hr_span_t) + bytes);
   if (z == NULL) return HR_ENOMEM;
   memset(z, 0, sizeof(*z));
+  z->m = m;
+  atomic_init(&z->refs, 1);
   z->types = (hr_span_t *)(z + 1);
   w = (char *)(z->types + ntypes);
   for (i = 0; i < ntypes; i++) {
@@ -67,6 +69,19 @@ int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **ou
   z->min_length = o->min_length;
   *out = z;
   return 0;
+}
+
+void hr__zconf_hold(const hr__zconf_t *z) {
+  /* Relaxed: the holder's own reference (or the table's, inside a
+   * read-side section) keeps it alive meanwhile. */
+  atomic_fetch_add_explicit(&((hr__zconf_t *)z)->refs, 1, memory_order_relaxed);
+}
+
+void hr__zconf_drop(const hr__zconf_t *z) {
+  hr__zconf_t *w = (hr__zconf_t *)z;
+  /* acq_rel: every holder's reads happen before the free. */
+  if (w != NULL && atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1)
+    hr__mem_free(w->m, w);
 }
 
 int hr__zconf_type_ok(const hr__zconf_t *z, hr_span_t type, hr_span_t subtype) {

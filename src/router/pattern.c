@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "codec/zconf.h"
 #include "util/text.h"
 #include "router/route.h"
 
@@ -80,6 +81,7 @@ static void core_free(hr__mem_t *m, hr__core_t *rt) {
   hr__mem_free(m, rt->ext_methods);
   hr__mem_free(m, rt->toks);
   hr__mem_free(m, (void *)rt->head.ptr);
+  hr__zconf_drop(rt->zconf);
   hr__mem_free(m, rt);
 }
 
@@ -494,6 +496,12 @@ int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
   if (rc == 0 && o->nparam_types > rt->nparams)
     rc = fail(err, HR_EINVAL, "more parameter types than parameters", 0);
   if (rc == 0) rc = render_head(m, rt, o, err);
+  if (rc == 0 && o->compress != NULL) {
+    hr__zconf_t *z;
+    rc = hr__zconf_new(m, o->compress, &z);
+    if (rc == HR_EINVAL) rc = fail(err, HR_EINVAL, "bad compression settings", 0);
+    rt->zconf = z;
+  }
   if (rc != 0) {
     core_free(m, rt);
     return rc;

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "codec/zconf.h"
 #include "router/publish.h"
 #include "router/route.h"
 #include "router/wtree.h"
@@ -96,18 +97,28 @@ static int has_fallback_mw(const hr_router_t *r, hr_span_t host) {
   return 0;
 }
 
-/* Copies into each host table the answers registered for it, or else the
- * default registration. */
-static void attach_answers(const hr_router_t *r, hr__table_t *t) {
+/* Copies into each host table the answers and the compression settings
+ * registered for it, or else the default registration's; the table takes
+ * a reference on the settings (dropped by hr__table_free).  A host array
+ * copied from the previous table carries that table's pointers, which are
+ * replaced here, not dropped. */
+static void attach_host_settings(const hr_router_t *r, hr__table_t *t) {
   size_t i;
   for (i = 0; i <= t->nhosts; i++) {
     hr__host_t *h = i == 0 ? &t->def : (hr__host_t *)&t->hosts[i - 1];
     const struct hr__answers_reg_s *a, *def = NULL, *own = NULL;
+    const struct hr__zreg_s *z, *zdef = NULL, *zown = NULL;
     for (a = r->answers; a != NULL; a = a->next) {
       if (a->host == NULL) def = a;
       else if (h->name.len && hr_span_eq_nocase(hr_span_cstr(a->host), h->name)) own = a;
     }
     if (own != NULL || def != NULL) h->answers = (own ? own : def)->answers;
+    for (z = r->zregs; z != NULL; z = z->next) {
+      if (z->host == NULL) zdef = z;
+      else if (h->name.len && hr_span_eq_nocase(hr_span_cstr(z->host), h->name)) zown = z;
+    }
+    h->zconf = zown != NULL ? zown->zconf : zdef != NULL ? zdef->zconf : NULL;
+    if (h->zconf != NULL) hr__zconf_hold(h->zconf);
   }
 }
 
@@ -141,7 +152,7 @@ static int attach_fallbacks(hr_router_t *r, hr__table_t *t) {
  * plan's garbage with it and waits for reclamation. */
 static void install(hr_router_t *r, hr__plan_t *p) {
   hr__table_t *t = p->table, *old;
-  attach_answers(r, t);
+  attach_host_settings(r, t);
   old = atomic_load_explicit(&r->table, memory_order_relaxed);
   HR__TP(HR__TP_PUBLISH_STORE, r);
   /* Pairs with the acquire load in hr_router_match() and the server's

@@ -96,6 +96,7 @@ typedef struct hr__core_s {
   int typed;               /* some parameter is not HR_PARAM_STRING */
   int lenient_ints;        /* hr_route_options_t.lenient_integers */
   int no_compress;         /* hr_route_options_t.no_compress */
+  const struct hr__zconf_s *zconf; /* hr_route_options_t.compress (a reference), or NULL */
   hr_context_scope_t ctx_scope;
   hr_context_create_cb ctx_create;
   hr_context_destroy_cb ctx_destroy;
@@ -271,6 +272,10 @@ typedef struct hr__host_s {
    * no route; NULL when there is none.  The table holds a reference. */
   hr_route_t *fallback;
   hr_answers_t answers;       /* hr_router_set_answers, all NULL by default */
+  /* hr_router_set_compress's settings for this host (or the default
+   * table's), or NULL: the server's.  The table holds a reference, taken
+   * when it is published (install). */
+  const struct hr__zconf_s *zconf;
 } hr__host_t;
 
 /* Most distinct extension methods (not one of the HR__M_STD) one router
@@ -425,6 +430,14 @@ struct hr_router_s {
     hr_answers_t answers;
     struct hr__answers_reg_s *next;
   } *answers;
+  /* Writer side: hr_router_set_compress registrations, each holding a
+   * reference on its settings; attached to each table's hosts at
+   * publication as the answers are. */
+  struct hr__zreg_s {
+    char *host;
+    const struct hr__zconf_s *zconf;
+    struct hr__zreg_s *next;
+  } *zregs;
   hr__table_t *retired;          /* writer side: replaced, not yet freed */
   size_t nretired;
   size_t retired_bytes;          /* their garbage's blocks */

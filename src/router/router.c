@@ -22,6 +22,7 @@
  */
 #include <string.h>
 
+#include "codec/zconf.h"
 #include "router/publish.h"
 #include "router/route.h"
 #include "router/wtree.h"
@@ -137,6 +138,12 @@ void hr_router_free(hr_router_t *r) {
     struct hr__answers_reg_s *a = r->answers;
     r->answers = a->next;
     hr__mem_free(&r->mem, a); /* the host lives in the same block */
+  }
+  while (r->zregs != NULL) {
+    struct hr__zreg_s *z = r->zregs;
+    r->zregs = z->next;
+    hr__zconf_drop(z->zconf); /* tables still waiting hold their own */
+    hr__mem_free(&r->mem, z);
   }
   hr__registry_free(&r->registry);
   pthread_mutex_destroy(&r->lock);
@@ -443,11 +450,27 @@ void hr_answers_init(hr_answers_t *answers) {
   if (answers != NULL) memset(answers, 0, sizeof(*answers));
 }
 
+/* Publishes the same routes again, for settings copied into every table
+ * (answers, compression).  Lock held; released here. */
+static int republish(hr_router_t *r) {
+  hr_route_t **routes;
+  int rc;
+  hr__router_compact(r);
+  routes = hr__mem_alloc(&r->mem, (r->nroutes ? r->nroutes : 1) * sizeof(*routes));
+  if (routes == NULL) {
+    pthread_mutex_unlock(&r->lock);
+    return HR_ENOMEM;
+  }
+  if (r->nroutes) memcpy(routes, r->routes, r->nroutes * sizeof(*routes));
+  rc = hr__router_publish(r, routes, r->nroutes, NULL);
+  if (rc != 0) hr__mem_free(&r->mem, routes);
+  hr__router_unlock(r);
+  return rc;
+}
+
 int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *answers) {
   struct hr__answers_reg_s **pp, *a;
-  hr_route_t **routes;
   size_t hl;
-  int rc;
   if (r == NULL || (host != NULL && !valid_host_name(host))) return HR_EINVAL;
   hl = host != NULL ? host_len(host) : 0;
   pthread_mutex_lock(&r->lock);
@@ -472,18 +495,45 @@ int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *
     *pp = a->next;
     hr__mem_free(&r->mem, a);
   }
-  /* Publish the same routes with the new answers. */
-  hr__router_compact(r);
-  routes = hr__mem_alloc(&r->mem, (r->nroutes ? r->nroutes : 1) * sizeof(*routes));
-  if (routes == NULL) {
-    pthread_mutex_unlock(&r->lock);
-    return HR_ENOMEM;
+  return republish(r);
+}
+
+int hr_router_set_compress(hr_router_t *r, const char *host, const hr_compress_options_t *o) {
+  struct hr__zreg_s **pp, *z;
+  hr__zconf_t *conf = NULL;
+  size_t hl;
+  int rc;
+  if (r == NULL || (host != NULL && !valid_host_name(host))) return HR_EINVAL;
+  hl = host != NULL ? host_len(host) : 0;
+  if (o != NULL && (rc = hr__zconf_new(&r->mem, o, &conf)) != 0) return rc;
+  pthread_mutex_lock(&r->lock);
+  for (pp = &r->zregs; *pp != NULL; pp = &(*pp)->next)
+    if (((*pp)->host == NULL) == (host == NULL) &&
+        (host == NULL || hr_span_eq_nocase(hr_span_cstr((*pp)->host), hr_span_cstr(host))))
+      break;
+  if (conf != NULL && *pp == NULL) {
+    z = hr__mem_alloc(&r->mem, sizeof(*z) + hl + 1);
+    if (z == NULL) {
+      pthread_mutex_unlock(&r->lock);
+      hr__zconf_drop(conf);
+      return HR_ENOMEM;
+    }
+    memset(z, 0, sizeof(*z));
+    if (host != NULL) z->host = host_copy((char *)(z + 1), host);
+    *pp = z;
   }
-  if (r->nroutes) memcpy(routes, r->routes, r->nroutes * sizeof(*routes));
-  rc = hr__router_publish(r, routes, r->nroutes, NULL);
-  if (rc != 0) hr__mem_free(&r->mem, routes);
-  hr__router_unlock(r);
-  return rc;
+  if (conf != NULL) {
+    /* The tables published with the old settings hold references of
+     * their own: requests matched in them keep those. */
+    hr__zconf_drop((*pp)->zconf);
+    (*pp)->zconf = conf;
+  } else if (*pp != NULL) {
+    z = *pp;
+    *pp = z->next;
+    hr__zconf_drop(z->zconf);
+    hr__mem_free(&r->mem, z);
+  }
+  return republish(r);
 }
 
 /* ---- request locals ---------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/zconf.h"
 #include "router/route.h"
 #include "router/walk.h"
 
@@ -88,6 +89,9 @@ void hr__table_free(hr__table_t *t) {
   if (t->def.fallback != NULL) hr__invoker_unref(t->def.fallback);
   for (i = 0; i < t->nhosts; i++)
     if (t->hosts[i].fallback != NULL) hr__invoker_unref(t->hosts[i].fallback);
+  /* Its hosts' compression settings (published tables only: install). */
+  hr__zconf_drop(t->def.zconf);
+  for (i = 0; i < t->nhosts; i++) hr__zconf_drop(t->hosts[i].zconf);
   if (t->garbage != NULL) {
     hr__block_t *b, *next;
     for (i = 0; i < t->garbage->ninv; i++) hr__invoker_unref(t->garbage->inv[i]);

@@ -78,14 +78,25 @@ static int type_ok(const hr__zconf_t *z, const hr__exchange_t *ex) {
   return hr__zconf_type_ok(z, type, sub);
 }
 
-int hr__compress_choose(const hr__exchange_t *ex, int status, int64_t len, int *vary) {
-  const hr__zconf_t *z = ex->w->server->zconf;
+/* The settings that apply: the route's own, else its host table's
+ * (hr_router_set_compress, from the table the request was matched in),
+ * else the server's; NULL for none. */
+static const hr__zconf_t *zconf_of(hr__exchange_t *ex) {
+  const hr_request_t *req = &ex->req;
+  if (req->route != NULL && req->route->core->zconf != NULL) return req->route->core->zconf;
+  hr__exchange_view(ex);
+  return ex->zconf != NULL ? ex->zconf : ex->w->server->zconf;
+}
+
+int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary) {
+  const hr__zconf_t *z;
   const hr_request_t *req = &ex->req;
   hr_span_t v;
   int present;
   *vary = 0;
-  if (z == NULL || z->n == 0) return 0;
   if (req->route != NULL && req->route->core->no_compress) return 0;
+  z = zconf_of(ex);
+  if (z == NULL || z->n == 0) return 0;
   /* No content (RFC 9110 §15.3.5, §15.4.5), or a range of the identity
    * representation (§14: ranges of a compressed one would need a
    * representation of their own). */
@@ -178,7 +189,7 @@ static hr__codecs_t *codecs(hr__exchange_t *ex) {
 
 int hr__compress_whole(hr__exchange_t *ex, int coding, const void *body, size_t len,
                        const void **out, size_t *out_len) {
-  const hr__zconf_t *z = ex->w->server->zconf;
+  const hr__zconf_t *z = zconf_of(ex);
   hr__codecs_t *cs = codecs(ex);
   size_t bound = hr__compress_bound(coding, len), n;
   char *buf;
@@ -192,7 +203,7 @@ int hr__compress_whole(hr__exchange_t *ex, int coding, const void *body, size_t 
 }
 
 int hr__compress_stream_open(hr__exchange_t *ex, int coding) {
-  const hr__zconf_t *z = ex->w->server->zconf;
+  const hr__zconf_t *z = zconf_of(ex);
   int level = z->level[coding];
   /* Streams flush at every write: a quick level keeps a stream live, and
    * Brotli above quality 3 holds far more memory for little gain on

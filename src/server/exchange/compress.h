@@ -14,7 +14,7 @@ typedef struct hr__exchange_s hr__exchange_t;
 /* The coding for a response of `status` with a body of `len` bytes (-1:
  * streamed), or 0 for none; *vary says whether the response could have
  * been compressed (then it varies with Accept-Encoding).  No side effect. */
-int hr__compress_choose(const hr__exchange_t *ex, int status, int64_t len, int *vary);
+int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary);
 /* Adds Vary (when `vary` and not there yet), and for a coding (> 0)
  * Content-Encoding and a weak ETag.  Returns 0 or HR_ENOMEM. */
 int hr__compress_fields(hr__exchange_t *ex, int coding, int vary);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "server/exchange/compress.h"
+#include "codec/zconf.h"
 #include "server/exchange/exchange.h"
 #include "util/rcu.h"
 
@@ -46,6 +47,7 @@ void hr__exchange_view_from(hr__exchange_t *ex, const hr__table_t *t) {
   const hr__host_t *h = hr__pick_host(t, hr__route_host(&ex->req));
   ex->answers = h->answers;
   ex->fallback = h->fallback;
+  ex->zconf = h->zconf;
   ex->viewed = 1;
 }
 
@@ -69,6 +71,11 @@ void hr__exchange_keep(hr__exchange_t *ex) {
   if (ex->req.route == NULL && ex->fallback != NULL && !ex->fallback_ref) {
     hr__invoker_ref_reader(ex->fallback);
     ex->fallback_ref = 1;
+  }
+  /* The response may be compressed by them later, whoever answers. */
+  if (ex->zconf != NULL && !ex->zconf_ref) {
+    hr__zconf_hold(ex->zconf);
+    ex->zconf_ref = 1;
   }
 }
 

@@ -186,6 +186,10 @@ struct hr__exchange_s {
    * router gives itself), so that no answer mixes two tables. */
   hr_answers_t answers;
   hr_route_t *fallback;
+  /* The host table's compression settings (hr_router_set_compress), or
+   * NULL: the server's.  Held by reference past the read-side section
+   * (zconf_ref), as the fallback is. */
+  const struct hr__zconf_s *zconf;
   unsigned handler_active : 1; /* handler ran, response not complete */
   unsigned dispatched : 1;
   unsigned msg_complete : 1;
@@ -195,6 +199,7 @@ struct hr__exchange_s {
   unsigned route_ref : 1;     /* holds a reference on req.route */
   unsigned viewed : 1;        /* answers and fallback are set */
   unsigned fallback_ref : 1;  /* holds a reference on fallback */
+  unsigned zconf_ref : 1;     /* holds a reference on zconf */
   unsigned holds_ctx : 1;     /* counted in slot->inflight */
   unsigned internal_answer : 1; /* the server answers, not the route */
   unsigned streamed : 1;      /* the head came from hr_response_start: the

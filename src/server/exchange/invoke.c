@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "codec/zconf.h"
 #include "server/exchange/exchange.h"
 #include "util/rcu.h"
 
@@ -254,6 +255,11 @@ void hr__invoke_release(hr__exchange_t *ex) {
     hr__invoker_unref(ex->fallback);
   }
   ex->fallback = NULL;
+  if (ex->zconf_ref) {
+    ex->zconf_ref = 0;
+    hr__zconf_drop(ex->zconf);
+  }
+  ex->zconf = NULL;
   ex->viewed = 0;
   if (inv == NULL) return;
   if (r->ctx_made && inv->core->ctx_destroy != NULL)
