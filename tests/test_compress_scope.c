@@ -274,7 +274,6 @@ static ca_t ca;
  * the settings freed), and nothing leaks. */
 static void test_in_flight_keeps_settings(void **state) {
   fx_t *fx = *state;
-  hr_router_options_t ro;
   hr_route_options_t o;
   hr_field_t ct = {HR_SPAN_LIT("Content-Type"), HR_SPAN_LIT("text/plain")};
   hr_compress_options_t gz = only(HR_CODING_GZIP, 0);
@@ -287,11 +286,7 @@ static void test_in_flight_keeps_settings(void **state) {
   fill();
   ca_init(&ca);
   held_init(&held_default);
-  hr_router_free(fx->router);
-  hr_router_options_init(&ro);
-  ro.allocator = &ca.hook;
-  assert_int_equal(hr_router_new(&fx->router, &ro), 0);
-  fx->opts.allocator = &ca.hook;
+  fx_use_allocator(fx, &ca.hook);
   hr_route_options_init(&o);
   o.fields = &ct;
   o.nfields = 1;

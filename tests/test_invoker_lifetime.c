@@ -41,14 +41,9 @@ static ca_t ca;
 
 /* A router and a server on the counting allocator, and a held route. */
 static void start_counted(fx_t *fx, const char *version) {
-  hr_router_options_t ro;
   hr_field_t f = {HR_SPAN_LIT("X-Version"), {version, strlen(version)}};
   hr_route_options_t o;
-  hr_router_free(fx->router);
-  hr_router_options_init(&ro);
-  ro.allocator = &ca.hook;
-  assert_int_equal(hr_router_new(&fx->router, &ro), 0);
-  fx->opts.allocator = &ca.hook;
+  fx_use_allocator(fx, &ca.hook);
   hr_route_options_init(&o);
   o.fields = &f;
   o.nfields = 1;

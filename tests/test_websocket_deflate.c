@@ -359,50 +359,40 @@ static void test_echo_with_takeover(void **state) {
   fx_drop(fx, c);
 }
 
+/* A connection with the extension agreed is sent buf[0..m) and fails with
+ * `code`. */
+static void refused(fx_t *fx, size_t m, unsigned code) {
+  char answer[256];
+  rc_t *c;
+  ev_init(&closed_ev);
+  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
+  assert_string_equal(answer, NT);
+  assert_int_equal(rc_send(c, buf, m), 0);
+  expect_failed(fx, c, code);
+}
+
 static void test_refusals(void **state) {
   fx_t *fx = *state;
-  char answer[256];
-  unsigned char bad[16];
   static char zeros[200000];
   size_t n, m;
-  rc_t *c;
   start_with(fx, NULL);
   /* RSV1 on a continuation. */
-  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
   n = ws_deflate(repeat_text, 500, zbuf, sizeof zbuf, 0);
   m = ws_frame(buf, 0, 4, 1, zbuf, 2, 0);
   m += ws_frame(buf + m, 1, 4, 0, zbuf + 2, n - 2, 0);
-  assert_int_equal(rc_send(c, buf, m), 0);
-  expect_failed(fx, c, 1002);
-  /* RSV1 on a ping. */
-  ev_init(&closed_ev);
-  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
-  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 9, "p", 1, 0)), 0);
-  expect_failed(fx, c, 1002);
-  /* RSV2. */
-  ev_init(&closed_ev);
-  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
-  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 2, 1, "x", 1, 0)), 0);
-  expect_failed(fx, c, 1002);
+  refused(fx, m, 1002);
+  /* RSV1 on a ping; RSV2. */
+  refused(fx, ws_frame(buf, 1, 4, 9, "p", 1, 0), 1002);
+  refused(fx, ws_frame(buf, 1, 2, 1, "x", 1, 0), 1002);
   /* Not DEFLATE (BTYPE 11 is reserved). */
-  ev_init(&closed_ev);
-  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
-  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 2, "\xff\xff\xff", 3, 0)), 0);
-  expect_failed(fx, c, 1007);
+  refused(fx, ws_frame(buf, 1, 4, 2, "\xff\xff\xff", 3, 0), 1007);
   /* Cut short: a stored block of 10 bytes with 3 of them. */
-  ev_init(&closed_ev);
-  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
-  memcpy(bad, "\x00\x0a\x00\xf5\xff" "abc", 8);
-  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 2, bad, 8, 0)), 0);
-  expect_failed(fx, c, 1007);
+  refused(fx, ws_frame(buf, 1, 4, 2, "\x00\x0a\x00\xf5\xff" "abc", 8, 0), 1007);
   /* 200,000 zeros in a few hundred bytes: over the 70,000-byte limit once
    * inflated. */
-  ev_init(&closed_ev);
-  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
   n = ws_deflate(zeros, sizeof zeros, zbuf, sizeof zbuf, 0);
   assert_true(n > 0 && n < 1000);
-  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 2, zbuf, n, 0)), 0);
-  expect_failed(fx, c, 1009);
+  refused(fx, ws_frame(buf, 1, 4, 2, zbuf, n, 0), 1009);
   ws_deflate_end();
 }
 

@@ -450,6 +450,13 @@ void hr_answers_init(hr_answers_t *answers) {
   if (answers != NULL) memset(answers, 0, sizeof(*answers));
 }
 
+/* Whether a registration for `reg` (NULL: the default table) is the one
+ * for `host`. */
+static int same_host(const char *reg, const char *host) {
+  if (reg == NULL || host == NULL) return reg == host;
+  return hr_span_eq_nocase(hr_span_cstr(reg), hr_span_cstr(host));
+}
+
 /* Publishes the same routes again, for settings copied into every table
  * (answers, compression).  Lock held; released here. */
 static int republish(hr_router_t *r) {
@@ -474,10 +481,8 @@ int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *
   if (r == NULL || (host != NULL && !valid_host_name(host))) return HR_EINVAL;
   hl = host != NULL ? host_len(host) : 0;
   pthread_mutex_lock(&r->lock);
-  for (pp = &r->answers; *pp != NULL; pp = &(*pp)->next)
-    if (((*pp)->host == NULL) == (host == NULL) &&
-        (host == NULL || hr_span_eq_nocase(hr_span_cstr((*pp)->host), hr_span_cstr(host))))
-      break;
+  for (pp = &r->answers; *pp != NULL && !same_host((*pp)->host, host); pp = &(*pp)->next)
+    ;
   if (answers != NULL && *pp == NULL) {
     a = hr__mem_alloc(&r->mem, sizeof(*a) + hl + 1);
     if (a == NULL) {
@@ -507,10 +512,8 @@ int hr_router_set_compress(hr_router_t *r, const char *host, const hr_compress_o
   hl = host != NULL ? host_len(host) : 0;
   if (o != NULL && (rc = hr__zconf_new(&r->mem, o, &conf)) != 0) return rc;
   pthread_mutex_lock(&r->lock);
-  for (pp = &r->zregs; *pp != NULL; pp = &(*pp)->next)
-    if (((*pp)->host == NULL) == (host == NULL) &&
-        (host == NULL || hr_span_eq_nocase(hr_span_cstr((*pp)->host), hr_span_cstr(host))))
-      break;
+  for (pp = &r->zregs; *pp != NULL && !same_host((*pp)->host, host); pp = &(*pp)->next)
+    ;
   if (conf != NULL && *pp == NULL) {
     z = hr__mem_alloc(&r->mem, sizeof(*z) + hl + 1);
     if (z == NULL) {

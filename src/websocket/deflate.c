@@ -262,17 +262,21 @@ static void trim(const hr_allocator_t *a, uint8_t **buf, size_t *cap) {
   *cap = 0;
 }
 
+/* The connection's own zlib state (context takeover), made at first use. */
+static struct hr__ws_zown_s *own_of(hr_websocket_t *ws) {
+  hr__ws_pmd_t *p = ws->pmd;
+  if (p->own == NULL && (p->own = ws->a->malloc(ws->a->ctx, sizeof(*p->own))) != NULL)
+    memset(p->own, 0, sizeof(*p->own));
+  return p->own;
+}
+
 /* The compressor for this message: the connection's (made at first use)
  * or the loop's, reset and made with this connection's settings. */
 static z_stream *compressor(hr_websocket_t *ws, pmd_loop_t *l) {
   hr__ws_pmd_t *p = ws->pmd;
   if (p->server_takeover) {
-    struct hr__ws_zown_s *o = p->own;
-    if (o == NULL) {
-      if ((o = ws->a->malloc(ws->a->ctx, sizeof(*o))) == NULL) return NULL;
-      memset(o, 0, sizeof(*o));
-      p->own = o;
-    }
+    struct hr__ws_zown_s *o = own_of(ws);
+    if (o == NULL) return NULL;
     if (!o->def_ready) {
       z_setup(&o->def, ws->a);
       if (deflateInit2(&o->def, p->level, Z_DEFLATED, -(int)p->server_bits, p->mem_level,
@@ -347,12 +351,8 @@ void hr__ws_pmd_sent(hr_websocket_t *ws) {
 static z_stream *decompressor(hr_websocket_t *ws, pmd_loop_t *l) {
   hr__ws_pmd_t *p = ws->pmd;
   if (p->client_takeover) {
-    struct hr__ws_zown_s *o = p->own;
-    if (o == NULL) {
-      if ((o = ws->a->malloc(ws->a->ctx, sizeof(*o))) == NULL) return NULL;
-      memset(o, 0, sizeof(*o));
-      p->own = o;
-    }
+    struct hr__ws_zown_s *o = own_of(ws);
+    if (o == NULL) return NULL;
     if (!o->inf_ready) {
       z_setup(&o->inf, ws->a);
       if (inflateInit2(&o->inf, -(int)p->client_bits) != Z_OK) return NULL;

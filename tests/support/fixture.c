@@ -220,6 +220,15 @@ rc_t *fx_connect(fx_t *fx) {
   return c;
 }
 
+void fx_use_allocator(fx_t *fx, const hr_allocator_t *a) {
+  hr_router_options_t ro;
+  hr_router_free(fx->router);
+  hr_router_options_init(&ro);
+  ro.allocator = a;
+  assert_int_equal(hr_router_new(&fx->router, &ro), 0);
+  fx->opts.allocator = a;
+}
+
 void fx_drop(fx_t *fx, rc_t *c) {
   size_t i;
   for (i = 0; i < fx->nconns; i++) {

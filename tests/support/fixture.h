@@ -88,6 +88,10 @@ struct fx_s {
 int fx_setup(void **state);
 int fx_teardown(void **state);
 
+/* Before fx_start: replaces fx->router with an empty one on allocator
+ * `a` (a counting allocator's hook) and gives the server `a` too. */
+void fx_use_allocator(fx_t *fx, const hr_allocator_t *a);
+
 /* Starts on 127.0.0.1:0 with `nthreads` workers; asserts success. */
 void fx_start(fx_t *fx, unsigned nthreads);
 /* Same, without asserting: returns hr_server_new/listen/start's error. */
