@@ -41,8 +41,10 @@ typedef enum hr_coding_e {
  * RFC 9110 §8.8.1: the compressed bytes differ; If-None-Match's weak
  * comparison still matches either), and "Vary: Accept-Encoding" goes on
  * every response that could have been compressed, compressed or not.  A
- * body that does not get smaller goes as it is.  Files
- * (hr_response_send_file) are not compressed.  Set with
+ * body that does not get smaller goes as it is.  Files sent with
+ * hr_response_send_file are not compressed (the static module compresses
+ * its files itself, hr_static_options_t.compress; a handler can too, with
+ * hr_response_coding, hr_compress and hr_response_send_coded).  Set with
  * hr_compress_options_init(), then change what is needed.
  */
 typedef struct hr_compress_options_s {
@@ -69,6 +71,26 @@ typedef struct hr_compress_options_s {
 
 /** Fills `o` with the defaults above.  Any thread. */
 HR_EXTERN void hr_compress_options_init(hr_compress_options_t *o);
+
+/** The most bytes hr_compress() can make of `len` bytes with `coding`; 0
+ * for HR_CODING_IDENTITY or a coding whose library was not built in.  Any
+ * thread. */
+HR_EXTERN size_t hr_compress_bound(hr_coding_t coding, size_t len);
+
+/**
+ * Compresses `len` bytes whole with `coding` at `level` (the ranges of
+ * hr_compress_options_t: gzip 1..12 with libdeflate, 1..9 with zlib alone;
+ * br 0..11; zstd 1..19) into `out`, which has room for `cap` bytes, at
+ * least hr_compress_bound(coding, len).  For a handler that compresses a
+ * body itself, off the loop thread or once for many responses, and sends
+ * it with hr_response_send_coded().  Returns the bytes written, or 0 when
+ * it failed (out of memory, a coding not built in, a bad level, `cap` too
+ * small, `in` or `out` NULL).  Any thread: each call makes (through libc's
+ * allocator) and frees its own encoder, so it costs that allocation too
+ * (libdeflate's compressor is about 1 MB at the higher levels).
+ */
+HR_EXTERN size_t hr_compress(hr_coding_t coding, int level, const void *in, size_t len,
+                             void *out, size_t cap);
 
 #ifdef __cplusplus
 }

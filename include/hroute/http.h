@@ -475,6 +475,26 @@ HR_EXTERN int hr_response_send(hr_response_t *res, int status,
  */
 HR_EXTERN int hr_response_error(hr_response_t *res, int status, const char *text);
 
+/**
+ * Which coding this response would be compressed with if a body of
+ * `length` bytes were sent now with `status`, by the settings that apply
+ * to it (the route's hr_route_options_t.compress, its host table's
+ * hr_router_set_compress, or the server's hr_server_options_t.compress),
+ * the request's Accept-Encoding (RFC 9110 §12.5.3) and the fields added so
+ * far (Content-Type, Content-Encoding, Cache-Control: no-transform): for a
+ * handler that compresses a body itself (off the loop thread, or once for
+ * many responses) and sends it with hr_response_send_coded().  Stores the
+ * coding in *coding (HR_CODING_IDENTITY: none) and its level in *level (0
+ * for none).  Returns 1 when the response could have been compressed,
+ * whatever the client accepts (then its answer must say Vary:
+ * Accept-Encoding: hr_response_send_coded adds it; a handler that sends
+ * the body uncoded adds it itself), 0 when compression does not apply, or
+ * HR_EINVAL (a NULL argument, a status outside 200..599), HR_ESTATE (the
+ * response started), HR_ETHREAD.  Changes nothing.  Loop thread.
+ */
+HR_EXTERN int hr_response_coding(hr_response_t *res, int status, uint64_t length,
+                                 hr_coding_t *coding, int *level);
+
 /** Called when a borrowed body is no longer needed: after it was written, or
  * when the connection was lost.  Runs on the loop thread, never inside the
  * call that handed the body over.  `res` is the response the body was sent
@@ -494,6 +514,22 @@ typedef void (*hr_release_cb)(hr_response_t *res, const void *body,
 HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
                                         const void *body, size_t len,
                                         hr_release_cb release, void *udata);
+
+/**
+ * hr_response_send_borrowed() for a body already compressed with `coding`
+ * (HR_CODING_GZIP, HR_CODING_BR or HR_CODING_ZSTD, as hr_response_coding()
+ * chose, e.g. by hr_compress()): the response says Content-Encoding, Vary:
+ * Accept-Encoding, and a strong ETag becomes weak, as the server's own
+ * compression does (RFC 9110 §8.4, §8.8.1, §12.5.5); the body is not
+ * compressed again.  `body` and `release` as for hr_response_send_borrowed
+ * (release is called exactly once, later, when this returns 0).  Returns
+ * 0, HR_EINVAL (a coding other than those three, a bad status),
+ * HR_ESTATE, HR_ENOMEM, HR_ECLOSED, HR_ETHREAD; nothing was sent on an
+ * error.  Loop thread.
+ */
+HR_EXTERN int hr_response_send_coded(hr_response_t *res, int status, hr_coding_t coding,
+                                     const void *body, size_t len, hr_release_cb release,
+                                     void *udata);
 
 /** Called when the server is done with a file body: after it was sent, or
  * when the connection was lost.  Runs on the loop thread, never inside the

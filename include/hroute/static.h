@@ -47,7 +47,8 @@
  *     "a.css.gz" when Accept-Encoding allows br or gzip (q > 0), sent with
  *     Content-Encoding, the original's Content-Type and an ETag of its own;
  *     every response of such a file says Vary: Accept-Encoding.
- * Files go out with hr_response_send_file (sendfile on plain TCP).  Names
+ * Files go out with hr_response_send_file (sendfile on plain TCP), or
+ * compressed on the fly (the `compress` option).  Names
  * are opened through each loop's open-file cache; a name it does not hold
  * is opened (open, fstat) on libuv's thread pool, so a cold disk never
  * holds the loop.
@@ -122,6 +123,28 @@ typedef struct hr_static_options_s {
   /** How long an entry of the open-file cache is trusted after its open,
    * in milliseconds (see cache_entries).  1000. */
   uint32_t cache_valid_ms;
+  /** Non-zero: a whole-file response (200, no Range) of a file without a
+   * precompressed sibling is compressed on the fly when the response's
+   * compression settings apply (the route's, its host table's or the
+   * server's compress options: the file's type, its size, the client's
+   * Accept-Encoding; see hr_response_coding), with Content-Encoding, Vary:
+   * Accept-Encoding and a weak ETag, as any compressed response.  The file
+   * is read and compressed on libuv's thread pool, then kept in the loop's
+   * cache of compressed files (compress_cache_bytes); a file that does
+   * not shrink goes as it is.  Files of 4096 bytes or less, served from
+   * the open-file cache's memory, are compressed by the response itself.
+   * 1 (nothing happens unless some compression settings apply). */
+  int compress;
+  /** The largest file compressed on the fly, in bytes; larger ones go as
+   * they are.  8 MiB. */
+  uint64_t compress_max_bytes;
+  /** Each loop's cache of files compressed on the fly, in bytes of
+   * compressed data (least recently used out first); a file is keyed by
+   * its name, its identity in the open-file cache (inode and modification
+   * time) and size, and the coding and level, so a changed file is never
+   * answered with the old bytes.  0: no cache (every response compresses
+   * anew).  8 MiB. */
+  size_t compress_cache_bytes;
 } hr_static_options_t;
 
 /** Fills `opts` with the defaults shown in hr_static_options_t.  Any

@@ -69,11 +69,17 @@ int hr__fcache_init(hr__fcache_t *c, hr_static_t *st, uv_loop_t *loop, size_t ma
     max = (size_t)(rl.rlim_cur / 4);
   c->max = max;
   c->lru.lru_next = c->lru.lru_prev = &c->lru;
+  if (hr__zcache_init(&c->z, st->opts.compress ? st->opts.compress_cache_bytes : 0) != 0)
+    return HR_ENOMEM;
   if (c->max == 0) return 0;
   for (c->nbuckets = 16; c->nbuckets < c->max * 2; c->nbuckets *= 2) /* max <= 2^20 */
     ;
   c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-  return c->buckets != NULL ? 0 : HR_ENOMEM;
+  if (c->buckets == NULL) {
+    hr__zcache_free(&c->z);
+    return HR_ENOMEM;
+  }
+  return 0;
 }
 
 void hr__fcache_free(hr__fcache_t *c) {
@@ -81,6 +87,16 @@ void hr__fcache_free(hr__fcache_t *c) {
   free(c->buckets);
   c->buckets = NULL;
   c->max = 0; /* what still runs on it (opens in flight) caches nothing */
+  hr__zcache_free(&c->z);
+}
+
+void hr__fcache_job_done(hr__fcache_t *c) {
+  c->pending--;
+  /* The loop's cache was destroyed while this was in flight. */
+  if (c->closing && c->pending == 0) {
+    hr__fcache_free(c);
+    free(c);
+  }
 }
 
 static int status_of_errno(int err) {

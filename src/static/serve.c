@@ -172,8 +172,9 @@ static void send_ranges(hr_request_t *req, hr_response_t *res, const file_t *f, 
   parts_write(res, p);
 }
 
-void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, const char *name,
+void hr__static_serve(hr__fcache_t *fc, hr_request_t *req, hr_response_t *res, const char *name,
                       file_t *f) {
+  hr_static_t *st = fc->st;
   /* From here on f->ent's reference goes with the response, or is dropped
    * on every path that sends none. */
   char tagbuf[64], crange[96];
@@ -222,8 +223,11 @@ void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, co
     hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
     rc = hr_response_send_file(res, 206, f->fd, rg[0].first, rg[0].last - rg[0].first + 1,
                                release_ent, f->ent);
+  } else if (hr__static_serve_coded(fc, res, name, f)) {
+    return; /* compressed on the fly: the response and the reference are its */
   } else if (f->ent->bytes != NULL && f->fd == f->ent->fd) {
-    /* A small file from memory: copied behind the head, one write. */
+    /* A small file from memory: copied behind the head, one write (and
+     * compressed there when the settings say so). */
     rc = hr_response_send(res, 200, f->ent->bytes, (size_t)f->size);
     if (rc == 0) hr__fent_unref(f->ent);
   } else {

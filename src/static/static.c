@@ -28,6 +28,9 @@ void hr_static_options_init(hr_static_options_t *o) {
   o->default_type = "application/octet-stream";
   o->cache_entries = 1000;
   o->cache_valid_ms = 1000;
+  o->compress = 1;
+  o->compress_max_bytes = 8u << 20;
+  o->compress_cache_bytes = 8u << 20;
 }
 
 static char *dup_or_null(const char *s, int *failed) {
@@ -223,15 +226,10 @@ static void open_done(uv_work_t *req, int status) {
   hr__fcache_t *fc = w->fc;
   hr__fent_t *e = w->opening;
   w->opening = NULL;
-  fc->pending--;
   if (status != 0) e->status = 503; /* cancelled */
   hr__fcache_put(fc, e);
   advance(w, e);
-  /* The loop's cache was destroyed while this was in flight. */
-  if (fc->closing && fc->pending == 0) {
-    hr__fcache_free(fc);
-    free(fc);
-  }
+  hr__fcache_job_done(fc);
 }
 
 static void list_work(uv_work_t *req) {
@@ -249,7 +247,6 @@ static void list_done(uv_work_t *req, int status) {
   walk_t *w = req->data;
   hr__fcache_t *fc = w->fc;
   hr_static_t *st = fc->st;
-  fc->pending--;
   if (status != 0 && w->list_status == 0) w->list_status = 503;
   if (w->list_status != 0) {
     free(w->list);
@@ -263,10 +260,7 @@ static void list_done(uv_work_t *req, int status) {
     free(w->list);
   }
   w->list = NULL;
-  if (fc->closing && fc->pending == 0) {
-    hr__fcache_free(fc);
-    free(fc);
-  }
+  hr__fcache_job_done(fc);
 }
 
 /* A directory without an index: its listing when the option allows,
@@ -346,7 +340,7 @@ static void advance(walk_t *w, hr__fent_t *e) {
   for (;;) {
     if (w->stage == SERVE) {
       w->buf[w->len] = '\0';
-      hr__static_serve(st, w->req, w->res, w->buf, &w->f);
+      hr__static_serve(w->fc, w->req, w->res, w->buf, &w->f);
       return;
     }
     if ((w->stage == WANT_BR || w->stage == WANT_GZ) &&

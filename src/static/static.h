@@ -112,8 +112,45 @@ typedef struct hr__fent_s {
 /* The most entries a loop's cache may be given. */
 #define HR__CACHE_MAX ((size_t)1 << 20)
 
+/* ---- zcache.c ----------------------------------------------------------- */
+
+/* A file compressed on the fly: its bytes under the file's name, identity
+ * (the open-file entry's version and size), coding and level. */
+typedef struct hr__zent_s {
+  struct hr__zent_s *next; /* hash chain */
+  struct hr__zent_s *lru_prev, *lru_next;
+  char *name;              /* in the same block */
+  size_t name_len;
+  uint64_t version, size;
+  int coding, level;
+  unsigned char *bytes;    /* malloc'd, len of them */
+  size_t len;
+  unsigned refs;           /* the cache's (while cached) and each response's */
+} hr__zent_t;
+
+/* One loop's cache of compressed files: at most `max` bytes of them (0:
+ * none kept).  Loop thread only. */
+typedef struct hr__zcache_s {
+  hr__zent_t **buckets;    /* NULL when max is 0 */
+  size_t bytes, max;
+  hr__zent_t lru;          /* sentinel: lru.lru_next is the most recent */
+} hr__zcache_t;
+
+int hr__zcache_init(hr__zcache_t *z, size_t max);
+void hr__zcache_free(hr__zcache_t *z);
+/* The entry for this key with a reference for the caller, or NULL. */
+hr__zent_t *hr__zcache_find(hr__zcache_t *z, const char *name, uint64_t version, uint64_t size,
+                            int coding, int level);
+/* Keeps `e` (when it fits); the caller keeps its reference. */
+void hr__zcache_put(hr__zcache_t *z, hr__zent_t *e);
+/* A new entry (one reference) owning `bytes`; NULL when out of memory. */
+hr__zent_t *hr__zent_new(const char *name, uint64_t version, uint64_t size, int coding, int level,
+                         unsigned char *bytes, size_t len);
+void hr__zent_unref(hr__zent_t *e);
+
 typedef struct hr__fcache_s {
   hr_static_t *st;
+  hr__zcache_t z;   /* files compressed on the fly (zserve.c) */
   uv_loop_t *loop;
   hr__fent_t **buckets;
   size_t nbuckets, n, max;
@@ -138,6 +175,10 @@ hr__fent_t *hr__fent_new(const char *name, size_t len);
  * pool), touching nothing but `e`. */
 void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode);
 void hr__fent_unref(hr__fent_t *e);
+/* A job of `c`'s on the thread pool (an open, a listing, a compression)
+ * ended: one less pending; frees `c` when it was destroyed meanwhile and
+ * this was its last job. */
+void hr__fcache_job_done(hr__fcache_t *c);
 
 /* ---- listing.c ---------------------------------------------------------- */
 
@@ -168,8 +209,19 @@ typedef struct hr__sfile_s {
 void hr__static_status(hr_response_t *res, int status);
 /* Serves the regular file `f` named `name` (for its type): validators,
  * preconditions, ranges, the body.  Takes f->ent's reference. */
-void hr__static_serve(hr_static_t *st, hr_request_t *req, hr_response_t *res, const char *name,
+void hr__static_serve(hr__fcache_t *fc, hr_request_t *req, hr_response_t *res, const char *name,
                       hr__sfile_t *f);
+
+/* ---- zserve.c ----------------------------------------------------------- */
+
+/* The whole file `f` (its Content-Type added) compressed on the fly when
+ * the options and the response's compression settings say so: from the
+ * loop's cache, or read and compressed on the thread pool.  Returns 1
+ * when it took the response (and f->ent's reference), 0 when the caller
+ * sends the file as it is (with Vary: Accept-Encoding added when it could
+ * have been compressed). */
+int hr__static_serve_coded(hr__fcache_t *fc, hr_response_t *res, const char *name,
+                           hr__sfile_t *f);
 
 /* ---- static.c ----------------------------------------------------------- */
 

@@ -121,6 +121,22 @@ int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary) 
   }
 }
 
+int hr_response_coding(hr_response_t *res, int status, uint64_t length, hr_coding_t *coding,
+                       int *level) {
+  hr__exchange_t *ex;
+  int err, vary, c;
+  if (res == NULL || coding == NULL || level == NULL || status < 200 || status > 599)
+    return HR_EINVAL;
+  ex = HR__EX_OF_RES(res);
+  if ((err = hr__exchange_check_thread(ex)) != 0) return err;
+  if (res->state != HR__RES_NEW) return HR_ESTATE;
+  c = hr__compress_choose(ex, status, length > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)length,
+                          &vary);
+  *coding = (hr_coding_t)c;
+  *level = c > 0 ? zconf_of(ex)->level[c] : 0;
+  return vary;
+}
+
 /* Makes a strong ETag weak (W/): the coded bytes are not the identity
  * representation's (RFC 9110 §8.8.1).  The handler's in place; a route's
  * constant one by a handler field of the weak value, which replaces it. */

@@ -218,6 +218,20 @@ int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
   return finish(ex);
 }
 
+int hr_response_send_coded(hr_response_t *res, int status, hr_coding_t coding, const void *body,
+                           size_t len, hr_release_cb release, void *udata) {
+  hr__exchange_t *ex = HR__EX_OF_RES(res);
+  int err = hr__exchange_check_thread(ex);
+  if (err == 0) err = check_send(res, status, len);
+  if (err != 0) return err;
+  if (coding != HR_CODING_GZIP && coding != HR_CODING_BR && coding != HR_CODING_ZSTD)
+    return HR_EINVAL;
+  if (ex->conn == NULL) return finish_closed(ex);
+  /* Content-Encoding there: hr_response_send_borrowed codes nothing. */
+  if ((err = hr__compress_fields(ex, (int)coding, 1)) != 0) return err;
+  return hr_response_send_borrowed(res, status, body, len, release, udata);
+}
+
 int hr_response_send_file(hr_response_t *res, int status, int fd, uint64_t offset,
                           uint64_t length, hr_file_release_cb release, void *udata) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
