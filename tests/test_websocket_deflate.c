@@ -34,6 +34,7 @@ static uint16_t closed_code, closed_sent;
 /* ---- the server's side ------------------------------------------------------- */
 
 static char repeat_text[1000];
+static unsigned char noise_big[600000]; /* does not shrink */
 
 static void on_message(hr_websocket_t *ws, int type, const void *data, size_t len,
                        void *udata) {
@@ -42,6 +43,10 @@ static void on_message(hr_websocket_t *ws, int type, const void *data, size_t le
     assert_int_equal(hr_websocket_send(ws, HR_WS_TEXT | HR_WS_UNCOMPRESSED, repeat_text,
                                        sizeof repeat_text),
                      0);
+    return;
+  }
+  if (type == HR_WS_TEXT && len == 5 && memcmp(data, "noise", 5) == 0) {
+    assert_int_equal(hr_websocket_send(ws, HR_WS_BINARY, noise_big, sizeof noise_big), 0);
     return;
   }
   if (type == HR_WS_TEXT && len == 5 && memcmp(data, "agree", 5) == 0) {
@@ -192,6 +197,11 @@ static void test_answers(void **state) {
                 "Sec-WebSocket-Extensions: permessage-deflate;server_max_window_bits=10\r\n",
                 "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
                 "server_max_window_bits=10");
+  /* §7.1.2.1: an offer of 15 is accepted by naming it too. */
+  expect_answer(fx,
+                "Sec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=15\r\n",
+                "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
+                "server_max_window_bits=15");
   expect_answer(fx,
                 "Sec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=\"12\"\r\n",
                 "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
@@ -201,7 +211,9 @@ static void test_answers(void **state) {
   {
     static const char *const declined[] = {
         "server_max_window_bits=8", "server_max_window_bits", "server_max_window_bits=09",
-        "client_max_window_bits=16", "client_no_context_takeover=1"};
+        "client_max_window_bits=16", "client_no_context_takeover=1",
+        /* "=" and nothing (undefined behaviour once, caught by UBSan) */
+        "client_max_window_bits=", "server_max_window_bits="};
     size_t i;
     char ext[256];
     for (i = 0; i < sizeof declined / sizeof declined[0]; i++) {
@@ -396,6 +408,80 @@ static void test_refusals(void **state) {
   ws_deflate_end();
 }
 
+/* RFC 7692 §7.2.3's own payloads for "Hello": one block (§7.2.3.1), two
+ * fragments (§7.2.3.2), a final block followed by the first octet of an
+ * empty stored block (§7.2.3.4), two blocks (§7.2.3.5). */
+static void test_rfc_examples(void **state) {
+  fx_t *fx = *state;
+  char answer[256];
+  rc_t *c;
+  size_t m;
+  start_with(fx, NULL);
+  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
+  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 1, "\xf2\x48\xcd\xc9\xc9\x07\x00", 7, 0)),
+                   0);
+  assert_int_equal(read_msg(c, 1, 0, 0), 5);
+  assert_memory_equal(plain, "Hello", 5);
+  m = ws_frame(buf, 0, 4, 1, "\xf2\x48\xcd", 3, 0);
+  m += ws_frame(buf + m, 1, 0, 0, "\xc9\xc9\x07\x00", 4, 0);
+  assert_int_equal(rc_send(c, buf, m), 0);
+  assert_int_equal(read_msg(c, 1, 0, 0), 5);
+  assert_memory_equal(plain, "Hello", 5);
+  assert_int_equal(
+      rc_send(c, buf, ws_frame(buf, 1, 4, 1, "\xf3\x48\xcd\xc9\xc9\x07\x00\x00", 8, 0)), 0);
+  assert_int_equal(read_msg(c, 1, 0, 0), 5);
+  assert_memory_equal(plain, "Hello", 5);
+  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 1,
+                                            "\xf2\x48\x05\x00\x00\x00\xff\xff\xca\xc9\xc9\x07\x00",
+                                            13, 0)),
+                   0);
+  assert_int_equal(read_msg(c, 1, 0, 0), 5);
+  assert_memory_equal(plain, "Hello", 5);
+  fx_drop(fx, c);
+}
+
+static void takeover_min0(hr_websocket_options_t *o) {
+  o->deflate.context_takeover = 1;
+  o->deflate.min_length = 0;
+}
+
+/* With takeover and min_length 0, an empty message after a compressed
+ * one goes out (uncompressed: a sync flush of nothing writes nothing). */
+static void test_empty_with_takeover(void **state) {
+  fx_t *fx = *state;
+  char answer[256];
+  rc_t *c;
+  start_with(fx, takeover_min0);
+  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
+  assert_string_equal(answer, "permessage-deflate");
+  expect_echo(c, 1, "compressed first", 16, 1, 1, 1);
+  expect_echo(c, 1, "", 0, 0, 0, 1);
+  expect_echo(c, 1, "compressed again", 16, 1, 1, 1);
+  ws_deflate_end();
+  fx_drop(fx, c);
+}
+
+/* Clients that agreed on different server windows, served in turn by the
+ * loop's shared compressors. */
+static void test_mixed_windows(void **state) {
+  fx_t *fx = *state;
+  char answer[256], text[2000];
+  rc_t *a, *b;
+  size_t i;
+  int k;
+  start_with(fx, NULL);
+  for (i = 0; i < sizeof text; i++) text[i] = "windows apart "[i % 14];
+  a = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=9\r\n",
+               answer, sizeof answer);
+  b = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
+  for (k = 0; k < 6; k++) {
+    text[0] = (char)('0' + k);
+    expect_echo(k & 1 ? b : a, 1, text, sizeof text, 1, 1, 0);
+  }
+  fx_drop(fx, a);
+  fx_drop(fx, b);
+}
+
 /* ---- memory per connection ------------------------------------------------------ */
 
 static ca_t ca;
@@ -483,6 +569,72 @@ static void test_memory_zlib_defaults(void **state) {
   assert_true(own <= plain_conn + 131072 + 131072 + 32768 + 7168 + 16384);
 }
 
+static void big_limit(hr_websocket_options_t *o) { o->max_message_bytes = 1 << 20; }
+
+/* Reads one server frame of any length, keeping none of it; returns the
+ * payload's length. */
+static size_t skip_frame(rc_t *c, int *opcode, int *rsv) {
+  unsigned char h[2], ext[8], scratch[4096];
+  size_t len, i;
+  ws_read_exact(c, h, 2);
+  *opcode = h[0] & 0x0f;
+  *rsv = (h[0] >> 4) & 7;
+  len = h[1] & 0x7f;
+  if (len == 126) {
+    ws_read_exact(c, ext, 2);
+    len = (size_t)ext[0] << 8 | ext[1];
+  } else if (len == 127) {
+    ws_read_exact(c, ext, 8);
+    for (len = 0, i = 0; i < 8; i++) len = len << 8 | ext[i];
+  }
+  for (i = 0; i < len;) {
+    size_t k = len - i < sizeof scratch ? len - i : sizeof scratch;
+    ws_read_exact(c, scratch, k);
+    i += k;
+  }
+  return len;
+}
+
+/* The loop's buffers stay bounded and are not kept: a message that did
+ * not shrink leaves no compress buffer behind, and a zip bomb grows the
+ * inflate buffer to the limit (and a byte) at most, freed after its
+ * 1009. */
+static void test_buffers_bounded(void **state) {
+  fx_t *fx = *state;
+  static char zeros[2 << 20];
+  char answer[256];
+  size_t before, i, n;
+  uint32_t x = 7;
+  int op, rsv;
+  rc_t *c;
+  for (i = 0; i < sizeof noise_big; i++) {
+    x = x * 1103515245u + 12345u;
+    noise_big[i] = (unsigned char)(x >> 16);
+  }
+  ca_init(&ca);
+  fx->opts.allocator = &ca.hook;
+  start_with(fx, big_limit);
+  c = open_ext(fx, "Sec-WebSocket-Extensions: permessage-deflate\r\n", answer, sizeof answer);
+  expect_echo(c, 1, repeat_text, 200, 1, 1, 0); /* the loop's state made */
+  before = ca_bytes(&ca);
+  send_msg(c, 1, "noise", 5, 0, 0);
+  assert_int_equal(skip_frame(c, &op, &rsv), sizeof noise_big);
+  assert_int_equal(op, 2);
+  assert_int_equal(rsv, 0); /* it did not shrink: sent as it is */
+  expect_echo(c, 1, repeat_text, 200, 1, 1, 0); /* the output queue is empty again */
+  assert_true(ca_bytes(&ca) < before + 65536);
+  /* 2 MiB of zeros in a few KiB, over the 1 MiB limit. */
+  ca_reset_peak(&ca);
+  n = ws_deflate(zeros, sizeof zeros, zbuf, sizeof zbuf, 0);
+  assert_true(n > 0);
+  assert_int_equal(rc_send(c, buf, ws_frame(buf, 1, 4, 2, zbuf, n, 0)), 0);
+  expect_failed(fx, c, 1009);
+  printf("# a 1 MiB limit's zip bomb: peak %zu B over the connection's\n", ca_peak(&ca) - before);
+  assert_true(ca_peak(&ca) < before + (1 << 20) + 131072);
+  assert_true(ca_bytes(&ca) < before + 65536); /* freed with its 1009 */
+  ws_deflate_end();
+}
+
 #else /* no zlib: offers are declined */
 
 static void test_declined_without_zlib(void **state) {
@@ -549,6 +701,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_echo_without_takeover, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_echo_with_takeover, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_refusals, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_rfc_examples, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_empty_with_takeover, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_mixed_windows, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_buffers_bounded, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_memory_per_connection, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_memory_zlib_defaults, fx_setup, fx_teardown),
 #else

@@ -81,9 +81,11 @@ enum { HR_WS_TEXT = 1, HR_WS_BINARY = 2, HR_WS_UNCOMPRESSED = 0x100 };
  *
  * Memory.  By default (`context_takeover` 0) each message is compressed
  * alone both ways: the answer carries server_no_context_takeover and
- * client_no_context_takeover, and one compressor and one decompressor per
- * loop, reset for each message, serve every connection of that loop
- * (hr_stream_loop_local): a connection holds no compression state at all,
+ * client_no_context_takeover, and the loop's shared compressors (one per
+ * set of window, level and memLevel agreed, up to 4, the least recently
+ * used made again) and one decompressor, reset for each message, serve
+ * every connection of that loop (hr_stream_loop_local): a connection
+ * holds no compression state at all,
  * only its message while it is being read, as without the extension.  With
  * `context_takeover` 1 each direction keeps its LZ77 window across
  * messages (smaller output for many small, similar messages), unless the
@@ -97,10 +99,14 @@ enum { HR_WS_TEXT = 1, HR_WS_BINARY = 2, HR_WS_UNCOMPRESSED = 0x100 };
  * Messages received compressed are inflated to at most max_message_bytes
  * (more: 1009, however small the compressed message; the compressed bytes
  * on the wire count against the same limit plus 1/16 of it and 1 KiB,
- * room for data that did not shrink); data that is not valid DEFLATE
+ * room for data that did not shrink; the loop's buffer for it grows to
+ * the limit and a byte at most and is not kept after a refusal; bytes
+ * after a final block, BFINAL, are ignored, as RFC 7692 §7.2.3.4's own
+ * example needs); data that is not valid DEFLATE
  * fails the connection with 1007.  Messages sent: compressed when at least
- * `min_length` bytes long and not flagged HR_WS_UNCOMPRESSED; without
- * context takeover, a message that does not shrink goes uncompressed.
+ * `min_length` bytes long, not empty and not flagged HR_WS_UNCOMPRESSED;
+ * without context takeover, a message that does not shrink goes
+ * uncompressed.
  * Control frames are never compressed (RFC 7692 §6.1).
  */
 typedef struct hr_websocket_deflate_s {

@@ -66,7 +66,7 @@ static unsigned window_bits_of(hr_span_t v) {
       d[n++] = c;
     }
   } else {
-    if (v.len > sizeof d) return 0;
+    if (v.len == 0 || v.len > sizeof d) return 0; /* "name=" and nothing */
     memcpy(d, v.ptr, v.len);
     n = v.len;
   }
@@ -140,7 +140,9 @@ static int agree(const offer_t *o, const hr_websocket_deflate_t *d, hr__ws_pmd_t
   n = snprintf(answer, cap, "permessage-deflate%s%s",
                agreed->server_takeover ? "" : "; server_no_context_takeover",
                agreed->client_takeover ? "" : "; client_no_context_takeover");
-  if (sbits < 15 && n > 0 && (size_t)n < cap)
+  /* §7.1.2.1: an offer of server_max_window_bits is accepted by naming
+   * it, with the same value or less (15 included). */
+  if ((sbits < 15 || o->smwb_set) && n > 0 && (size_t)n < cap)
     n += snprintf(answer + n, cap - (size_t)n, "; server_max_window_bits=%u", sbits);
   if (o->cmwb_set && cbits < 15 && n > 0 && (size_t)n < cap)
     n += snprintf(answer + n, cap - (size_t)n, "; client_max_window_bits=%u", cbits);
@@ -178,11 +180,23 @@ int hr__ws_pmd_options_ok(const hr_websocket_deflate_t *d) {
 
 /* ---- zlib's state: the loop's, or a connection's ------------------------------ */
 
+/* Shared compressors a loop keeps, one per set of settings (window, level,
+ * memLevel) its connections agreed on: clients that ask for different
+ * windows do not make one compressor be rebuilt at every send. */
+#define SHARED_DEFS 4
+
+typedef struct pmd_def_s {
+  z_stream z;
+  uint8_t ready, bits, level, mem;
+  uint64_t used; /* a counter: the least recently used goes first */
+} pmd_def_t;
+
 typedef struct pmd_loop_s {
   const hr_allocator_t *a;
-  z_stream def, inf;
-  uint8_t def_ready, inf_ready;
-  uint8_t def_bits, def_level, def_mem; /* what def was made with */
+  pmd_def_t defs[SHARED_DEFS];
+  uint64_t uses;
+  z_stream inf;
+  uint8_t inf_ready;
   uint8_t *dbuf;                        /* compressed output */
   size_t dcap;
   uint8_t *ibuf; /* an inflated message, during its callback */
@@ -227,7 +241,9 @@ static void *loop_make(void *arg) {
 static void loop_release(void *obj) {
   pmd_loop_t *l = obj;
   const hr_allocator_t *a = l->a;
-  if (l->def_ready) deflateEnd(&l->def);
+  size_t i;
+  for (i = 0; i < SHARED_DEFS; i++)
+    if (l->defs[i].ready) deflateEnd(&l->defs[i].z);
   if (l->inf_ready) inflateEnd(&l->inf);
   a->free(a->ctx, l->dbuf);
   a->free(a->ctx, l->ibuf);
@@ -286,36 +302,45 @@ static z_stream *compressor(hr_websocket_t *ws, pmd_loop_t *l) {
     }
     return &o->def;
   }
-  if (l->def_ready && (l->def_bits != p->server_bits || l->def_level != p->level ||
-                       l->def_mem != p->mem_level)) {
-    deflateEnd(&l->def);
-    l->def_ready = 0;
+  {
+    pmd_def_t *d = NULL, *old = &l->defs[0];
+    size_t i;
+    for (i = 0; i < SHARED_DEFS && d == NULL; i++) {
+      pmd_def_t *c = &l->defs[i];
+      if (c->ready && c->bits == p->server_bits && c->level == p->level && c->mem == p->mem_level)
+        d = c;
+      else if (!c->ready || (old->ready && c->used < old->used))
+        old = c;
+    }
+    if (d != NULL) {
+      deflateReset(&d->z);
+    } else { /* a new set of settings: an unused slot, or the oldest */
+      d = old;
+      if (d->ready) deflateEnd(&d->z);
+      d->ready = 0;
+      z_setup(&d->z, l->a);
+      if (deflateInit2(&d->z, p->level, Z_DEFLATED, -(int)p->server_bits, p->mem_level,
+                       Z_DEFAULT_STRATEGY) != Z_OK)
+        return NULL;
+      d->ready = 1;
+      d->bits = p->server_bits;
+      d->level = p->level;
+      d->mem = p->mem_level;
+    }
+    d->used = ++l->uses;
+    return &d->z;
   }
-  if (!l->def_ready) {
-    z_setup(&l->def, l->a);
-    if (deflateInit2(&l->def, p->level, Z_DEFLATED, -(int)p->server_bits, p->mem_level,
-                     Z_DEFAULT_STRATEGY) != Z_OK)
-      return NULL;
-    l->def_ready = 1;
-    l->def_bits = p->server_bits;
-    l->def_level = p->level;
-    l->def_mem = p->mem_level;
-  } else {
-    deflateReset(&l->def);
-  }
-  return &l->def;
 }
 
-int hr__ws_pmd_compress(hr_websocket_t *ws, const void *in, size_t len, const uint8_t **out,
-                        size_t *out_len) {
-  pmd_loop_t *l;
-  z_stream *z;
+/* Deflates `len` bytes with a sync flush into the loop's dbuf, its last
+ * four bytes taken off (*n left).  Returns 0 or HR_ENOMEM. */
+static int compress_into(hr_websocket_t *ws, pmd_loop_t *l, const void *in, size_t len,
+                         size_t *out_n) {
+  z_stream *z = compressor(ws, l);
   const uint8_t *src = in;
   size_t left = len, n = 0;
   int rc;
-  if (len < ws->pmd->min_length) return 1;
-  if ((l = loop_of(ws)) == NULL || (z = compressor(ws, l)) == NULL) return HR_ENOMEM;
-  if (grow(l->a, &l->dbuf, &l->dcap, len / 2 + 64) != 0) return HR_ENOMEM;
+  if (z == NULL || grow(l->a, &l->dbuf, &l->dcap, len / 2 + 64) != 0) return HR_ENOMEM;
   for (;;) {
     uInt take = left > (1u << 30) ? 1u << 30 : (uInt)left;
     z->next_in = (Bytef *)(uintptr_t)src;
@@ -333,10 +358,27 @@ int hr__ws_pmd_compress(hr_websocket_t *ws, const void *in, size_t len, const ui
   }
   /* A sync flush ends with an empty stored block: its LEN/NLEN go. */
   if (n < 4 || memcmp(l->dbuf + n - 4, SYNC_TAIL, 4) != 0) return HR_ENOMEM;
-  n -= 4;
+  *out_n = n - 4;
+  return 0;
+}
+
+int hr__ws_pmd_compress(hr_websocket_t *ws, const void *in, size_t len, const uint8_t **out,
+                        size_t *out_len) {
+  pmd_loop_t *l;
+  size_t n = 0;
+  int rc;
+  /* An empty message goes as it is (with takeover, a second sync flush
+   * with nothing new writes nothing at all). */
+  if (len == 0 || len < ws->pmd->min_length) return 1;
+  if ((l = loop_of(ws)) == NULL) return HR_ENOMEM;
+  rc = compress_into(ws, l, in, len, &n);
   /* Without takeover nothing remembers this message: send it as it is
    * when compressing did not pay. */
-  if (!ws->pmd->server_takeover && n >= len) return 1;
+  if (rc == 0 && !ws->pmd->server_takeover && n >= len) rc = 1;
+  if (rc != 0) {
+    trim(l->a, &l->dbuf, &l->dcap); /* hr__ws_pmd_sent will not */
+    return rc;
+  }
   *out = l->dbuf;
   *out_len = n;
   return 0;
@@ -380,15 +422,30 @@ static int restart_keeping_window(z_stream *z) {
   return n == 0 || inflateSetDictionary(z, dict, n) == Z_OK ? 0 : -1;
 }
 
-int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const uint8_t **out,
-                       size_t *out_len) {
-  pmd_loop_t *l = loop_of(ws);
-  z_stream *z;
-  uint64_t limit = ws->max_message;
+/* Grows the loop's ibuf for at least `need` bytes, never past `max` (the
+ * limit and one byte: enough to see a message is over it). */
+static int grow_ibuf(pmd_loop_t *l, size_t need, uint64_t max) {
+  size_t c = l->icap ? l->icap : 4096;
+  uint8_t *n;
+  while (c < need && c <= SIZE_MAX / 2) c *= 2;
+  if ((uint64_t)c > max) c = (size_t)max;
+  if (c < need) return -1;
+  if (c <= l->icap) return 0;
+  if ((n = l->a->realloc(l->a->ctx, l->ibuf, c)) == NULL) return -1;
+  l->ibuf = n;
+  l->icap = c;
+  return 0;
+}
+
+/* Inflates into the loop's ibuf: 0 and *out_n, or a close code. */
+static int inflate_into(hr_websocket_t *ws, pmd_loop_t *l, const uint8_t *in, size_t len,
+                        size_t *out_n) {
+  z_stream *z = decompressor(ws, l);
+  uint64_t limit = ws->max_message, max = limit < SIZE_MAX ? limit + 1 : SIZE_MAX;
   size_t n = 0, stage = 0, first;
-  if (l == NULL || (z = decompressor(ws, l)) == NULL) return HR__WS_INTERNAL;
-  first = len < (size_t)limit / 4 ? len * 4 + 64 : (size_t)limit + 1;
-  if (grow(l->a, &l->ibuf, &l->icap, first) != 0) return HR__WS_INTERNAL;
+  if (z == NULL) return HR__WS_INTERNAL;
+  first = len < (size_t)limit / 4 ? len * 4 + 64 : (size_t)max;
+  if (grow_ibuf(l, first, max) != 0) return HR__WS_INTERNAL;
   /* Stage 0: the message, in pieces zlib can count; stage 1: the tail. */
   z->next_in = (Bytef *)(uintptr_t)in;
   z->avail_in = 0;
@@ -411,7 +468,7 @@ int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const 
     room = l->icap - n;
     if ((uint64_t)n > limit) return HR__WS_TOO_BIG;
     if (room == 0) {
-      if (grow(l->a, &l->ibuf, &l->icap, l->icap + 1) != 0) return HR__WS_INTERNAL;
+      if (grow_ibuf(l, l->icap + 1, max) != 0) return HR__WS_INTERNAL;
       room = l->icap - n;
     }
     z->next_out = l->ibuf + n;
@@ -420,9 +477,9 @@ int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const 
     n = (size_t)(z->next_out - l->ibuf);
     if ((uint64_t)n > limit) return HR__WS_TOO_BIG;
     if (rc == Z_STREAM_END) {
-      /* Nothing of the message may follow the final block; the tail
-       * may (it was never sent). */
-      if (stage == 0 && (len > 0 || z->avail_in > 0)) return HR__WS_BAD_DATA;
+      /* A final block (§7.2.3.4) ends the message; what follows it is
+       * ignored (the RFC's own example ends with the first octet of an
+       * empty stored block). */
       if (ws->pmd->client_takeover && restart_keeping_window(z) != 0) return HR__WS_INTERNAL;
       break;
     }
@@ -435,6 +492,20 @@ int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const 
       if ((z->data_type & 128) == 0) return HR__WS_BAD_DATA;
       break;
     }
+  }
+  *out_n = n;
+  return 0;
+}
+
+int hr__ws_pmd_inflate(hr_websocket_t *ws, const uint8_t *in, size_t len, const uint8_t **out,
+                       size_t *out_len) {
+  pmd_loop_t *l = loop_of(ws);
+  size_t n = 0;
+  int rc;
+  if (l == NULL) return HR__WS_INTERNAL;
+  if ((rc = inflate_into(ws, l, in, len, &n)) != 0) {
+    trim(l->a, &l->ibuf, &l->icap); /* no delivery follows to do it */
+    return rc;
   }
   *out = l->ibuf;
   *out_len = n;
