@@ -10,10 +10,13 @@
  * length in its shortest form, control frames of at most 125 bytes, text
  * and close reasons in UTF-8, a valid close code, and nothing after the
  * close frame.  The first byte's two high bits choose whether the
- * handshake offers permessage-deflate (RFC 7692) and whether the server
- * keeps its windows (context takeover): the input's frames may then be
- * compressed (RSV1), and every compressed frame the server writes must
- * inflate (zlib here, with the same takeover) to a valid message.
+ * handshake offers permessage-deflate (RFC 7692), whether the server
+ * keeps its windows (context takeover), or (3) that the input's first
+ * line is the Sec-WebSocket-Extensions value offered (its control bytes
+ * made 'x'), the server willing to keep windows: the input's frames may
+ * then be compressed (RSV1), and every compressed frame the server writes
+ * must inflate (zlib here, keeping its window unless the answer says
+ * server_no_context_takeover) to a valid message.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,8 +79,10 @@ static void on_closed(hr_websocket_t *ws, const hr_websocket_close_t *how, void 
   (void)udata;
 }
 
-/* 0: no offer; 1: permessage-deflate without takeover; 2: with it. */
+/* 0: no offer; 1: permessage-deflate without takeover; 2: with it; 3:
+ * the input's own offer, takeover allowed. */
 static int mode;
+static int takeover; /* the answer left server_no_context_takeover out */
 
 static void h_ws(hr_request_t *req, hr_response_t *res, void *udata) {
   static const hr_websocket_callbacks_t cbs = {.message = on_message, .closed = on_closed};
@@ -87,7 +92,7 @@ static void h_ws(hr_request_t *req, hr_response_t *res, void *udata) {
   o.max_message_bytes = 4096;
   o.deflate.enabled = 1;
   o.deflate.min_length = 8;
-  if (mode == 2) {
+  if (mode >= 2) {
     o.deflate.context_takeover = 1;
     o.deflate.server_window_bits = 9;
     o.deflate.mem_level = 1;
@@ -123,7 +128,7 @@ static unsigned char plain[1 << 16];
 static void check_inflates(int op, const unsigned char *p, size_t len) {
   static const unsigned char tail[4] = {0, 0, 0xff, 0xff};
   int rc;
-  if (inf_ready && mode != 2) {
+  if (inf_ready && !takeover) {
     inflateEnd(&inf);
     inf_ready = 0;
   }
@@ -150,6 +155,7 @@ static void check_inflates(int op, const unsigned char *p, size_t len) {
 /* Checks the server's frames in out[at..out_len). */
 static void check_frames(size_t at) {
   int closed = 0, deflated = memmem(out, at, "permessage-deflate", 18) != NULL;
+  takeover = deflated && memmem(out, at, "server_no_context_takeover", 26) == NULL;
   while (at < out_len) {
     const unsigned char *f = out + at;
     size_t avail = out_len - at, hl = 2, len;
@@ -204,6 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
       "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
+  static char own[sizeof hs + 300];
   const char *h;
   size_t hlen;
   hr__conn_t *c;
@@ -212,15 +219,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (server == NULL) setup();
   if (size < 1) return 0;
   step = (size_t)data[0] % 64 + 1;
-  mode = data[0] >> 6 == 3 ? 0 : data[0] >> 6;
+  mode = data[0] >> 6;
   data++;
   size--;
+  if (mode == 3) { /* the first line (at most 256 bytes) is the offer */
+    const unsigned char *nl = memchr(data, '\n', size < 256 ? size : 256);
+    size_t n = nl != NULL ? (size_t)(nl - data) : 0, k;
+    memcpy(own, hs, sizeof hs - 3); /* without the final CRLF */
+    hlen = sizeof hs - 3;
+    memcpy(own + hlen, "Sec-WebSocket-Extensions: ", 26);
+    hlen += 26;
+    for (k = 0; k < n; k++) {
+      unsigned char b = data[k];
+      own[hlen++] = (char)(b < 0x20 || b >= 0x7f ? 'x' : b);
+    }
+    memcpy(own + hlen, "\r\n\r\n", 4);
+    hlen += 4;
+    if (nl != NULL) {
+      data += n + 1;
+      size -= n + 1;
+    }
+  }
   out_len = 0;
   out_over = 0;
   c = hr__vconn_new(worker, sink, NULL);
   if (c == NULL) return 0;
-  h = mode == 0 ? hs : hs_deflate;
-  hlen = mode == 0 ? sizeof hs - 1 : sizeof hs_deflate - 1;
+  if (mode == 3) {
+    h = own;
+  } else {
+    h = mode == 0 ? hs : hs_deflate;
+    hlen = mode == 0 ? sizeof hs - 1 : sizeof hs_deflate - 1;
+  }
   if (hr__vconn_feed(c, h, hlen) != hlen) abort();
   while (off < size && !hr__vconn_closed(c)) {
     size_t n = size - off < step ? size - off : step;
