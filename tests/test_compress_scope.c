@@ -184,6 +184,139 @@ static void test_router_without_server(void **state) {
   hr_router_free(r);
 }
 
+/* hr_response_coding, hr_compress and hr_response_send_coded from a
+ * handler: X-Case picks what it tries; X-Rc says what the call returned
+ * when it refused (the handler then answers 400 itself). */
+static void h_coded(hr_request_t *req, hr_response_t *res, void *udata) {
+  static unsigned char out[8192];
+  hr_coding_t coding;
+  hr_span_t v;
+  char rc_text[16];
+  int level, could, rc, k;
+  size_t n;
+  (void)udata;
+  assert_int_equal(hr_request_field(req, HR_SPAN_LIT("X-Case"), NULL, &v), 0);
+  k = v.ptr[0] - '0';
+  hr_response_add_field(res, HR_SPAN_LIT("ETag"), HR_SPAN_LIT("\"c1\""));
+  could = hr_response_coding(res, 200, sizeof text - 1, "text/plain", &coding, &level);
+  assert_int_equal(could, 1);
+  n = hr_compress(HR_CODING_GZIP, 6, text, sizeof text - 1, out, sizeof out);
+  assert_true(n > 0);
+  if (k == 1) hr_response_add_field(res, HR_SPAN_LIT("Content-Encoding"), HR_SPAN_LIT("gzip"));
+  rc = k == 2   ? hr_response_send_coded(res, 200, HR_CODING_IDENTITY, out, n, NULL, NULL)
+       : k == 3 ? hr_response_send_coded(res, 200, HR_CODING_GZIP, out, 0, NULL, NULL)
+       : k == 4 ? hr_response_send_coded(res, 206, HR_CODING_GZIP, out, n, NULL, NULL)
+       : k == 5 ? hr_response_send_coded(res, 204, HR_CODING_GZIP, out, n, NULL, NULL)
+                : hr_response_send_coded(res, 200, HR_CODING_GZIP, out, n, NULL, NULL);
+  if (rc == 0) return;
+  snprintf(rc_text, sizeof rc_text, "%s", hr_err_name(rc));
+  hr_response_add_field(res, HR_SPAN_LIT("X-Rc"), hr_span_cstr(rc_text));
+  hr_response_send(res, 400, NULL, 0);
+}
+
+static void coded_case(hr_test_t *t, int k, const char *accept, const char *want_rc) {
+  char kc[2] = {(char)('0' + k), 0};
+  hr_field_t f[2] = {{HR_SPAN_LIT("X-Case"), {kc, 1}},
+                     {HR_SPAN_LIT("Accept-Encoding"), hr_span_cstr(accept)}};
+  hr_test_request_t req = {.target = "/coded", .fields = f, .nfields = 2};
+  hr_test_response_t res;
+  assert_int_equal(hr_test_do(t, &req, 0, &res), 0);
+  if (want_rc == NULL) {
+    size_t n = 0;
+    char *d;
+    assert_int_equal(res.status, 200);
+    assert_string_equal(hr_test_field(&res, "Content-Encoding"), "gzip");
+    assert_string_equal(hr_test_field(&res, "Vary"), "Accept-Encoding");
+    assert_string_equal(hr_test_field(&res, "ETag"), "W/\"c1\"");
+    d = dec_whole("gzip", res.body, res.body_len, &n);
+    assert_non_null(d);
+    assert_int_equal(n, sizeof text - 1);
+    free(d);
+  } else {
+    assert_int_equal(res.status, 400);
+    assert_string_equal(hr_test_field(&res, "X-Rc"), want_rc);
+    /* Nothing of the refused call stayed (the handler's own line aside). */
+    assert_int_equal(hr_test_field(&res, "Content-Encoding") != NULL, k == 1);
+    assert_null(hr_test_field(&res, "Vary"));
+  }
+  hr_test_response_free(&res);
+}
+
+static void test_send_coded(void **state) {
+  hr_router_t *r;
+  hr_test_t *t;
+  hr_server_options_t so;
+  hr_compress_options_t gz = only(HR_CODING_GZIP, 0);
+  (void)state;
+  if (!have(HR_CODING_GZIP)) skip();
+  fill();
+  assert_int_equal(hr_router_new(&r, NULL), 0);
+  assert_int_equal(hr_router_add(r, "GET", "/coded", h_coded, NULL, NULL), 0);
+  hr_server_options_init(&so);
+  so.compress = &gz;
+  assert_int_equal(hr_test_new(&t, r, &so), 0);
+  coded_case(t, 0, "gzip", NULL);
+  coded_case(t, 1, "gzip", "HR_EINVAL"); /* coded already */
+  coded_case(t, 2, "gzip", "HR_EINVAL"); /* identity is no coding */
+  coded_case(t, 3, "gzip", "HR_EINVAL"); /* an empty body */
+  coded_case(t, 4, "gzip", "HR_EINVAL"); /* 206 */
+  coded_case(t, 5, "gzip", "HR_EINVAL"); /* 204 */
+  coded_case(t, 0, "br", "HR_EINVAL");   /* a coding the client does not take */
+  coded_case(t, 0, "gzip;q=0, *", "HR_EINVAL");
+  coded_case(t, 0, "*", NULL);
+  hr_test_free(t);
+  hr_router_free(r);
+}
+
+/* hr_compress refuses levels outside hr_compress_options_t's ranges and
+ * lengths whose bound would wrap. */
+static void test_compress_levels(void **state) {
+  static unsigned char out[8192];
+  (void)state;
+  fill();
+  if (have(HR_CODING_GZIP)) {
+    assert_int_equal(hr_compress(HR_CODING_GZIP, 0, text, 100, out, sizeof out), 0);
+    assert_int_equal(hr_compress(HR_CODING_GZIP, 1000, text, 100, out, sizeof out), 0);
+    assert_true(hr_compress(HR_CODING_GZIP, 9, text, 100, out, sizeof out) > 0);
+  }
+  if (have(HR_CODING_BR)) {
+    assert_int_equal(hr_compress(HR_CODING_BR, -1, text, 100, out, sizeof out), 0);
+    assert_int_equal(hr_compress(HR_CODING_BR, 12, text, 100, out, sizeof out), 0);
+    assert_true(hr_compress(HR_CODING_BR, 0, text, 100, out, sizeof out) > 0);
+    assert_int_equal(hr_compress_bound(HR_CODING_BR, SIZE_MAX), 0);
+  }
+  if (have(HR_CODING_ZSTD)) {
+    assert_int_equal(hr_compress(HR_CODING_ZSTD, 0, text, 100, out, sizeof out), 0);
+    assert_int_equal(hr_compress(HR_CODING_ZSTD, 20, text, 100, out, sizeof out), 0);
+    assert_true(hr_compress(HR_CODING_ZSTD, 19, text, 100, out, sizeof out) > 0);
+  }
+  assert_int_equal(hr_compress(HR_CODING_IDENTITY, 1, text, 100, out, sizeof out), 0);
+  assert_int_equal(hr_compress_bound(HR_CODING_GZIP, SIZE_MAX), 0);
+  assert_int_equal(hr_compress(HR_CODING_GZIP, 6, text, 100, out, 10), 0); /* cap too small */
+}
+
+/* "*" + "/" + "*" names every type. */
+static void test_every_type(void **state) {
+  static const char *const all[] = {"*/*"};
+  hr_router_t *r;
+  hr_test_t *t;
+  hr_server_options_t so;
+  hr_compress_options_t co = only(HR_CODING_GZIP, 0);
+  (void)state;
+  if (!have(HR_CODING_GZIP)) skip();
+  fill();
+  co.media_types = all;
+  co.nmedia_types = 1;
+  assert_int_equal(hr_router_new(&r, NULL), 0);
+  assert_int_equal(hr_router_add(r, "GET", "/json", h_json, NULL, NULL), 0);
+  hr_server_options_init(&so);
+  so.compress = &co;
+  assert_int_equal(hr_test_new(&t, r, &so), 0);
+  assert_string_equal(coding_of(t, NULL, "/json"), "gzip");
+  hr_test_free(t);
+  hr_router_free(r);
+}
+
 static void test_bad_settings(void **state) {
   hr_router_t *r;
   hr_compress_options_t bad;
@@ -328,6 +461,9 @@ int main(void) {
       cmocka_unit_test(test_levels),
       cmocka_unit_test(test_router_without_server),
       cmocka_unit_test(test_bad_settings),
+      cmocka_unit_test(test_send_coded),
+      cmocka_unit_test(test_compress_levels),
+      cmocka_unit_test(test_every_type),
       cmocka_unit_test_setup_teardown(test_changed_while_serving, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_in_flight_keeps_settings, fx_setup, fx_teardown),
   };

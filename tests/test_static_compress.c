@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "static/static.h"
+
 #include "decode.h"
 #include "fixture.h"
 
@@ -170,6 +172,9 @@ static void test_on_the_fly_and_cached(void **state) {
   rc_response_free(&again);
   get(fx, "GET", "/big.txt", fields, &again);
   assert_string_equal(again.status_line, "HTTP/1.1 304 Not Modified");
+  /* §15.4.5: the ETag and Vary the 200 would have. */
+  assert_string_equal(rc_header(&again, "ETag"), weak);
+  assert_string_equal(rc_header(&again, "Vary"), "Accept-Encoding");
   rc_response_free(&again);
   rc_response_free(&r);
 
@@ -187,6 +192,46 @@ static void test_on_the_fly_and_cached(void **state) {
   get(fx, "GET", "/big.txt", GZ, &r);
   expect_gzip(&r, big, sizeof big);
   rc_response_free(&r);
+  /* Rewritten in place with its mtime set back (cp -p does that): the
+   * change time still moves, and the new bytes go out. */
+  big[0] = 'Z';
+  put("big.txt", big, sizeof big);
+  touch_at("big.txt", 1700000100);
+  get(fx, "GET", "/big.txt", GZ, &r);
+  expect_gzip(&r, big, sizeof big);
+  rc_response_free(&r);
+  big[0] = 's';
+  put("big.txt", big, sizeof big);
+  stop(fx);
+}
+
+/* What one client can make it cost: a file that does not shrink is
+ * compressed once (then noted), and a burst of first requests for one
+ * file is one compression. */
+static void test_bounded_work(void **state) {
+  fx_t *fx = *state;
+  rc_t *c[10];
+  rc_response_t r;
+  int i;
+  if (!dec_available("gzip")) skip();
+  start(fx, NULL);
+  for (i = 0; i < 3; i++) {
+    get(fx, "GET", "/noise.txt", GZ, &r);
+    expect_plain(&r, "HTTP/1.1 200 OK", noise, sizeof noise, "Accept-Encoding");
+    rc_response_free(&r);
+  }
+  assert_int_equal(atomic_load(&st->compressions), 1);
+  for (i = 0; i < 10; i++) {
+    c[i] = fx_connect(fx);
+    assert_int_equal(rc_send_str(c[i], "GET /big.txt HTTP/1.1\r\nHost: a\r\n" GZ "\r\n"), 0);
+  }
+  for (i = 0; i < 10; i++) {
+    assert_int_equal(rc_read_response(c[i], &r, 0), RC_OK);
+    expect_gzip(&r, big, sizeof big);
+    rc_response_free(&r);
+    fx_drop(fx, c[i]);
+  }
+  assert_int_equal(atomic_load(&st->compressions), 2);
   stop(fx);
 }
 
@@ -279,6 +324,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_on_the_fly_and_cached, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_left_alone, fx_setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_bounded_work, fx_setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_options, fx_setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

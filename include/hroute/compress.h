@@ -60,7 +60,8 @@ typedef struct hr_compress_options_s {
    * response is compressed whatever its length. */
   size_t min_length;
   /** Media types compressed, each "type/subtype", or "type/" and an
-   * asterisk for every subtype of a type (no parameters; case-insensitive),
+   * asterisk for every subtype of a type, or two asterisks around the slash
+   * for every type (no parameters; case-insensitive),
    * `nmedia_types` of them, copied.  NULL: every text type but
    * text/event-stream (each open event stream would hold an encoder:
    * docs/serving.md), application/json, application/javascript,

@@ -481,9 +481,14 @@ HR_EXTERN int hr_response_error(hr_response_t *res, int status, const char *text
  * to it (the route's hr_route_options_t.compress, its host table's
  * hr_router_set_compress, or the server's hr_server_options_t.compress),
  * the request's Accept-Encoding (RFC 9110 §12.5.3) and the fields added so
- * far (Content-Type, Content-Encoding, Cache-Control: no-transform): for a
- * handler that compresses a body itself (off the loop thread, or once for
- * many responses) and sends it with hr_response_send_coded().  Stores the
+ * far (Content-Encoding, Cache-Control: no-transform, and Content-Type
+ * unless `media_type` names the type, NUL-terminated, to judge instead):
+ * for a handler that compresses a body itself (off the loop thread, or
+ * once for many responses) and sends it with hr_response_send_coded(), or
+ * that answers 304 (RFC 9110 §15.4.5: the 304 carries the Vary and ETag
+ * the 200 would have, so ask with the 200's status, length and type
+ * first, add Vary: Accept-Encoding when this says 1 and make the ETag weak
+ * when it names a coding).  Stores the
  * coding in *coding (HR_CODING_IDENTITY: none) and its level in *level (0
  * for none).  Returns 1 when the response could have been compressed,
  * whatever the client accepts (then its answer must say Vary:
@@ -493,7 +498,7 @@ HR_EXTERN int hr_response_error(hr_response_t *res, int status, const char *text
  * response started), HR_ETHREAD.  Changes nothing.  Loop thread.
  */
 HR_EXTERN int hr_response_coding(hr_response_t *res, int status, uint64_t length,
-                                 hr_coding_t *coding, int *level);
+                                 const char *media_type, hr_coding_t *coding, int *level);
 
 /** Called when a borrowed body is no longer needed: after it was written, or
  * when the connection was lost.  Runs on the loop thread, never inside the
@@ -523,9 +528,13 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
  * compression does (RFC 9110 §8.4, §8.8.1, §12.5.5); the body is not
  * compressed again.  `body` and `release` as for hr_response_send_borrowed
  * (release is called exactly once, later, when this returns 0).  Returns
- * 0, HR_EINVAL (a coding other than those three, a bad status),
- * HR_ESTATE, HR_ENOMEM, HR_ECLOSED, HR_ETHREAD; nothing was sent on an
- * error.  Loop thread.
+ * 0; HR_EINVAL for a coding other than those three, a bad status, a
+ * status without content or 206 (a range of a coded body is not one of
+ * the identity's), an empty or NULL body (no valid stream is empty), a
+ * response that has a Content-Encoding already, or a coding the
+ * request's Accept-Encoding refuses (q=0, or not named without "*");
+ * HR_ESTATE, HR_ENOMEM (the fields it added are taken back), HR_ECLOSED,
+ * HR_ETHREAD; nothing was sent on an error.  Loop thread.
  */
 HR_EXTERN int hr_response_send_coded(hr_response_t *res, int status, hr_coding_t coding,
                                      const void *body, size_t len, hr_release_cb release,

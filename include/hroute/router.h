@@ -279,7 +279,9 @@ HR_EXTERN void hr_answers_init(hr_answers_t *answers);
  * (hr_compress_options_init, then what differs; an `order` that starts
  * with HR_CODING_IDENTITY turns compression off there); NULL removes the
  * settings, so that the default table's (for a host) or the server's
- * apply again.  Published like a route change: a request keeps the
+ * apply again.  Settings for a host that has no table of its own yet are
+ * kept and apply once a route gives it one (until then its requests are
+ * matched in the default table, with its settings).  Published like a route change: a request keeps the
  * settings of the table it was matched in to its end.  Returns 0,
  * HR_EINVAL (bad host or settings), HR_ENOMEM.  Any thread.
  */

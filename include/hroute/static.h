@@ -131,18 +131,25 @@ typedef struct hr_static_options_s {
    * Accept-Encoding and a weak ETag, as any compressed response.  The file
    * is read and compressed on libuv's thread pool, then kept in the loop's
    * cache of compressed files (compress_cache_bytes); a file that does
-   * not shrink goes as it is.  Files of 4096 bytes or less, served from
-   * the open-file cache's memory, are compressed by the response itself.
-   * 1 (nothing happens unless some compression settings apply). */
+   * not shrink goes as it is, and is noted so as not to be compressed
+   * again.  A loop compresses one file at a time: requests for the same
+   * file meanwhile wait for that compression, requests for others get
+   * their file as it is (so what clients can make the loop spend, and
+   * what a stop waits for, is one compression).  A 304 carries the Vary
+   * and weak ETag the compressed 200 would (RFC 9110 §15.4.5).  Files of
+   * 4096 bytes or less, served from the open-file cache's memory, are
+   * compressed by the response itself.  1 (nothing happens unless some
+   * compression settings apply). */
   int compress;
   /** The largest file compressed on the fly, in bytes; larger ones go as
    * they are.  8 MiB. */
   uint64_t compress_max_bytes;
   /** Each loop's cache of files compressed on the fly, in bytes of
    * compressed data (least recently used out first); a file is keyed by
-   * its name, its identity in the open-file cache (inode and modification
-   * time) and size, and the coding and level, so a changed file is never
-   * answered with the old bytes.  0: no cache (every response compresses
+   * its name, its identity in the open-file cache (inode, modification and
+   * change times) and size, and the coding and level, so a changed file
+   * is never answered with the old bytes, even one rewritten in place
+   * with its modification time set back.  0: no cache (every response compresses
    * anew).  8 MiB. */
   size_t compress_cache_bytes;
 } hr_static_options_t;

@@ -95,7 +95,7 @@ int hr__zconf_type_ok(const hr__zconf_t *z, hr_span_t type, hr_span_t subtype) {
     hr_span_t t = z->types[i];
     const char *slash = memchr(t.ptr, '/', t.len);
     hr_span_t tt = {t.ptr, (size_t)(slash - t.ptr)}, ts = {slash + 1, t.len - tt.len - 1};
-    if (!hr_span_eq_nocase(tt, type)) continue;
+    if (!hr_span_eq(tt, HR_SPAN_LIT("*")) && !hr_span_eq_nocase(tt, type)) continue;
     if (hr_span_eq(ts, HR_SPAN_LIT("*")) || hr_span_eq_nocase(ts, subtype)) return 1;
   }
   if (z->suffixes && subtype.len > 5) {

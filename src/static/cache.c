@@ -177,6 +177,9 @@ void hr__fent_open(hr__fent_t *e, int rootfd, hr_static_symlinks_t mode) {
      * another tag, where nginx's "mtime-size" would repeat. */
     e->version = ((uint64_t)sb.st_ino * 0x9E3779B97F4A7C15ull) ^
                  ((uint64_t)sb.st_mtim.tv_sec * 1000000000u + (uint64_t)sb.st_mtim.tv_nsec);
+    /* The inode's change time: a rewrite in place whose mtime was set back
+     * (cp -p, a build that fixes mtimes) still moves it. */
+    e->change = (uint64_t)sb.st_ctim.tv_sec * 1000000000u + (uint64_t)sb.st_ctim.tv_nsec;
     keep_bytes(e);
     return;
   }

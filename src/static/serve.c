@@ -183,8 +183,12 @@ void hr__static_serve(hr__fcache_t *fc, hr_request_t *req, hr_response_t *res, c
   hr_date_t lm;
   hr_span_t range;
   const char *type = hr_static_type(st, hr_span_cstr(name));
-  int n = 0, rc;
+  int n = 0, rc, level, coding;
   make_etag(f, tagbuf, &tag);
+  /* Whether the 200 would go compressed, decided before the preconditions:
+   * a 304 says the Vary and (weak) ETag that 200 would. */
+  coding = hr__static_plan(fc, res, f, type, &level);
+  if (coding > 0) tag.weak = 1;
   lm.seconds = f->mtime;
   if (st->opts.precompressed)
     hr_response_add_field(res, HR_SPAN_LIT("Vary"), HR_SPAN_LIT("Accept-Encoding"));
@@ -223,13 +227,15 @@ void hr__static_serve(hr__fcache_t *fc, hr_request_t *req, hr_response_t *res, c
     hr_response_add_field(res, HR_SPAN_LIT("Content-Range"), hr_span_cstr(crange));
     rc = hr_response_send_file(res, 206, f->fd, rg[0].first, rg[0].last - rg[0].first + 1,
                                release_ent, f->ent);
-  } else if (hr__static_serve_coded(fc, res, name, f)) {
-    return; /* compressed on the fly: the response and the reference are its */
   } else if (f->ent->bytes != NULL && f->fd == f->ent->fd) {
     /* A small file from memory: copied behind the head, one write (and
      * compressed there when the settings say so). */
     rc = hr_response_send(res, 200, f->ent->bytes, (size_t)f->size);
     if (rc == 0) hr__fent_unref(f->ent);
+  } else if (coding > 0) {
+    /* Compressed on the fly: the response and the reference are its. */
+    hr__static_serve_coded(fc, res, name, f, coding, level);
+    return;
   } else {
     rc = hr_response_send_file(res, 200, f->fd, 0, f->size, release_ent, f->ent);
   }

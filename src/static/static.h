@@ -8,6 +8,7 @@
 #ifndef HR_STATIC_STATIC_H
 #define HR_STATIC_STATIC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,6 +99,7 @@ typedef struct hr__fent_s {
   uint64_t size;
   int64_t mtime;     /* seconds */
   uint64_t version;  /* inode and mtime in nanoseconds, mixed: for the ETag */
+  uint64_t change;   /* ctime in nanoseconds (zcache.c's key) */
   /* A small file's bytes (size <= HR__SMALL_FILE), read at the open: sent
    * from memory with the head in one write, where sendfile would cost a
    * system call or four more per response; NULL otherwise. */
@@ -114,18 +116,27 @@ typedef struct hr__fent_s {
 
 /* ---- zcache.c ----------------------------------------------------------- */
 
-/* A file compressed on the fly: its bytes under the file's name, identity
- * (the open-file entry's version and size), coding and level. */
+/* What a compressed file is kept under: the file's name, its identity
+ * (the open-file entry's version, from its inode and mtime, its change
+ * time and size), the coding and level. */
+typedef struct hr__zkey_s {
+  const char *name;
+  size_t name_len;
+  uint64_t version, change, size;
+  int coding, level;
+} hr__zkey_t;
+
+/* A file compressed on the fly, or found not to shrink (`plain`: the file
+ * goes as it is, and is not compressed again for this key). */
 typedef struct hr__zent_s {
   struct hr__zent_s *next; /* hash chain */
   struct hr__zent_s *lru_prev, *lru_next;
-  char *name;              /* in the same block */
-  size_t name_len;
-  uint64_t version, size;
-  int coding, level;
-  unsigned char *bytes;    /* malloc'd, len of them */
+  hr__zkey_t key;          /* its name in the same block */
+  unsigned char *bytes;    /* malloc'd, len of them; NULL when plain */
   size_t len;
+  size_t cost;             /* what it counts against the cache's max */
   unsigned refs;           /* the cache's (while cached) and each response's */
+  unsigned plain : 1;
 } hr__zent_t;
 
 /* One loop's cache of compressed files: at most `max` bytes of them (0:
@@ -138,19 +149,21 @@ typedef struct hr__zcache_s {
 
 int hr__zcache_init(hr__zcache_t *z, size_t max);
 void hr__zcache_free(hr__zcache_t *z);
-/* The entry for this key with a reference for the caller, or NULL. */
-hr__zent_t *hr__zcache_find(hr__zcache_t *z, const char *name, uint64_t version, uint64_t size,
-                            int coding, int level);
+/* The entry for `k` with a reference for the caller, or NULL. */
+hr__zent_t *hr__zcache_find(hr__zcache_t *z, const hr__zkey_t *k);
 /* Keeps `e` (when it fits); the caller keeps its reference. */
 void hr__zcache_put(hr__zcache_t *z, hr__zent_t *e);
-/* A new entry (one reference) owning `bytes`; NULL when out of memory. */
-hr__zent_t *hr__zent_new(const char *name, uint64_t version, uint64_t size, int coding, int level,
-                         unsigned char *bytes, size_t len);
+/* A new entry for `k` (one reference) owning `bytes` (NULL: plain); NULL
+ * when out of memory (bytes are the caller's then). */
+hr__zent_t *hr__zent_new(const hr__zkey_t *k, unsigned char *bytes, size_t len);
 void hr__zent_unref(hr__zent_t *e);
+
+struct hr__zjob_s; /* zserve.c: a compression in flight */
 
 typedef struct hr__fcache_s {
   hr_static_t *st;
   hr__zcache_t z;   /* files compressed on the fly (zserve.c) */
+  struct hr__zjob_s *zjobs; /* compressions in flight, at most one */
   uv_loop_t *loop;
   hr__fent_t **buckets;
   size_t nbuckets, n, max;
@@ -214,19 +227,29 @@ void hr__static_serve(hr__fcache_t *fc, hr_request_t *req, hr_response_t *res, c
 
 /* ---- zserve.c ----------------------------------------------------------- */
 
-/* The whole file `f` (its Content-Type added) compressed on the fly when
- * the options and the response's compression settings say so: from the
- * loop's cache, or read and compressed on the thread pool.  Returns 1
- * when it took the response (and f->ent's reference), 0 when the caller
- * sends the file as it is (with Vary: Accept-Encoding added when it could
- * have been compressed). */
-int hr__static_serve_coded(hr__fcache_t *fc, hr_response_t *res, const char *name,
-                           hr__sfile_t *f);
+/* Whether the whole file `f` of `type` would go compressed (the options,
+ * no precompressed sibling, its size, the response's settings and the
+ * client's Accept-Encoding: hr_response_coding): stores the coding (none:
+ * HR_CODING_IDENTITY) and level, and adds Vary: Accept-Encoding when the
+ * answer could have been compressed, so that a 304 says what the 200
+ * would (RFC 9110 §15.4.5).  Returns the coding. */
+int hr__static_plan(hr__fcache_t *fc, hr_response_t *res, const hr__sfile_t *f, const char *type,
+                    int *level);
+/* Sends the whole file `f` compressed with `coding` at `level` (from
+ * hr__static_plan): from the loop's cache, or read and compressed on the
+ * thread pool (joining a compression of the same key in flight); as it is
+ * when it does not shrink or another compression is in flight.  Takes
+ * f->ent's reference. */
+void hr__static_serve_coded(hr__fcache_t *fc, hr_response_t *res, const char *name,
+                            hr__sfile_t *f, int coding, int level);
 
 /* ---- static.c ----------------------------------------------------------- */
 
 struct hr_static_s {
   int rootfd;
+  /* Files compressed on the thread pool so far (zserve.c), all loops: a
+   * statistic the tests read. */
+  _Atomic uint64_t compressions;
   hr_static_options_t opts;
   char *index;         /* copies of the option strings */
   char *cache_control;

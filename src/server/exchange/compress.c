@@ -48,6 +48,10 @@ static int res_field(const hr__exchange_t *ex, hr_span_t name, hr_span_t *value)
   return rt != NULL && !ex->internal_answer && field_in(rt->head, name, value, NULL);
 }
 
+int hr__compress_field(const hr__exchange_t *ex, hr_span_t name, hr_span_t *value) {
+  return res_field(ex, name, value);
+}
+
 /* Whether the comma-separated `list` has `token` (case-insensitively). */
 static int list_has(hr_span_t list, hr_span_t token) {
   const char *p = list.ptr, *end = list.ptr + list.len;
@@ -63,11 +67,12 @@ static int list_has(hr_span_t list, hr_span_t token) {
   return 0;
 }
 
-/* Whether the Content-Type names a compressible type. */
-static int type_ok(const hr__zconf_t *z, const hr__exchange_t *ex) {
-  hr_span_t ct, type, sub;
+/* Whether the Content-Type (`given`, or the response's field when its ptr
+ * is NULL) names a compressible type. */
+static int type_ok(const hr__zconf_t *z, const hr__exchange_t *ex, hr_span_t given) {
+  hr_span_t ct = given, type, sub;
   const char *slash, *end;
-  if (!res_field(ex, HR_SPAN_LIT("Content-Type"), &ct)) return 0;
+  if (ct.ptr == NULL && !res_field(ex, HR_SPAN_LIT("Content-Type"), &ct)) return 0;
   end = memchr(ct.ptr, ';', ct.len);
   if (end == NULL) end = ct.ptr + ct.len;
   slash = memchr(ct.ptr, '/', (size_t)(end - ct.ptr));
@@ -88,7 +93,13 @@ static const hr__zconf_t *zconf_of(hr__exchange_t *ex) {
   return ex->zconf != NULL ? ex->zconf : ex->w->server->zconf;
 }
 
+static int choose(hr__exchange_t *ex, int status, int64_t len, hr_span_t type, int *vary);
+
 int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary) {
+  return choose(ex, status, len, (hr_span_t){NULL, 0}, vary);
+}
+
+static int choose(hr__exchange_t *ex, int status, int64_t len, hr_span_t type, int *vary) {
   const hr__zconf_t *z;
   const hr_request_t *req = &ex->req;
   hr_span_t v;
@@ -105,7 +116,7 @@ int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary) 
   if (res_field(ex, HR_SPAN_LIT("Content-Encoding"), &v)) return 0; /* coded already */
   if (res_field(ex, HR_SPAN_LIT("Cache-Control"), &v) && list_has(v, HR_SPAN_LIT("no-transform")))
     return 0; /* §5.7.2 of RFC 9111 */
-  if (!type_ok(z, ex)) return 0;
+  if (!type_ok(z, ex, type)) return 0;
   if (len >= 0 && (uint64_t)len < z->min_length) return 0;
   /* It could be compressed: whatever the answer, it varies with the
    * request's Accept-Encoding (RFC 9110 §12.5.5). */
@@ -121,8 +132,8 @@ int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary) 
   }
 }
 
-int hr_response_coding(hr_response_t *res, int status, uint64_t length, hr_coding_t *coding,
-                       int *level) {
+int hr_response_coding(hr_response_t *res, int status, uint64_t length, const char *media_type,
+                       hr_coding_t *coding, int *level) {
   hr__exchange_t *ex;
   int err, vary, c;
   if (res == NULL || coding == NULL || level == NULL || status < 200 || status > 599)
@@ -130,11 +141,26 @@ int hr_response_coding(hr_response_t *res, int status, uint64_t length, hr_codin
   ex = HR__EX_OF_RES(res);
   if ((err = hr__exchange_check_thread(ex)) != 0) return err;
   if (res->state != HR__RES_NEW) return HR_ESTATE;
-  c = hr__compress_choose(ex, status, length > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)length,
-                          &vary);
+  c = choose(ex, status, length > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)length,
+             media_type != NULL ? hr_span_cstr(media_type) : (hr_span_t){NULL, 0}, &vary);
   *coding = (hr_coding_t)c;
   *level = c > 0 ? zconf_of(ex)->level[c] : 0;
   return vary;
+}
+
+int hr__compress_accepted(hr__exchange_t *ex, int coding) {
+  hr__accept_t a;
+  hr_span_t v;
+  size_t cursor = 0;
+  int present = 0, w;
+  hr__accept_init(&a);
+  while (hr_request_field(&ex->req, HR_SPAN_LIT("Accept-Encoding"), &cursor, &v) == 0) {
+    hr__accept_add(&a, v);
+    present = 1;
+  }
+  /* No field: any coding is acceptable (RFC 9110 §12.5.3). */
+  w = a.q[coding] >= 0 ? a.q[coding] : a.star;
+  return !present || w > 0;
 }
 
 /* Makes a strong ETag weak (W/): the coded bytes are not the identity

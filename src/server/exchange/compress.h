@@ -9,12 +9,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hroute/common.h"
+
 typedef struct hr__exchange_s hr__exchange_t;
 
 /* The coding for a response of `status` with a body of `len` bytes (-1:
  * streamed), or 0 for none; *vary says whether the response could have
  * been compressed (then it varies with Accept-Encoding).  No side effect. */
 int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary);
+/* Whether the request's Accept-Encoding takes `coding` (q above 0, named
+ * or by "*"; any coding when there is no such field). */
+int hr__compress_accepted(hr__exchange_t *ex, int coding);
+/* Whether the response has field `name` (the handler's or the route's
+ * constant ones), and its value. */
+int hr__compress_field(const hr__exchange_t *ex, hr_span_t name, hr_span_t *value);
 /* Adds Vary (when `vary` and not there yet), and for a coding (> 0)
  * Content-Encoding and a weak ETag.  Returns 0 or HR_ENOMEM. */
 int hr__compress_fields(hr__exchange_t *ex, int coding, int vary);

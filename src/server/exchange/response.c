@@ -221,14 +221,28 @@ int hr_response_send_borrowed(hr_response_t *res, int status, const void *body,
 int hr_response_send_coded(hr_response_t *res, int status, hr_coding_t coding, const void *body,
                            size_t len, hr_release_cb release, void *udata) {
   hr__exchange_t *ex = HR__EX_OF_RES(res);
+  hr_span_t v;
+  size_t mark;
   int err = hr__exchange_check_thread(ex);
   if (err == 0) err = check_send(res, status, len);
   if (err != 0) return err;
-  if (coding != HR_CODING_GZIP && coding != HR_CODING_BR && coding != HR_CODING_ZSTD)
+  /* A coded body is content: not empty (no valid stream is), not for a
+   * status without content or a range, not coded twice, and only in a
+   * coding the client takes. */
+  if ((coding != HR_CODING_GZIP && coding != HR_CODING_BR && coding != HR_CODING_ZSTD) ||
+      body == NULL || len == 0 || status == 206 ||
+      hr__compress_field(ex, HR_SPAN_LIT("Content-Encoding"), &v) ||
+      !hr__compress_accepted(ex, (int)coding))
     return HR_EINVAL;
   if (ex->conn == NULL) return finish_closed(ex);
-  /* Content-Encoding there: hr_response_send_borrowed codes nothing. */
-  if ((err = hr__compress_fields(ex, (int)coding, 1)) != 0) return err;
+  /* Content-Encoding there: hr_response_send_borrowed codes nothing.  The
+   * fields go again when they cannot all be added (the ETag's W/ is the
+   * last step, made only when the others are in). */
+  mark = res->fields_len;
+  if ((err = hr__compress_fields(ex, (int)coding, 1)) != 0) {
+    res->fields_len = mark;
+    return err;
+  }
   return hr_response_send_borrowed(res, status, body, len, release, udata);
 }
 
