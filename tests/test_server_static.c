@@ -26,18 +26,11 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "tmptree.h"
 
 static char top[64], root[96];
 
-static void put(const char *rel, const char *data, size_t n) {
-  char path[256];
-  int fd;
-  snprintf(path, sizeof path, "%s/%s", root, rel);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  assert_true(fd >= 0);
-  assert_int_equal(write(fd, data, n), (ssize_t)n);
-  close(fd);
-}
+static void put(const char *rel, const char *data, size_t n) { tt_put(root, rel, data, n); }
 
 static void put_str(const char *rel, const char *s) { put(rel, s, strlen(s)); }
 
@@ -45,10 +38,7 @@ static void make_tree(void) {
   char path[256], digits[1000];
   size_t i;
   for (i = 0; i < sizeof digits; i++) digits[i] = (char)('0' + i % 10);
-  snprintf(top, sizeof top, "/tmp/hroute-static-XXXXXX");
-  assert_non_null(mkdtemp(top));
-  snprintf(root, sizeof root, "%s/root", top);
-  assert_int_equal(mkdir(root, 0755), 0);
+  tt_make("hroute-static", top, sizeof top, root, sizeof root);
   snprintf(path, sizeof path, "%s/secret", top);
   {
     int fd = open(path, O_WRONLY | O_CREAT, 0644);
@@ -750,10 +740,8 @@ static int group_setup(void **state) {
 }
 
 static int group_teardown(void **state) {
-  char cmd[128];
   (void)state;
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
-  return system(cmd) == 0 ? 0 : -1;
+  return tt_remove(top);
 }
 
 int main(void) {

@@ -27,19 +27,12 @@
 
 #include "decode.h"
 #include "fixture.h"
+#include "tmptree.h"
 
 static char top[64], root[96];
 static char big[100000], noise[20000], small[2000];
 
-static void put(const char *rel, const void *data, size_t n) {
-  char path[256];
-  int fd;
-  snprintf(path, sizeof path, "%s/%s", root, rel);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  assert_true(fd >= 0);
-  assert_int_equal(write(fd, data, n), (ssize_t)n);
-  close(fd);
-}
+static void put(const char *rel, const void *data, size_t n) { tt_put(root, rel, data, n); }
 
 /* Gives the file an mtime of its own (seconds since the epoch). */
 static void touch_at(const char *rel, time_t when) {
@@ -58,10 +51,7 @@ static void make_tree(void) {
     noise[i] = (char)(x >> 16);
   }
   for (i = 0; i < sizeof small; i++) small[i] = "small "[i % 6];
-  snprintf(top, sizeof top, "/tmp/hroute-zstatic-XXXXXX");
-  assert_non_null(mkdtemp(top));
-  snprintf(root, sizeof root, "%s/root", top);
-  assert_int_equal(mkdir(root, 0755), 0);
+  tt_make("hroute-zstatic", top, sizeof top, root, sizeof root);
   put("big.txt", big, sizeof big);
   put("noise.txt", noise, sizeof noise);
   put("small.txt", small, sizeof small);
@@ -314,10 +304,8 @@ static int group_setup(void **state) {
 }
 
 static int group_teardown(void **state) {
-  char cmd[128];
   (void)state;
-  snprintf(cmd, sizeof cmd, "rm -rf %s", top);
-  return system(cmd) == 0 ? 0 : -1;
+  return tt_remove(top);
 }
 
 int main(void) {
