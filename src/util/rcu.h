@@ -59,10 +59,16 @@ void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 /* The epochs a reclamation acquires one by one: the HR__GP_WINDOW up to
  * its own; earlier ones through what the grace periods that ended before
- * it gathered (util/rcu.c).  Sections release into a ring of twice as
- * many addresses. */
+ * it gathered (util/rcu.c).  Sections release into a ring of addresses
+ * far larger than the window: a reclamation whose grace period ends when
+ * the epochs have run more than the ring past its own can no longer tell
+ * its sections' addresses from later ones' and acquires none of them, so
+ * a ring of twice the window (512) made TSan report frees that were
+ * correct under heavy route churn (thousands of tables a second,
+ * tests/tsan/call_rcu_edges.c "busy"); 2^16 takes 64 KiB, in TSan builds
+ * only. */
 #define HR__GP_WINDOW 256
-#define HR__GP_RING (2 * HR__GP_WINDOW)
+#define HR__GP_RING ((unsigned long)1 << 16)
 extern _Atomic unsigned long hr__rcu_tsan_epoch;
 extern char hr__rcu_tsan_edges[HR__GP_RING], hr__rcu_tsan_barrier_edge;
 extern _Thread_local unsigned long hr__rcu_tsan_section_epoch;

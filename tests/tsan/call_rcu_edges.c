@@ -23,6 +23,14 @@
  *                         begun when it began, so an annotation that let
  *                         every unlock release one address for every
  *                         reclamation to acquire hid it.
+ *   call_rcu_edges busy   the correct program, but while the reader's
+ *                         section is still open the writer hands 2,000
+ *                         other objects to call_rcu: the object's grace
+ *                         period ends with the epochs far past its own.
+ *                         Must run clean (with a ring of 512 edges the
+ *                         reader's release fell out of every window and
+ *                         TSan reported the free: a false alarm under heavy
+ *                         route churn).
  *
  * The reader's late read and the writer's handing over are ordered in time
  * with relaxed flags only, so nothing but the annotated edges orders them.
@@ -43,8 +51,8 @@ typedef struct obj_s {
 } obj_t;
 
 static _Atomic(obj_t *) published;
-static _Atomic int loaded, handed_over, later_done;
-static int early, later;
+static _Atomic int loaded, handed_over, later_done, busy_done;
+static int early, later, busy;
 static int seen;
 
 static void spin(_Atomic int *f) {
@@ -66,6 +74,7 @@ static void *reader(void *arg) {
   o = atomic_load_explicit(&published, memory_order_acquire);
   seen = o->value;
   atomic_store_explicit(&loaded, 1, memory_order_relaxed);
+  if (busy) spin(&busy_done); /* the section stays open meanwhile */
   hr__rcu_read_unlock();
   if (early || later) {
     spin(&handed_over);
@@ -82,13 +91,15 @@ static void *reader(void *arg) {
 int main(int argc, char **argv) {
   pthread_t t;
   obj_t *o = calloc(1, sizeof(*o));
+  int i;
   if (argc != 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "early") != 0 &&
-                    strcmp(argv[1], "later") != 0)) {
-    fprintf(stderr, "usage: call_rcu_edges ok|early|later\n");
+                    strcmp(argv[1], "later") != 0 && strcmp(argv[1], "busy") != 0)) {
+    fprintf(stderr, "usage: call_rcu_edges ok|early|later|busy\n");
     return 2;
   }
   early = strcmp(argv[1], "early") == 0;
   later = strcmp(argv[1], "later") == 0;
+  busy = strcmp(argv[1], "busy") == 0;
   if (o == NULL) return 1;
   o->value = 7;
   atomic_store_explicit(&published, o, memory_order_release);
@@ -102,6 +113,13 @@ int main(int argc, char **argv) {
   if (later) hr__rcu_read_lock();
   hr__call_rcu(&o->rcu, free_obj);
   atomic_store_explicit(&handed_over, 1, memory_order_relaxed);
+  for (i = 0; busy && i < 2000; i++) { /* others, each its own epoch */
+    obj_t *other = calloc(1, sizeof(*other));
+    if (other == NULL) return 1;
+    other->written_before_handover = 1;
+    hr__call_rcu(&other->rcu, free_obj);
+  }
+  atomic_store_explicit(&busy_done, 1, memory_order_relaxed);
   if (later) {
     spin(&later_done);
     hr__rcu_read_unlock();

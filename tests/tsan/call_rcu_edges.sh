@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Runs tests/tsan/call_rcu_edges.c three ways under ThreadSanitizer with the
+# Runs tests/tsan/call_rcu_edges.c four ways under ThreadSanitizer with the
 # project's suppressions: "ok" must run clean, "early" (a read after the
 # read-side section, freed by the call_rcu thread) must be reported, and so
 # must "later" (the same read, then a section the grace period did not wait
@@ -20,6 +20,12 @@ if [[ $rc -ne 0 ]]; then
   echo "FAIL: the correct program was reported (exit $rc):"; echo "$out"; exit 1
 fi
 echo "ok: the correct use of call_rcu runs clean"
+out=$(run busy); rc=$?
+if [[ $rc -ne 0 ]]; then
+  echo "FAIL: the correct program with 2,000 other reclamations in flight was reported (exit $rc):"
+  echo "$out"; exit 1
+fi
+echo "ok: so does it with 2,000 other reclamations in flight"
 out=$(run early); rc=$?
 if [[ $rc -ne 66 ]] || ! grep -qE 'ThreadSanitizer: (data race|heap-use-after-free)' <<<"$out"; then
   echo "FAIL: the early free through call_rcu was not reported (exit $rc):"; echo "$out"; exit 1
