@@ -15,6 +15,12 @@
  *   static.h  a directory served as files (ranges, validators, precompressed)
  *   upgrade.h  101 Switching Protocols: the connection as a byte stream
  *   websocket.h  WebSocket (RFC 6455) over an upgraded connection
+ *   compress.h  response compression settings, hr_compress()
+ *   cors.h    the CORS middleware
+ *   sse.h     server-sent events over a streaming response
+ *   testing.h  an in-process test client
+ * json.h (the JSON module on jansson) is not included here: include
+ * "hroute/json.h" where it is used.
  */
 #ifndef HROUTE_H
 #define HROUTE_H

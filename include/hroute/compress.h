@@ -54,7 +54,7 @@ typedef struct hr_compress_options_s {
    * left out. */
   uint8_t order[3];
   int gzip_level; /**< 1..12 (libdeflate; streams: zlib's 1..9); default 6 */
-  int br_level;   /**< 0..11; default 4 whole, streams the same */
+  int br_level;   /**< 0..11; default 4 (streams: at most 3, for their memory) */
   int zstd_level; /**< 1..19; default 3 */
   /** Smallest body compressed, in bytes (default 256); a streamed
    * response is compressed whatever its length. */

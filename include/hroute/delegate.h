@@ -435,7 +435,12 @@ HR_EXTERN int hr_request_typed(const hr_request_t *req, hr_span_t name,
  *      §13.1.2), 304 Not Modified for GET and HEAD, 412 for other methods;
  *   4. without If-None-Match, for GET and HEAD, If-Modified-Since: when the
  *      resource did not change after that date (§13.1.3), 304.
- * A 304 carries ETag and Last-Modified (§15.4.5).  When one of these
+ * A 304 carries ETag and Last-Modified (§15.4.5).  On a response the
+ * server may compress, the 200 says "Vary: Accept-Encoding" and a weak
+ * ETag, and §15.4.5 wants the 304 to say the same: ask
+ * hr_response_coding() first (the 200's status, length and type), add
+ * that Vary when it answers 1 and pass the tag with `weak` set when it
+ * names a coding (the static module does).  When one of these
  * answers is sent, returns 1 (the response is complete); otherwise returns
  * 0 and the handler goes on (and sends the full response, or performs the
  * change).  Malformed conditional fields are ignored, as §13.1 requires,

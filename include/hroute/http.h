@@ -532,7 +532,9 @@ HR_EXTERN int hr_response_send_borrowed(hr_response_t *res, int status,
  * status without content or 206 (a range of a coded body is not one of
  * the identity's), an empty or NULL body (no valid stream is empty), a
  * response that has a Content-Encoding already, or a coding the
- * request's Accept-Encoding refuses (q=0, or not named without "*");
+ * request's Accept-Encoding does not take (q=0, not named without "*",
+ * or no Accept-Encoding at all: hr_response_coding answers identity
+ * then too);
  * HR_ESTATE, HR_ENOMEM (the fields it added are taken back), HR_ECLOSED,
  * HR_ETHREAD; nothing was sent on an error.  Loop thread.
  */

@@ -122,8 +122,9 @@ typedef struct hr_websocket_deflate_s {
    * less, the smaller of the two used. */
   uint8_t server_window_bits;
   /** The window the client may use, 8..15 bits (15): sent as
-   * client_max_window_bits when the client offers that parameter (its
-   * value, when it gives one, lowers it).  A client that does not offer it
+   * client_max_window_bits when the client offers that parameter and the
+   * window agreed is under 15 (the client's value, when it gives one,
+   * lowers it).  A client that does not offer it
    * may use 15, and the decompressor's window is then 15. */
   uint8_t client_window_bits;
   /** zlib's compression level, 1..9 (1). */

@@ -158,9 +158,11 @@ int hr__compress_accepted(hr__exchange_t *ex, int coding) {
     hr__accept_add(&a, v);
     present = 1;
   }
-  /* No field: any coding is acceptable (RFC 9110 §12.5.3). */
+  /* No field: RFC 9110 §12.5.3 lets any coding through, but the server's
+   * own compression answers identity then (many clients that send none
+   * cannot decode), and so does this. */
   w = a.q[coding] >= 0 ? a.q[coding] : a.star;
-  return !present || w > 0;
+  return present && w > 0;
 }
 
 /* Makes a strong ETag weak (W/): the coded bytes are not the identity

@@ -18,7 +18,7 @@ typedef struct hr__exchange_s hr__exchange_t;
  * been compressed (then it varies with Accept-Encoding).  No side effect. */
 int hr__compress_choose(hr__exchange_t *ex, int status, int64_t len, int *vary);
 /* Whether the request's Accept-Encoding takes `coding` (q above 0, named
- * or by "*"; any coding when there is no such field). */
+ * or by "*"; none when there is no such field). */
 int hr__compress_accepted(hr__exchange_t *ex, int coding);
 /* Whether the response has field `name` (the handler's or the route's
  * constant ones), and its value. */
