@@ -320,21 +320,63 @@ static void test_every_type(void **state) {
 
 static void test_bad_settings(void **state) {
   hr_router_t *r;
+  hr_server_t *s;
+  hr_server_options_t so;
   hr_compress_options_t bad;
   hr_route_options_t ro;
   hr_route_error_t err;
+  static const char *const no_subtype[] = {"text/html", "text"};
   (void)state;
   assert_int_equal(hr_router_new(&r, NULL), 0);
   hr_compress_options_init(&bad);
   bad.gzip_level = 13;
   assert_int_equal(hr_router_set_compress(r, NULL, &bad), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL), "compression settings: gzip_level outside 1..12");
   assert_int_equal(hr_router_set_compress(r, "bad host!", NULL), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL),
+                      "host is not a host name (letters, digits, '-', '.' and '_', "
+                      "or an IP literal in brackets)");
   assert_int_equal(hr_router_set_compress(NULL, NULL, NULL), HR_EINVAL);
+  assert_string_equal(hr_error_detail(HR_EINVAL), hr_strerror(HR_EINVAL)); /* forgotten */
   hr_route_options_init(&ro);
   ro.compress = &bad;
   ro.error = &err;
   assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
-  assert_string_equal(err.reason, "bad compression settings");
+  assert_string_equal(err.reason, "gzip_level outside 1..12");
+  /* Each setting named; hr_server_new says the same. */
+  hr_compress_options_init(&bad);
+  bad.br_level = 12;
+  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
+  assert_string_equal(err.reason, "br_level outside 0..11");
+  hr_compress_options_init(&bad);
+  bad.zstd_level = 0;
+  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
+  assert_string_equal(err.reason, "zstd_level outside 1..19");
+  hr_compress_options_init(&bad);
+  bad.nmedia_types = 1;
+  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
+  assert_string_equal(err.reason, "nmedia_types without media_types");
+  hr_compress_options_init(&bad);
+  bad.order[1] = 4;
+  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
+  assert_string_equal(err.reason, "order names a value that is no hr_coding_t");
+  hr_compress_options_init(&bad);
+  bad.media_types = no_subtype;
+  bad.nmedia_types = 2;
+  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
+  assert_string_equal(err.reason,
+                      "a media type is not \"type/subtype\" (no parameters, spaces or commas)");
+  hr_server_options_init(&so);
+  so.compress = &bad;
+  assert_int_equal(hr_server_new(&s, r, &so), HR_EINVAL);
+  assert_null(s);
+  assert_string_equal(hr_error_detail(HR_EINVAL),
+                      "compression settings: a media type is not \"type/subtype\" "
+                      "(no parameters, spaces or commas)");
+  bad.nmedia_types = 1; /* "text/html" alone: good */
+  assert_int_equal(hr_server_new(&s, r, &so), 0);
+  assert_string_equal(hr_error_detail(HR_EINVAL), hr_strerror(HR_EINVAL));
+  hr_server_free(s);
   hr_router_free(r);
 }
 

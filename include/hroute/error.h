@@ -71,10 +71,13 @@ HR_EXTERN const char *hr_err_name(int err);
  * \"c.pem\": key values mismatch"), the directory ("static root
  * \"/srv/www\": no such file or directory").
  *
- * The calls that record a detail are hr_server_listen,
+ * The calls that record a detail are hr_server_new (which compression
+ * setting is wrong: "compression settings: gzip_level outside 1..12"),
+ * hr_router_set_compress (the same, or the host), hr_server_listen,
  * hr_server_listen_ex, hr_server_listen_tls, hr_server_attach,
  * hr_server_start, hr_server_tls_update, hr_server_tls_add_name and
- * hr_static_new.  Each forgets the thread's previous detail when it
+ * hr_static_new.  (Route registration says what is wrong in
+ * hr_route_error_t.reason instead.)  Each forgets the thread's previous detail when it
  * starts, and records one, with the code it returns, when it fails for a
  * reason it can name (others, a NULL argument say, record none).
  *

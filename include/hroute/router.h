@@ -283,7 +283,8 @@ HR_EXTERN void hr_answers_init(hr_answers_t *answers);
  * kept and apply once a route gives it one (until then its requests are
  * matched in the default table, with its settings).  Published like a route change: a request keeps the
  * settings of the table it was matched in to its end.  Returns 0,
- * HR_EINVAL (bad host or settings), HR_ENOMEM.  Any thread.
+ * HR_EINVAL (bad host or settings; hr_error_detail says which setting),
+ * HR_ENOMEM.  Any thread.
  */
 HR_EXTERN int hr_router_set_compress(hr_router_t *router, const char *host,
                                      const hr_compress_options_t *compress);

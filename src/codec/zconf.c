@@ -23,24 +23,35 @@ void hr_compress_options_init(hr_compress_options_t *o) {
 static const char *const default_types[] = {"text/*", "application/json", "application/javascript",
                                              "application/xml", "image/svg+xml"};
 
-int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **out) {
+/* What is wrong with `o`, or NULL: a reason in words for
+ * hr_route_error_t.reason and hr_error_detail. */
+static const char *zconf_fault(const hr_compress_options_t *o, const char *const *types,
+                               size_t ntypes) {
+  size_t i;
+  if (o->gzip_level < 1 || o->gzip_level > 12) return "gzip_level outside 1..12";
+  if (o->br_level < 0 || o->br_level > 11) return "br_level outside 0..11";
+  if (o->zstd_level < 1 || o->zstd_level > 19) return "zstd_level outside 1..19";
+  if (o->media_types == NULL && o->nmedia_types) return "nmedia_types without media_types";
+  for (i = 0; i < 3; i++)
+    if (o->order[i] > HR_CODING_ZSTD) return "order names a value that is no hr_coding_t";
+  for (i = 0; i < ntypes; i++) {
+    const char *slash = types[i] ? strchr(types[i], '/') : NULL;
+    if (slash == NULL || slash == types[i] || slash[1] == '\0' || strpbrk(types[i], " ;,\r\n"))
+      return "a media type is not \"type/subtype\" (no parameters, spaces or commas)";
+  }
+  return NULL;
+}
+
+int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **out,
+                  const char **why) {
   const char *const *types = o->media_types ? o->media_types : default_types;
   size_t ntypes = o->media_types ? o->nmedia_types : sizeof default_types / sizeof *default_types;
   size_t i, bytes = 0;
   hr__zconf_t *z;
   char *w;
   *out = NULL;
-  if (o->gzip_level < 1 || o->gzip_level > 12 || o->br_level < 0 || o->br_level > 11 ||
-      o->zstd_level < 1 || o->zstd_level > 19 || (o->media_types == NULL && o->nmedia_types))
-    return HR_EINVAL;
-  for (i = 0; i < 3; i++)
-    if (o->order[i] > HR_CODING_ZSTD) return HR_EINVAL;
-  for (i = 0; i < ntypes; i++) {
-    const char *slash = types[i] ? strchr(types[i], '/') : NULL;
-    if (slash == NULL || slash == types[i] || slash[1] == '\0' || strpbrk(types[i], " ;,\r\n"))
-      return HR_EINVAL;
-    bytes += strlen(types[i]);
-  }
+  if ((*why = zconf_fault(o, types, ntypes)) != NULL) return HR_EINVAL;
+  for (i = 0; i < ntypes; i++) bytes += strlen(types[i]);
   z = hr__mem_alloc(m, sizeof(*z) + ntypes * sizeof(hr_span_t) + bytes);
   if (z == NULL) return HR_ENOMEM;
   memset(z, 0, sizeof(*z));

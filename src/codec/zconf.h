@@ -27,9 +27,11 @@ typedef struct hr__zconf_s {
   _Atomic unsigned refs;    /* 1 when made */
 } hr__zconf_t;
 
-/* Checks and copies `o`.  Returns 0, HR_EINVAL or HR_ENOMEM.  Free the
- * result with hr__mem_free. */
-int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **out);
+/* Checks and copies `o`.  Returns 0, HR_EINVAL (*why then says what is
+ * wrong, static text; else NULL) or HR_ENOMEM.  Release the result with
+ * hr__zconf_drop. */
+int hr__zconf_new(hr__mem_t *m, const hr_compress_options_t *o, hr__zconf_t **out,
+                  const char **why);
 /* Takes a reference: the caller holds one already, or reads `z` from a
  * table that does inside a read-side section. */
 void hr__zconf_hold(const hr__zconf_t *z);

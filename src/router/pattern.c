@@ -498,8 +498,9 @@ int hr__core_compile(hr__mem_t *m, int ci, const hr_group_t *group,
   if (rc == 0) rc = render_head(m, rt, o, err);
   if (rc == 0 && o->compress != NULL) {
     hr__zconf_t *z;
-    rc = hr__zconf_new(m, o->compress, &z);
-    if (rc == HR_EINVAL) rc = fail(err, HR_EINVAL, "bad compression settings", 0);
+    const char *why;
+    rc = hr__zconf_new(m, o->compress, &z, &why);
+    if (rc == HR_EINVAL) rc = fail(err, HR_EINVAL, why, 0);
     rt->zconf = z;
   }
   if (rc != 0) {

@@ -26,6 +26,7 @@
 #include "router/publish.h"
 #include "router/route.h"
 #include "router/wtree.h"
+#include "util/detail.h"
 #include "util/rcu.h"
 #include "util/testpoint.h"
 #include "util/text.h"
@@ -506,11 +507,17 @@ int hr_router_set_answers(hr_router_t *r, const char *host, const hr_answers_t *
 int hr_router_set_compress(hr_router_t *r, const char *host, const hr_compress_options_t *o) {
   struct hr__zreg_s **pp, *z;
   hr__zconf_t *conf = NULL;
+  const char *why;
   size_t hl;
   int rc;
-  if (r == NULL || (host != NULL && !valid_host_name(host))) return HR_EINVAL;
+  hr__detail_clear();
+  if (r == NULL) return HR_EINVAL;
+  if (host != NULL && !valid_host_name(host))
+    return hr__detail_set(HR_EINVAL, "host is not a host name (letters, digits, '-', '.' "
+                                     "and '_', or an IP literal in brackets)");
   hl = host != NULL ? host_len(host) : 0;
-  if (o != NULL && (rc = hr__zconf_new(&r->mem, o, &conf)) != 0) return rc;
+  if (o != NULL && (rc = hr__zconf_new(&r->mem, o, &conf, &why)) != 0)
+    return rc == HR_EINVAL ? hr__detail_set(rc, "compression settings: %s", why) : rc;
   pthread_mutex_lock(&r->lock);
   for (pp = &r->zregs; *pp != NULL && !same_host((*pp)->host, host); pp = &(*pp)->next)
     ;

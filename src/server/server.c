@@ -53,6 +53,7 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   hr__mem_t mem;
   hr_server_t *s;
   hr_server_options_t o;
+  hr__detail_clear();
   if (out == NULL) return HR_EINVAL;
   *out = NULL;
   if (router == NULL) return HR_EINVAL;
@@ -90,9 +91,11 @@ int hr_server_new(hr_server_t **out, hr_router_t *router,
   s->opts.request_id_field = s->rid_name_len ? s->rid_name : NULL;
   /* Compression: checked and copied, the caller's options need not live. */
   if (o.compress != NULL) {
-    int zrc = hr__zconf_new(&s->mem, o.compress, &s->zconf);
+    const char *why;
+    int zrc = hr__zconf_new(&s->mem, o.compress, &s->zconf, &why);
     if (zrc != 0) {
       hr__mem_free(&mem, s);
+      if (zrc == HR_EINVAL) hr__detail_set(zrc, "compression settings: %s", why);
       return zrc;
     }
   }
