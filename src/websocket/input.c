@@ -148,11 +148,10 @@ static int close_frame(hr_websocket_t *ws) {
   if (!hr__ws_close_code_ok(code, 1)) return HR__WS_PROTOCOL;
   if (!hr__utf8_valid(ws->ctrl + 2, ws->ctrl_len - 2u)) return HR__WS_BAD_DATA;
   ws->code_rx = (uint16_t)code;
-  ws->reason_len = (uint8_t)(ws->ctrl_len - 2);
-  memcpy(ws->reason, ws->ctrl + 2, ws->reason_len);
+  ws->reason_len = (uint8_t)(ws->ctrl_len - 2); /* it stays at ctrl + 2: read_done follows */
   ws->close_rx = 1;
   /* §5.5.1: answered with the same code (and here the same reason). */
-  hr__ws_send_close(ws, (uint16_t)code, ws->reason, ws->reason_len);
+  hr__ws_send_close(ws, (uint16_t)code, ws->ctrl + 2, ws->reason_len);
   return 0;
 }
 

@@ -190,7 +190,7 @@ static void on_closed(hr_stream_t *s, int status, void *udata) {
   memset(&how, 0, sizeof how);
   how.code = ws->close_rx ? ws->code_rx : HR__WS_ABNORMAL;
   if (ws->close_rx) {
-    how.reason = ws->reason;
+    how.reason = (const char *)ws->ctrl + 2;
     how.reason_len = ws->reason_len;
   }
   how.sent_code = ws->close_tx ? ws->code_tx : 0;

@@ -74,6 +74,8 @@ struct hr_websocket_s {
   uint8_t msg_type;             /* HR_WS_TEXT/BINARY being assembled, or 0 */
   uint8_t ctrl_op;              /* the control frame being read */
   uint8_t ctrl_len;
+  /* Its payload.  After the peer's close frame nothing more is read, so
+   * the close's payload stays: its reason is ctrl + 2 (reason_len). */
   uint8_t ctrl[125];
   hr__ws_pmd_t *pmd;            /* NULL: not negotiated */
   uint8_t *msg;                 /* the message being assembled */
@@ -87,8 +89,7 @@ struct hr_websocket_s {
   char *subprotocol;
   uint16_t code_rx;             /* the peer's close code (1005: none) */
   uint16_t code_tx;             /* the code of the close frame sent */
-  uint8_t reason_len;
-  char reason[123];             /* the peer's close reason */
+  uint8_t reason_len;           /* the peer's close reason: ctrl + 2 */
   unsigned in_frame : 1;        /* a frame's payload is being read */
   unsigned in_pump : 1;         /* inside input.c's loop */
   unsigned close_rx : 1;        /* the peer's close frame came */
