@@ -21,6 +21,7 @@
 
 #include "decode.h"
 #include "fixture.h"
+#include "sync.h"
 
 static char text[4000], noise[4000];
 
@@ -326,6 +327,36 @@ static void test_what_rules_it_out(void **state) {
   fx_drop(fx, c);
 }
 
+/* The outcome's body bytes of each exchange, in order (after-middleware,
+ * the loop's thread): the compressed bytes a client received. */
+static struct {
+  pthread_mutex_t mu;
+  ev_t ev;
+  uint64_t bytes[16];
+  unsigned long n, seen;
+} sent = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void mw_sent(hr_request_t *req, int status, void *udata) {
+  hr_outcome_t o;
+  (void)status;
+  (void)udata;
+  pthread_mutex_lock(&sent.mu);
+  if (hr_request_outcome(req, &o) == 0 && sent.n < 16) sent.bytes[sent.n] = o.bytes;
+  sent.n++;
+  pthread_mutex_unlock(&sent.mu);
+  ev_signal(&sent.ev);
+}
+
+/* The outcome of the next exchange says `len` body bytes. */
+static void expect_sent(size_t len) {
+  uint64_t got;
+  assert_true(ev_wait(&sent.ev, ++sent.seen, RC_TIMEOUT_MS));
+  pthread_mutex_lock(&sent.mu);
+  got = sent.bytes[sent.seen - 1];
+  pthread_mutex_unlock(&sent.mu);
+  assert_int_equal(got, len);
+}
+
 static void test_borrowed_streams_and_answers(void **state) {
   static const char *const codings[] = {"gzip", "br", "zstd"};
   fx_t *fx = *state;
@@ -333,28 +364,37 @@ static void test_borrowed_streams_and_answers(void **state) {
   size_t i;
   rc_t *c;
   routes(fx);
+  ev_init(&sent.ev);
+  sent.n = sent.seen = 0;
+  assert_int_equal(hr_router_use(fx->router, NULL, NULL, NULL, mw_sent, NULL), 0);
   fx_start(fx, 1);
   c = fx_connect(fx);
   get(c, "GET", "/borrowed", "gzip", NULL, &r);
   expect_decoded(&r, "gzip", text, sizeof text);
+  expect_sent(r.body_len);
   rc_response_free(&r);
   for (i = 0; i < 3; i++) {
     get(c, "GET", "/stream", codings[i], NULL, &r);
     expect_decoded(&r, codings[i], text, sizeof text);
     expect_field(&r, "Vary", "Accept-Encoding", 0);
     if (!fx_h2()) expect_field(&r, "Transfer-Encoding", "chunked", 0);
+    /* The access log's bytes: the coded ones, as for a whole body. */
+    expect_sent(r.body_len);
     rc_response_free(&r);
     /* A declared length bounds what the handler writes; the coded
      * stream goes of unknown length. */
     get(c, "GET", "/stream-length", codings[i], NULL, &r);
     expect_decoded(&r, codings[i], text, sizeof text);
     expect_no_field(&r, "Content-Length");
+    expect_sent(r.body_len);
     rc_response_free(&r);
   }
   get(c, "GET", "/stream", NULL, NULL, &r);
   expect_decoded(&r, NULL, text, sizeof text);
+  expect_sent(sizeof text);
   rc_response_free(&r);
   fx_drop(fx, c);
+  ev_destroy(&sent.ev);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)

@@ -51,7 +51,7 @@ typedef struct hr_compress_options_s {
   /** Codings offered, the server's preference first (it breaks ties
    * between equal q-values), HR_CODING_IDENTITY ending the list early.
    * Default zstd, br, gzip; a coding whose library was not built in is
-   * left out. */
+   * left out, one named twice counts where it is first named. */
   uint8_t order[3];
   int gzip_level; /**< 1..12 (libdeflate; streams: zlib's 1..9); default 6 */
   int br_level;   /**< 0..11; default 4 (streams: at most 3, for their memory) */

@@ -249,8 +249,9 @@ typedef struct hr_outcome_s {
                            went away mid-request, and nothing was sent */
   int completed;        /**< 1: the response completed; 0: the exchange was
                            lost first (status and bytes say how far it got) */
-  uint64_t bytes;       /**< body bytes queued for the client (none for HEAD
-                           and 304) */
+  uint64_t bytes;       /**< body bytes queued for the client as they go
+                           on the wire: after compression, before
+                           chunked framing (none for HEAD and 304) */
   uint64_t duration_us; /**< the request's first byte to the response's
                            completion (its last byte queued for writing),
                            or to the end of the exchange when it was lost */

@@ -83,7 +83,8 @@ typedef struct hr_access_entry_s {
                            before (method and target may then be partial or
                            empty, and the line says "-") */
   int status;           /**< as sent; 0 when no response went out */
-  uint64_t bytes;       /**< body bytes of the response */
+  uint64_t bytes;       /**< body bytes of the response as sent: compressed
+                           when it was (hr_outcome_t.bytes) */
   uint64_t duration_us; /**< request's first byte to the response completed */
   char peer[48];        /**< the client's address, text (empty if unknown) */
   /** The request's id, as hr_request_id() gives it (the same bytes the

@@ -262,6 +262,7 @@ int hr__compress_stream_write(hr__exchange_t *ex, const void *data, size_t len, 
   hr__worker_t *w = ex->w;
   size_t n = hr__zstream_write(ex->zs, data, len, last, &w->zbuf, &w->zcap);
   if (n == (size_t)-1) return HR_ENOMEM;
+  ex->coded_bytes += n;
   /* The protocol copies: the loop's buffer serves the next write. */
   return n > 0 ? ex->proto->data(ex, w->zbuf, n) : 0;
 }

@@ -140,6 +140,7 @@ struct hr__exchange_s {
    * worker's zbuf, copied at once by the protocol). */
   struct hr__zstream_s *zs;
   int coded;               /* the streamed response is compressed (HEAD too) */
+  uint64_t coded_bytes;    /* what its compressor queued: the body bytes sent */
 
   /* parse state: conn->rbuf[msg_start..rpos) parsed by llhttp */
   size_t rpos;

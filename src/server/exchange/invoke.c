@@ -188,6 +188,13 @@ static void run_after(const hr_route_t *inv, hr_request_t *r, int status) {
   for (i = 0; i < inv->nafter; i++) inv->after[i].after(r, status, inv->after[i].udata);
 }
 
+/* The body bytes that went to the client: a compressed stream's coded
+ * bytes, else what the response counted (a whole body's coded length
+ * when it was compressed). */
+static uint64_t body_bytes(const hr__exchange_t *ex) {
+  return ex->coded ? ex->coded_bytes : ex->res.written;
+}
+
 void hr__invoke_end(hr__exchange_t *ex) {
   hr_request_t *r = &ex->req;
   hr_route_t *inv = (hr_route_t *)r->route;
@@ -201,7 +208,7 @@ void hr__invoke_end(hr__exchange_t *ex) {
   ex->outcome.completed = 0;
   if (ex->res.state == HR__RES_DONE && !ex->aborted) {
     ex->outcome.status = ex->res.status;
-    ex->outcome.bytes = ex->res.written;
+    ex->outcome.bytes = body_bytes(ex);
     ex->outcome.completed = 1;
   } else if (ex->sent_status != 0) {
     ex->outcome.status = ex->sent_status;
@@ -212,7 +219,7 @@ void hr__invoke_end(hr__exchange_t *ex) {
     ex->outcome.bytes = 0;
   } else if (ex->res.state != HR__RES_NEW) {
     ex->outcome.status = ex->res.status; /* its head was queued */
-    ex->outcome.bytes = ex->res.written;
+    ex->outcome.bytes = body_bytes(ex);
   } else {
     ex->outcome.status = 0;
     ex->outcome.bytes = 0;
