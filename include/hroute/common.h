@@ -70,7 +70,13 @@ HR_EXTERN int hr_span_eq_nocase(hr_span_t a, hr_span_t b);
 
 /**
  * Allocator hook.  Every allocation an instance (router, server) makes goes
- * through the hook given in its options, with `ctx` passed back unchanged.
+ * through the hook given in its options, with `ctx` passed back unchanged,
+ * and so do those of the libraries it calls that take an allocator
+ * (nghttp2, zlib, Brotli's and zstd's encoders).  The others use libc's:
+ * libuv's own, OpenSSL's, wslay's frame context (4 KiB while a WebSocket
+ * frame is being read or written), libdeflate's compressors (one per gzip
+ * level in use per loop, made once) and Brotli's whole-body encoder (for
+ * the length of one call).
  * `malloc` and `realloc` return NULL on failure; hroute turns that into
  * HR_ENOMEM and never aborts.  `free(ctx, NULL)` must be a no-op.  The hook
  * may be called from every thread the instance runs on, concurrently: it must

@@ -26,6 +26,10 @@
 #include <brotli/encode.h>
 #endif
 #ifdef HR_HAVE_ZSTD
+/* ZSTD_createCCtx_advanced, for the server's allocator: declared under
+ * ZSTD_STATIC_LINKING_ONLY, exported by the shared library too, and
+ * unchanged since zstd 1.0. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #endif
 
@@ -62,6 +66,18 @@ hr_span_t hr__coding_name(int c) {
       HR_SPAN_INIT("identity"), HR_SPAN_INIT("gzip"), HR_SPAN_INIT("br"), HR_SPAN_INIT("zstd")};
   return c > 0 && c < HR__CODINGS ? names[c] : names[0];
 }
+
+#if defined(HR_HAVE_BROTLI) || defined(HR_HAVE_ZSTD)
+/* The server's allocator for Brotli's and zstd's state. */
+static void *lib_alloc(void *opaque, size_t n) { return hr__mem_alloc(opaque, n); }
+static void lib_free(void *opaque, void *p) { hr__mem_free(opaque, p); }
+#endif
+#ifdef HR_HAVE_ZSTD
+static ZSTD_CCtx *zstd_new(hr__mem_t *m) {
+  ZSTD_customMem cm = {lib_alloc, lib_free, m};
+  return ZSTD_createCCtx_advanced(cm);
+}
+#endif
 
 /* ---- whole bodies ---------------------------------------------------------------- */
 
@@ -157,7 +173,7 @@ size_t hr__compress(hr__codecs_t *cs, int c, int level, const void *in, size_t l
 #ifdef HR_HAVE_ZSTD
   case HR_CODING_ZSTD: {
     size_t n;
-    if (cs->zstd == NULL && (cs->zstd = ZSTD_createCCtx()) == NULL) return 0;
+    if (cs->zstd == NULL && (cs->zstd = zstd_new(cs->m)) == NULL) return 0;
     n = ZSTD_compressCCtx(cs->zstd, out, cap, in, len, level);
     return ZSTD_isError(n) ? 0 : n;
   }
@@ -195,10 +211,6 @@ static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
 }
 static void z_free(voidpf opaque, voidpf p) { hr__mem_free(opaque, p); }
 #endif
-#ifdef HR_HAVE_BROTLI
-static void *br_alloc(void *opaque, size_t n) { return hr__mem_alloc(opaque, n); }
-static void br_free(void *opaque, void *p) { hr__mem_free(opaque, p); }
-#endif
 
 hr__zstream_t *hr__zstream_new(hr__mem_t *m, int c, int level) {
   hr__zstream_t *z = hr__mem_alloc(m, sizeof(*z));
@@ -222,7 +234,7 @@ hr__zstream_t *hr__zstream_new(hr__mem_t *m, int c, int level) {
 #endif
 #ifdef HR_HAVE_BROTLI
   case HR_CODING_BR:
-    if ((z->br = BrotliEncoderCreateInstance(br_alloc, br_free, m)) != NULL) {
+    if ((z->br = BrotliEncoderCreateInstance(lib_alloc, lib_free, m)) != NULL) {
       BrotliEncoderSetParameter(z->br, BROTLI_PARAM_QUALITY, (uint32_t)(level < 0 ? 0 : level));
       BrotliEncoderSetParameter(z->br, BROTLI_PARAM_LGWIN, 16); /* a 64 KiB window */
       BrotliEncoderSetParameter(z->br, BROTLI_PARAM_LGBLOCK, 16);
@@ -232,7 +244,7 @@ hr__zstream_t *hr__zstream_new(hr__mem_t *m, int c, int level) {
 #endif
 #ifdef HR_HAVE_ZSTD
   case HR_CODING_ZSTD:
-    if ((z->zstd = ZSTD_createCCtx()) != NULL) {
+    if ((z->zstd = zstd_new(m)) != NULL) {
       /* A 16 KiB window and small match tables (the level's own are sized
        * for whole files: about 1.2 MiB of context at level 3; these, about
        * 200 KiB). */
