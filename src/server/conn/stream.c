@@ -13,6 +13,7 @@
 
 #include "server/conn/conn.h"
 #include "util/text.h"
+#include "util/thread.h"
 
 struct hr_stream_s {
   hr_stream_callbacks_t cb;
@@ -261,10 +262,8 @@ void hr__stream_shutdown(hr__conn_t *c) {
 /* ---- the owner's calls -------------------------------------------------------- */
 
 int hr_stream_check_thread(const hr_stream_t *s) {
-  uv_thread_t self;
   if (s == NULL) return HR_EINVAL;
-  self = uv_thread_self();
-  return uv_thread_equal(&self, &s->w->loop_thread) ? 0 : hr__worker_call_thread_err(s->w);
+  return hr__thread_is(&s->w->loop_thread) ? 0 : hr__worker_call_thread_err(s->w);
 }
 
 static int check(const hr_stream_t *s) {

@@ -20,6 +20,7 @@
 #include "codec/zconf.h"
 #include "server/exchange/exchange.h"
 #include "util/rcu.h"
+#include "util/thread.h"
 
 hr__exchange_t *hr__exchange_new(hr__worker_t *w, hr__conn_t *c, const hr__proto_t *proto,
                                  size_t rpos) {
@@ -200,12 +201,10 @@ void hr__exchange_release_abandoned(hr__exchange_t *ex) {
 }
 
 int hr__exchange_check_thread(const hr__exchange_t *ex) {
-  uv_thread_t self;
   /* Pairs with the release store in hr__exchange_abandon(). */
   if (atomic_load_explicit(&ex->where, memory_order_acquire) == HR__EX_ABANDONED)
     return HR_ECLOSED;
-  self = uv_thread_self();
-  return uv_thread_equal(&self, &ex->w->loop_thread) ? 0 : HR_ETHREAD;
+  return hr__thread_is(&ex->w->loop_thread) ? 0 : HR_ETHREAD;
 }
 
 void hr__exchange_hold(hr__exchange_t *ex) { ex->holds++; }
