@@ -326,6 +326,11 @@ static void test_bad_settings(void **state) {
   hr_route_options_t ro;
   hr_route_error_t err;
   static const char *const no_subtype[] = {"text/html", "text"};
+  static const char *const reasons[] = {
+      "br_level outside 0..11", "zstd_level outside 1..19", "nmedia_types without media_types",
+      "order names a value that is no hr_coding_t",
+      "a media type is not \"type/subtype\" (no parameters, spaces or commas)"};
+  size_t i;
   (void)state;
   assert_int_equal(hr_router_new(&r, NULL), 0);
   hr_compress_options_init(&bad);
@@ -344,28 +349,16 @@ static void test_bad_settings(void **state) {
   assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
   assert_string_equal(err.reason, "gzip_level outside 1..12");
   /* Each setting named; hr_server_new says the same. */
-  hr_compress_options_init(&bad);
-  bad.br_level = 12;
-  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
-  assert_string_equal(err.reason, "br_level outside 0..11");
-  hr_compress_options_init(&bad);
-  bad.zstd_level = 0;
-  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
-  assert_string_equal(err.reason, "zstd_level outside 1..19");
-  hr_compress_options_init(&bad);
-  bad.nmedia_types = 1;
-  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
-  assert_string_equal(err.reason, "nmedia_types without media_types");
-  hr_compress_options_init(&bad);
-  bad.order[1] = 4;
-  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
-  assert_string_equal(err.reason, "order names a value that is no hr_coding_t");
-  hr_compress_options_init(&bad);
-  bad.media_types = no_subtype;
-  bad.nmedia_types = 2;
-  assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
-  assert_string_equal(err.reason,
-                      "a media type is not \"type/subtype\" (no parameters, spaces or commas)");
+  for (i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
+    hr_compress_options_init(&bad);
+    bad.br_level = i == 0 ? 12 : bad.br_level;
+    bad.zstd_level = i == 1 ? 0 : bad.zstd_level;
+    bad.nmedia_types = i == 2 ? 1 : i == 4 ? 2 : 0;
+    bad.order[1] = i == 3 ? 4 : bad.order[1];
+    bad.media_types = i == 4 ? no_subtype : NULL;
+    assert_int_equal(hr_router_add(r, "GET", "/x", h_text, NULL, &ro), HR_EINVAL);
+    assert_string_equal(err.reason, reasons[i]);
+  }
   hr_server_options_init(&so);
   so.compress = &bad;
   assert_int_equal(hr_server_new(&s, r, &so), HR_EINVAL);
