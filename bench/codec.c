@@ -105,28 +105,30 @@ static size_t nginx_once(int level, int wbits, int memlevel, const unsigned char
   return n;
 }
 
-/* Median over PASSES of the microseconds per body; *bytes the size made. */
-static double time_hroute(hr__codecs_t *cs, int level, const unsigned char *in, size_t len,
-                          unsigned char *out, size_t cap, long iters, size_t *bytes) {
-  double us[PASSES];
-  int p;
-  for (p = 0; p < PASSES; p++) {
-    uint64_t t = bench_now_ns();
-    long i;
-    for (i = 0; i < iters; i++) *bytes = hr__compress(cs, HR_CODING_GZIP, level, in, len, out, cap);
-    us[p] = (double)(bench_now_ns() - t) / 1e3 / (double)iters;
-  }
-  return bench_median(us, PASSES);
+/* One body compressed one way: hroute's (cs) or nginx's (cs NULL). */
+typedef struct job_s {
+  hr__codecs_t *cs;
+  int level, wbits, memlevel;
+  const unsigned char *in;
+  size_t len;
+  unsigned char *out;
+  size_t cap;
+} job_t;
+
+static size_t once(const job_t *j) {
+  return j->cs != NULL
+             ? hr__compress(j->cs, HR_CODING_GZIP, j->level, j->in, j->len, j->out, j->cap)
+             : nginx_once(j->level, j->wbits, j->memlevel, j->in, j->len, j->out, j->cap);
 }
 
-static double time_nginx(int level, int wbits, int memlevel, const unsigned char *in, size_t len,
-                         unsigned char *out, size_t cap, long iters, size_t *bytes) {
+/* Median over PASSES of the microseconds per body; *bytes the size made. */
+static double time_job(const job_t *j, long iters, size_t *bytes) {
   double us[PASSES];
   int p;
   for (p = 0; p < PASSES; p++) {
     uint64_t t = bench_now_ns();
     long i;
-    for (i = 0; i < iters; i++) *bytes = nginx_once(level, wbits, memlevel, in, len, out, cap);
+    for (i = 0; i < iters; i++) *bytes = once(j);
     us[p] = (double)(bench_now_ns() - t) / 1e3 / (double)iters;
   }
   return bench_median(us, PASSES);
@@ -188,8 +190,11 @@ int main(int argc, char **argv) {
     pool.size = 8192 + ((size_t)1 << (wbits + 2)) + ((size_t)1 << (memlevel + 9)) + 65536;
     if ((pool.block = malloc(pool.size)) == NULL) return 1;
     for (k = 0; k < nlevels; k++) {
-      double h = time_hroute(cs, levels[k], in, len, out, cap, iters, &hb);
-      double n = time_nginx(levels[k], wbits, memlevel, in, len, out, cap, iters, &nb);
+      job_t hj = {cs, levels[k], wbits, memlevel, in, len, out, cap}, nj = hj;
+      double h, n;
+      nj.cs = NULL;
+      h = time_job(&hj, iters, &hb);
+      n = time_job(&nj, iters, &nb);
       if (hb == 0 || nb == 0) {
         fprintf(stderr, "bench_codec: %s did not compress\n", name);
         return 1;

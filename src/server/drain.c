@@ -13,6 +13,7 @@
 
 #include "server/worker.h"
 #include "util/testpoint.h"
+#include "util/thread.h"
 
 /* The drain's callback, once, on whichever thread finds it due. */
 static void drain_done(hr_server_t *s) {
@@ -29,8 +30,7 @@ int hr_server_drain(hr_server_t *s, uint64_t grace_ms, uint64_t deadline_ms, hr_
    * be writing it on another thread; their end is counted in drain_left. */
   if (s->workers == NULL) return HR_ESTATE;
   if (!s->threaded) {
-    uv_thread_t self = uv_thread_self();
-    if (!uv_thread_equal(&self, &s->workers[0].loop_thread)) return HR_ETHREAD;
+    if (!hr__thread_is(&s->workers[0].loop_thread)) return HR_ETHREAD;
     if (s->state != HR__SRV_ATTACHED) return HR_ESTATE;
   } else if (atomic_load_explicit(&s->drain_left, memory_order_seq_cst) == 0) {
     return HR_ESTATE; /* stopped */

@@ -22,6 +22,7 @@
 #include "server/worker.h"
 #include "util/detail.h"
 #include "util/rcu.h"
+#include "util/thread.h"
 
 void hr_server_options_init(hr_server_options_t *o) {
   memset(o, 0, sizeof(*o));
@@ -704,10 +705,9 @@ static void worker_main(void *arg) {
 }
 
 static int is_worker_thread(const hr_server_t *s) {
-  uv_thread_t self = uv_thread_self();
   size_t k;
   for (k = 0; k < s->nworkers; k++)
-    if (uv_thread_equal(&self, &s->workers[k].thread)) return 1;
+    if (hr__thread_is(&s->workers[k].thread)) return 1;
   return 0;
 }
 
